@@ -1,0 +1,281 @@
+"""YAML server configs → :class:`ServerConfig`.
+
+A config file holds reusable flag sets, defaults, named models and a list of configs. A config's
+command line is its engine's launch prefix + the flag sets it names (in order) + its own ``args``,
+exactly how the seeds build six drafter configs from one shared flag list plus speculative flags::
+
+    flag_sets:
+      shared: [--mem-fraction-static, "0.41", --max-running-requests, "4"]
+      dflash8: [--speculative-algorithm, DFLASH, --speculative-num-draft-tokens, "8"]
+    defaults: {engine: sglang, launcher: docker, gpus: 1, marks: [nvfp4]}
+    models:
+      target: RadixArk/Qwen3.8-27B-NVFP4
+    configs:
+      - {name: nvfp4-nospec, model: "{models.target}", flags: [shared], marks: [nospec]}
+      - {name: nvfp4-dflash8, model: "{models.target}", flags: [shared, dflash8], marks: [dflash]}
+
+Every error names the file, the config and the key, in one line, so a bad config fails collection
+with a message a user can act on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_llmbench.models import ModelRef, parse_model_ref
+
+FILE_KEYS = {"flag_sets", "defaults", "models", "configs"}
+CONFIG_KEYS = {
+    "name", "engine", "launcher", "model", "models", "flags", "args", "env", "marks", "gpus",
+    "startup_timeout", "image", "description", "request", "engine_options",
+}
+_PLACEHOLDER = re.compile(r"\{(models\.[A-Za-z0-9_-]+|env:[A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ConfigError(Exception):
+    """A config file is wrong; the message names file, config and key."""
+
+    def __init__(self, file: Path | str, message: str, config: str | None = None, key: str | None = None):
+        where = str(file)
+        if config:
+            where += f": config {config!r}"
+        if key:
+            where += f", key {key!r}"
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One server to start: which engine, how, with which model and flags."""
+
+    name: str
+    engine: str
+    model: ModelRef
+    source: Path
+    launcher: str = "subprocess"
+    args: tuple[str, ...] = ()
+    models: Mapping[str, ModelRef] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    marks: tuple[str, ...] = ()
+    gpus: int = 0
+    startup_timeout: float = 600.0
+    image: str | None = None
+    description: str = ""
+    # Extra request-body fields every request to this server carries (e.g. chat_template_kwargs).
+    request: Mapping[str, Any] = field(default_factory=dict)
+    # Engine-specific knobs that are not launch flags (e.g. {"metrics": true}).
+    engine_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def has_marks(self, *marks: str) -> bool:
+        return all(m in self.marks for m in marks)
+
+
+_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "name": (str, "a string"),
+    "engine": (str, "a string"),
+    "launcher": (str, "a string"),
+    "model": ((str, dict), "a path, a dist:// reference or a mapping"),
+    "models": (dict, "a mapping of name → model"),
+    "flags": (list, "a list of flag-set names"),
+    "args": (list, "a list of strings"),
+    "env": (dict, "a mapping of strings"),
+    "marks": (list, "a list of mark names"),
+    "gpus": (int, "an integer"),
+    "startup_timeout": ((int, float), "a number of seconds"),
+    "image": (str, "a string"),
+    "description": (str, "a string"),
+    "request": (dict, "a mapping"),
+    "engine_options": (dict, "a mapping"),
+}
+_MARK_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_type(file: Path, config: str | None, key: str, value: Any) -> None:
+    expected, words = _TYPES[key]
+    if isinstance(value, bool) and expected in (int, (int, float)):
+        raise ConfigError(file, f"must be {words}, got {value!r}", config, key)
+    if not isinstance(value, expected):
+        raise ConfigError(file, f"must be {words}, got {type(value).__name__} {value!r}", config, key)
+
+
+def _str_list(file: Path, config: str | None, key: str, value: list) -> tuple[str, ...]:
+    out = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise ConfigError(file, f"items must be strings, got {item!r}", config, key)
+        out.append(str(item))
+    return tuple(out)
+
+
+def _expand(text: str, models: Mapping[str, ModelRef], file: Path, config: str, key: str) -> str:
+    def sub(m: re.Match[str]) -> str:
+        token = m.group(1)
+        if token.startswith("env:"):
+            var = token[4:]
+            if var not in os.environ:
+                raise ConfigError(file, f"environment variable {var} is not set (used as {{{token}}})", config, key)
+            return os.environ[var]
+        name = token.split(".", 1)[1]
+        if name not in models:
+            raise ConfigError(file, f"unknown model {name!r} (known: {sorted(models)})", config, key)
+        return models[name].placeholder()
+
+    return _PLACEHOLDER.sub(sub, text)
+
+
+def load_config_file(path: Path) -> list[ServerConfig]:
+    """Parse and validate one YAML file; raise :class:`ConfigError` on the first problem."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise ConfigError(path, f"cannot read: {e.strerror}") from e
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(path, f"not valid YAML{where}: {getattr(e, 'problem', e)}") from e
+    if raw is None:
+        return []
+    if not isinstance(raw, dict):
+        raise ConfigError(path, "top level must be a mapping with a 'configs' list")
+    unknown = set(raw) - FILE_KEYS
+    if unknown:
+        raise ConfigError(path, f"unknown top-level key (allowed: {sorted(FILE_KEYS)})", key=sorted(unknown)[0])
+
+    flag_sets = raw.get("flag_sets") or {}
+    if not isinstance(flag_sets, dict):
+        raise ConfigError(path, "must be a mapping of name → list of flags", key="flag_sets")
+    flag_sets = {k: _str_list(path, None, f"flag_sets.{k}", v if isinstance(v, list) else [v])
+                 for k, v in flag_sets.items()}
+
+    defaults = raw.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise ConfigError(path, "must be a mapping", key="defaults")
+    for k, v in defaults.items():
+        if k not in CONFIG_KEYS - {"name"}:
+            raise ConfigError(path, "unknown key in defaults", key=f"defaults.{k}")
+        _check_type(path, None, k, v)
+
+    file_models = raw.get("models") or {}
+    if not isinstance(file_models, dict):
+        raise ConfigError(path, "must be a mapping of name → model", key="models")
+    shared_models = {k: parse_model_ref(v, path, f"models.{k}") for k, v in file_models.items()}
+
+    configs_raw = raw.get("configs")
+    if not isinstance(configs_raw, list):
+        raise ConfigError(path, "must be a list of configs", key="configs")
+
+    out: list[ServerConfig] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(configs_raw):
+        if not isinstance(entry, dict):
+            raise ConfigError(path, f"configs[{i}] must be a mapping")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(path, f"configs[{i}] needs a string 'name'", key="name")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+            raise ConfigError(path, "use letters, digits, '.', '_' and '-' only (it names a folder)", name, "name")
+        if name in seen:
+            raise ConfigError(path, "duplicate config name", name, "name")
+        seen.add(name)
+        for k in entry:
+            if k not in CONFIG_KEYS:
+                raise ConfigError(path, f"unknown key (allowed: {sorted(CONFIG_KEYS)})", name, k)
+        merged = {**defaults, **entry}
+        # Lists and mappings merge rather than replace: marks add up, env/request overlay.
+        for k in ("marks",):
+            if k in defaults and k in entry:
+                merged[k] = list(defaults[k]) + [m for m in entry[k] if m not in defaults[k]]
+        for k in ("env", "request", "engine_options", "models"):
+            if k in defaults and k in entry and isinstance(entry[k], dict):
+                merged[k] = {**defaults[k], **entry[k]}
+        for k, v in merged.items():
+            _check_type(path, name, k, v)
+        out.append(_build(path, name, merged, flag_sets, shared_models))
+    return out
+
+
+def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict) -> ServerConfig:
+    from pytest_llmbench.engines import ENGINES
+    from pytest_llmbench.launchers import LAUNCHERS
+
+    for req in ("engine", "model"):
+        if req not in m:
+            raise ConfigError(path, "is required (set it on the config or in defaults)", name, req)
+    engine = m["engine"]
+    if engine not in ENGINES:
+        raise ConfigError(path, f"unknown engine {engine!r} (known: {sorted(ENGINES)})", name, "engine")
+    launcher = m.get("launcher", "subprocess")
+    if launcher not in LAUNCHERS:
+        raise ConfigError(path, f"unknown launcher {launcher!r} (known: {sorted(LAUNCHERS)})", name, "launcher")
+
+    models = dict(shared_models)
+    for k, v in (m.get("models") or {}).items():
+        models[k] = parse_model_ref(v, path, f"models.{k}", config=name)
+    model = parse_model_ref(m["model"], path, "model", config=name, models=models)
+
+    args: list[str] = []
+    for fs in m.get("flags", []):
+        if not isinstance(fs, str) or fs not in flag_sets:
+            raise ConfigError(path, f"unknown flag set {fs!r} (known: {sorted(flag_sets)})", name, "flags")
+        args.extend(flag_sets[fs])
+    args.extend(_str_list(path, name, "args", m.get("args", [])))
+    args = [_expand(a, models, path, name, "args") for a in args]
+
+    env = m.get("env", {})
+    for k, v in env.items():
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise ConfigError(path, f"value of {k} must be a string", name, f"env.{k}")
+    env = {str(k): _expand(str(v), models, path, name, f"env.{k}") for k, v in env.items()}
+
+    marks = _str_list(path, name, "marks", m.get("marks", []))
+    for mark in marks:
+        if not _MARK_NAME.match(mark):
+            raise ConfigError(path, f"mark {mark!r} is not a valid Python identifier", name, "marks")
+    gpus = m.get("gpus", 0)
+    if gpus < 0:
+        raise ConfigError(path, "must be ≥ 0", name, "gpus")
+    timeout = float(m.get("startup_timeout", 600))
+    if timeout <= 0:
+        raise ConfigError(path, "must be > 0", name, "startup_timeout")
+
+    cfg = ServerConfig(
+        name=name, engine=engine, launcher=launcher, model=model, models=models, source=path,
+        args=tuple(args), env=env, marks=marks, gpus=gpus, startup_timeout=timeout,
+        image=m.get("image"), description=m.get("description", ""), request=m.get("request", {}),
+        engine_options=m.get("engine_options", {}),
+    )
+    problem = ENGINES[engine].validate(cfg)
+    if problem:
+        key, message = problem
+        raise ConfigError(path, message, name, key)
+    if launcher == "docker" and not cfg.image:
+        raise ConfigError(path, "the docker launcher needs an image", name, "image")
+    return cfg
+
+
+def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
+    """Load every ``*.yaml``/``*.yml`` under the given files or folders; names must be unique overall."""
+    files: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            files.extend(sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml")))
+        elif p.exists():
+            files.append(p)
+    out: list[ServerConfig] = []
+    by_name: dict[str, ServerConfig] = {}
+    for f in files:
+        for cfg in load_config_file(f):
+            if cfg.name in by_name:
+                raise ConfigError(f, f"duplicate config name (also in {by_name[cfg.name].source})", cfg.name, "name")
+            by_name[cfg.name] = cfg
+            out.append(cfg)
+    return out

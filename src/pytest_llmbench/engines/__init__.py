@@ -1,0 +1,15 @@
+"""Engine registry: config ``engine:`` name → adapter class. One line per engine."""
+
+from pytest_llmbench.engines.base import Engine, SpecStats
+from pytest_llmbench.engines.llamacpp import LlamaCppEngine
+
+ENGINES: dict[str, type[Engine]] = {
+    LlamaCppEngine.name: LlamaCppEngine,
+}
+
+
+def get_engine(name: str) -> Engine:
+    return ENGINES[name]()
+
+
+__all__ = ["ENGINES", "Engine", "SpecStats", "get_engine"]

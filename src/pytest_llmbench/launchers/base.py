@@ -1,0 +1,107 @@
+"""How a server process comes to life and dies, independent of which engine it is.
+
+A launcher starts something that serves HTTP on 127.0.0.1:port and writes its log to a file, and can
+stop it completely (every child included). Every live handle is tracked so that a session that ends
+badly — Ctrl-C, an exception, SIGTERM from an xdist controller — still stops what it started.
+"""
+
+from __future__ import annotations
+
+import atexit
+import signal
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pytest_llmbench.config import ServerConfig
+    from pytest_llmbench.engines.base import Engine
+
+
+@dataclass
+class LaunchRequest:
+    """Everything a launcher needs to start one server."""
+
+    config: "ServerConfig"
+    engine: "Engine"
+    host: str
+    port: int
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    gpu_ids: tuple[str, ...] = ()
+    image: str | None = None
+
+
+class Handle(Protocol):
+    """A started server."""
+
+    description: str
+
+    def alive(self) -> bool: ...
+
+    def exit_code(self) -> int | None: ...
+
+    def stop(self, grace: float = 15.0) -> None: ...
+
+    def pids(self) -> list[int]: ...
+
+
+class Launcher(Protocol):
+    name: str
+
+    def start(self, req: LaunchRequest) -> Handle: ...
+
+
+_live: set[Handle] = set()
+_lock = threading.Lock()
+
+
+def track(handle: Handle) -> None:
+    with _lock:
+        _live.add(handle)
+
+
+def untrack(handle: Handle) -> None:
+    with _lock:
+        _live.discard(handle)
+
+
+def live_handles() -> list[Handle]:
+    with _lock:
+        return list(_live)
+
+
+def stop_all(grace: float = 5.0) -> None:
+    """Stop every server this process started and has not stopped yet."""
+    for h in live_handles():
+        try:
+            h.stop(grace)
+        finally:
+            untrack(h)
+
+
+def _on_signal(signum, frame):  # pragma: no cover - exercised through subprocess tests
+    stop_all()
+    previous = _previous.get(signum)
+    if callable(previous):
+        previous(signum, frame)
+    else:
+        raise SystemExit(128 + signum)
+
+
+_previous: dict[int, object] = {}
+_installed = False
+
+
+def install_cleanup() -> None:
+    """Stop live servers at interpreter exit and on SIGTERM/SIGHUP (xdist kills workers this way)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    atexit.register(stop_all)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            _previous[sig] = signal.getsignal(sig)
+            signal.signal(sig, _on_signal)
