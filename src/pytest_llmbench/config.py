@@ -166,7 +166,9 @@ def load_config_file(path: Path) -> list[ServerConfig]:
     file_models = raw.get("models") or {}
     if not isinstance(file_models, dict):
         raise ConfigError(path, "must be a mapping of name → model", key="models")
-    shared_models = {k: parse_model_ref(v, path, f"models.{k}") for k, v in file_models.items()}
+    shared_models: dict[str, ModelRef] = {}
+    for k, v in file_models.items():  # in order, so a model can derive from one named before it
+        shared_models[k] = parse_model_ref(v, path, f"models.{k}", models=shared_models)
 
     configs_raw = raw.get("configs")
     if not isinstance(configs_raw, list):
@@ -218,7 +220,7 @@ def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict)
 
     models = dict(shared_models)
     for k, v in (m.get("models") or {}).items():
-        models[k] = parse_model_ref(v, path, f"models.{k}", config=name)
+        models[k] = parse_model_ref(v, path, f"models.{k}", config=name, models=models)
     model = parse_model_ref(m["model"], path, "model", config=name, models=models)
 
     args: list[str] = []

@@ -2,9 +2,13 @@
 
 from pytest_llmbench.engines.base import Engine, SpecStats
 from pytest_llmbench.engines.llamacpp import LlamaCppEngine
+from pytest_llmbench.engines.sglang import SGLangEngine
+from pytest_llmbench.engines.vllm import VLLMEngine
 
 ENGINES: dict[str, type[Engine]] = {
     LlamaCppEngine.name: LlamaCppEngine,
+    SGLangEngine.name: SGLangEngine,
+    VLLMEngine.name: VLLMEngine,
 }
 
 

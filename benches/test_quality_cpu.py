@@ -1,0 +1,67 @@
+"""Quality and speculative-decoding benches of the CPU suite (llama.cpp + SmolLM2-135M, 2 cores).
+
+The seeds' quality benches at CPU size: accept length per request on MT-Bench and HumanEval prompts
+for the drafting configs (natural stops: with ignore_eos the tiny model loops and n-gram drafting then
+accepts nearly everything), a 50-case BFCL subset through the engine's chat template with tools, and
+tokens per answer. Every number that is gated goes through ``bench.check``; the per-request and per-case
+detail goes to results.jsonl.
+"""
+
+import warnings
+
+import pytest
+
+from pytest_llmbench.evals import bfcl, datasets, thinking
+from pytest_llmbench.evals.accept_length import run_accept_length
+from pytest_llmbench.evals.protocols import get_protocol, protocol_body
+from pytest_llmbench.evals.record import write_eval
+from pytest_llmbench.gate import Spread, StdErr
+from pytest_llmbench.workload.requests import run_requests
+
+CARD_CPU = get_protocol("dflash2-card-cpu")
+
+
+@pytest.mark.llm_configs("cpu", "spec")
+@pytest.mark.parametrize("set_name", ["mt-bench", "humaneval"])
+def test_accept_length(llm_server, bench, set_name):
+    prompts = datasets.prompt_set(set_name, CARD_CPU.prompts_per_set, CARD_CPU.seed)
+    result = run_accept_length(llm_server, prompts, CARD_CPU.name)
+    assert result.failed == 0, f"{result.failed} request(s) failed: {result.errors}"
+    assert result.values, f"{llm_server.name} drafted nothing on {set_name}: no per-request accept length"
+    summary = result.summary()
+    write_eval(bench, "accept_length", result.as_dict())
+    bench.record("accept_length_se", summary.se)
+    bench.check("accept_length", result.values, noise=StdErr(k=2))
+
+
+@pytest.mark.llm_configs("cpu", "nospec")
+def test_bfcl_subset(llm_server, bench, snapshot):
+    cases = bfcl.subset_cases(bfcl.SUBSET_CPU)
+    result = bfcl.run_bfcl(llm_server, cases, "tools", "bfcl-cpu")
+    write_eval(bench, "bfcl", result.as_dict())
+    for category, (passed, total) in result.per_category().items():
+        bench.record(f"bfcl.{category}", f"{passed}/{total}")  # reported, not gated
+    bench.record("bfcl_mean_latency_s", result.mean_latency_s())
+    failed_requests = [v.id for v in result.verdicts if v.error.startswith("request failed")]
+    assert not failed_requests, f"requests failed for {failed_requests}"
+    # The pass/fail set: a baseline bump (--snapshot-update) shows in review which cases flipped; a
+    # flip within the noise is a warning here, the total is what the gate judges.
+    if not snapshot == result.pass_fail():
+        warnings.warn(f"BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
+                      stacklevel=1)
+    bench.check("bfcl_passed", result.passed, noise=Spread(3))  # the seeds' 8 of 205, scaled to 50 cases
+
+
+@pytest.mark.llm_configs("cpu", "nospec")
+def test_tokens_per_answer(llm_server, bench):
+    proto = get_protocol("cpu-greedy")
+    prompts = datasets.prompt_set("mt-bench", proto.prompts_per_set, proto.seed)
+    bodies = [{**protocol_body(proto.name), "messages": p.messages()} for p in prompts]
+    records = run_requests(llm_server, bodies, concurrency=proto.users)
+    result = thinking.count_tokens(llm_server, [(p.id, p.set, r) for p, r in zip(prompts, records)], proto.max_tokens)
+    assert result.failed == 0, [r.error for r in records if not r.ok]
+    write_eval(bench, "tokens_per_answer", result.as_dict())
+    bench.record("answers_cut", result.cut())
+    if result.thinking():  # SmolLM2 does not think; a thinking model's count is gated too
+        bench.check("thinking_tokens", result.thinking(), noise=StdErr(k=2), direction="lower")
+    bench.check("total_tokens", result.totals(), noise=StdErr(k=2), direction="lower")

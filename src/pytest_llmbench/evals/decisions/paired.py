@@ -1,0 +1,118 @@
+"""Paired bootstrap intervals for the gap between two sets of answers to the same questions.
+
+Two configs in one session (Swift vs stock) or a run and its baseline answered the same decisions, so
+their gap is measured per decision and the interval comes from resampling *cases*: all decisions of a
+case are drawn together, because questions about one state are not independent. The gap is
+candidate − reference of the mean per-decision metric over the decisions both answered (a ratio of
+per-case sums, so a case with eight questions weighs eight times one with one).
+
+The gate is one-sided on purpose: it fails only when the whole interval lies on the bad side of zero,
+so a gap the data cannot resolve never fails a run, and an improvement is reported, not failed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from pytest_llmbench.evals.decisions.metrics import DIRECTIONS, decision_values
+from pytest_llmbench.evals.decisions.schema import Decision
+
+DEFAULT_RESAMPLES = 2000
+DEFAULT_SEED = 20261030
+
+
+@dataclass(frozen=True)
+class PairedGap:
+    """candidate − reference for one metric, with a paired bootstrap interval over cases."""
+
+    metric: str
+    direction: str  # which way is better for the metric itself
+    gap: float
+    low: float
+    high: float
+    confidence: float
+    n_cases: int
+    n_decisions: int
+    candidate: str = "candidate"
+    reference: str = "reference"
+
+    @property
+    def status(self) -> str:
+        """``worse`` / ``better`` when the interval excludes zero on that side, else ``same``."""
+        if not np.isfinite(self.low) or not np.isfinite(self.high):
+            return "same"
+        bad_side = self.high < 0 if self.direction == "higher" else self.low > 0
+        good_side = self.low > 0 if self.direction == "higher" else self.high < 0
+        return "worse" if bad_side else "better" if good_side else "same"
+
+    @property
+    def worse(self) -> bool:
+        return self.status == "worse"
+
+    def describe(self) -> str:
+        return (f"{self.metric}: {self.candidate} − {self.reference} = {self.gap:+.4f} "
+                f"[{self.low:+.4f}, {self.high:+.4f}] ({self.confidence:.0%} paired bootstrap over "
+                f"{self.n_cases} cases, {self.n_decisions} decisions; {self.direction} is better) → {self.status}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "status": self.status}
+
+
+def case_sums(values_a: Mapping[tuple[str, str], float | None], values_b: Mapping[tuple[str, str], float | None]
+              ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Per case: Σ(a − b) and the number of decisions both have a value for."""
+    diff: dict[str, float] = defaultdict(float)
+    count: dict[str, int] = defaultdict(int)
+    for key, va in values_a.items():
+        vb = values_b.get(key)
+        if va is None or vb is None:
+            continue
+        diff[key[0]] += va - vb
+        count[key[0]] += 1
+    cases = sorted(diff)
+    return cases, np.array([diff[c] for c in cases]), np.array([count[c] for c in cases], dtype=float)
+
+
+def paired_bootstrap(case_diff: np.ndarray, case_count: np.ndarray, *, confidence: float = 0.95,
+                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                     method: str = "percentile") -> tuple[float, float, float]:
+    """(gap, low, high) of Σdiff / Σcount with cases resampled together (scipy.stats.bootstrap, paired)."""
+    if case_count.sum() == 0:
+        return float("nan"), float("nan"), float("nan")
+    gap = float(case_diff.sum() / case_count.sum())
+    if len(case_diff) < 2:
+        return gap, float("nan"), float("nan")
+    if np.all(case_diff == 0):
+        return gap, 0.0, 0.0  # every resample is exactly zero
+
+    def ratio(d: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
+        return d.sum(axis=axis) / c.sum(axis=axis)
+
+    res = stats.bootstrap((case_diff, case_count), ratio, paired=True, vectorized=True, n_resamples=resamples,
+                          confidence_level=confidence, method=method, random_state=np.random.default_rng(seed))
+    return gap, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def paired_gap(candidate: Iterable[Decision], reference: Iterable[Decision], metric: str = "correct", *,
+               confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+               names: tuple[str, str] = ("candidate", "reference")) -> PairedGap:
+    """The gap of ``metric`` (see :data:`metrics.DIRECTIONS`) between two answer sets, paired by
+    (case, question), with a bootstrap interval over cases."""
+    a = decision_values(candidate, metric)
+    b = decision_values(reference, metric)
+    cases, diff, count = case_sums(a, b)
+    gap, low, high = paired_bootstrap(diff, count, confidence=confidence, resamples=resamples, seed=seed)
+    return PairedGap(metric, DIRECTIONS[metric], gap, low, high, confidence, len(cases), int(count.sum()),
+                     candidate=names[0], reference=names[1])
+
+
+def changed_answers(a: Iterable[Decision], b: Iterable[Decision]) -> int:
+    """How many decisions both answered have a different top answer in ``a`` and ``b``."""
+    tops_b = {d.key: d.top for d in b}
+    return sum(1 for d in a if d.top is not None and tops_b.get(d.key) is not None and tops_b[d.key] != d.top)

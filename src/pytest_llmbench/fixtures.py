@@ -1,0 +1,136 @@
+"""The fixtures users touch: ``llm_server`` (one server per config per session) and ``bench``.
+
+``bench`` is the one place a test's measurements go: ``bench.run(scenario)`` runs a serving workload
+against the test's server and records its metrics; ``bench.record(name, value)`` records anything
+else; ``bench.check(metric, observed, noise=…)`` compares with the stored baseline (the gate). At the
+end of the test everything recorded is written to results.jsonl and the JUnit XML.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_llmbench import stash
+from pytest_llmbench.server import LLMServer, start_server
+
+
+def _gpu_ids_for(config: pytest.Config, cfg) -> tuple[str, ...]:
+    from pytest_llmbench.launchers.gpus import assign_gpus
+
+    return assign_gpus(config, cfg)
+
+
+@pytest.fixture(scope="session")
+def llm_server(request: pytest.FixtureRequest):
+    """The running server of the config this test is parameterized with.
+
+    Session-scoped and parameterized over the selected configs (see plugin.pytest_generate_tests):
+    pytest groups a config's tests together, starts its server once, and stops it before the next
+    config's server starts.
+    """
+    name = getattr(request, "param", None)
+    if name is None:
+        pytest.fail("llm_server is parameterized by the llmbench plugin; no server config was selected")
+    config = request.config
+    cfg = config.stash[stash.CONFIGS][name]
+    results = config.stash[stash.RESULTS]
+    starts = config.stash.setdefault(stash.STARTS, {})
+    starts[name] = starts.get(name, 0) + 1
+    server = start_server(cfg, results.server_dir(name), gpu_ids=_gpu_ids_for(config, cfg),
+                          image=config.getoption("llmbench_image", None))
+    results.log_server_start(server)
+    try:
+        yield server
+    finally:
+        try:
+            results.write_facts(server)
+        finally:
+            server.stop()
+
+
+_CONFIG_PARAM = re.compile(r"\[(.*)\]$")
+
+
+def test_key(item: pytest.Item, config_name: str | None) -> str:
+    """The node id without the config's part of the parametrization: stable across configs."""
+    nodeid = item.nodeid
+    if not config_name:
+        return nodeid
+    m = _CONFIG_PARAM.search(nodeid)
+    if not m:
+        return nodeid
+    parts = [p for p in m.group(1).split("-") if p]
+    cs = config_name.split("-")
+    # Remove the config name (which may itself contain '-') from the id parts.
+    for i in range(len(parts) - len(cs) + 1):
+        if parts[i : i + len(cs)] == cs:
+            parts = parts[:i] + parts[i + len(cs) :]
+            break
+    base = nodeid[: m.start()]
+    return f"{base}[{'-'.join(parts)}]" if parts else base
+
+
+@dataclass
+class Bench:
+    """Per-test measurement sink and gate entry point."""
+
+    item: pytest.Item
+    server: LLMServer | None
+    measurements: dict[str, Any] = field(default_factory=dict)
+    scenarios: list[Any] = field(default_factory=list)
+    verdicts: list[Any] = field(default_factory=list)
+
+    @property
+    def config_name(self) -> str | None:
+        return self.server.name if self.server else None
+
+    @property
+    def nodeid(self) -> str:
+        return self.item.nodeid
+
+    @property
+    def test_key(self) -> str:
+        return test_key(self.item, self.config_name)
+
+    def run(self, scenario, *, prompts=None):
+        """Run a serving scenario against this test's server; its metrics are recorded here."""
+        from pytest_llmbench.workload.scenario import run_scenario
+
+        if self.server is None:
+            raise RuntimeError("bench.run needs the test to use the llm_server fixture")
+        reporter = self.item.config.pluginmanager.get_plugin("terminalreporter")
+        results = self.item.config.stash[stash.RESULTS]
+        result = run_scenario(self.server, scenario, prompts=prompts, reporter=reporter)
+        self.scenarios.append(result)
+        for k, v in result.metrics.items():
+            self.measurements[f"{scenario.name}.{k}" if len(self.scenarios) > 1 else k] = v
+        results.write_scenario(self, result)
+        return result
+
+    def record(self, name: str, value: Any) -> None:
+        """Record a measurement that is not part of a serving scenario (an eval score, a count)."""
+        self.measurements[name] = value
+        self.item.user_properties.append((f"llmbench.{name}", value))
+
+    def check(self, metric: str, observed: Any, **kwargs: Any):
+        """Gate ``observed`` against the baseline of this config/test/metric; see gate.session."""
+        gate = self.item.config.stash.get(stash.GATE, None)
+        if gate is None:
+            raise RuntimeError("the llmbench gate is not active in this session")
+        verdict = gate.check(self, metric, observed, **kwargs)
+        self.verdicts.append(verdict)
+        return verdict
+
+
+@pytest.fixture
+def bench(request: pytest.FixtureRequest) -> Bench:
+    """Measurement sink for one test; uses ``llm_server`` when the test does."""
+    server = request.getfixturevalue("llm_server") if "llm_server" in request.fixturenames else None
+    b = Bench(item=request.node, server=server)
+    yield b
+    results = request.config.stash[stash.RESULTS]
+    results.write_test(b)

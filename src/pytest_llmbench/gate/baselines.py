@@ -1,0 +1,281 @@
+"""Baseline files: one reviewable YAML file per server config under ``baselines/``.
+
+Layout (sorted keys, 6 significant digits, lists inline so a changed value is a one-line diff)::
+
+    config: cpu-nodraft
+    runners:                      # hardware-bound metrics, per runner profile
+      cpu-amd-epyc-2c:
+        <test key>:
+          output_throughput: {direction, history, n, noise, provenance, se, spread, value}
+    shared:                       # quality metrics, the same on every runner
+      <test key>:
+        accept_length: {...}
+    version: 1
+
+A file that cannot be read is an error naming it, and is never rewritten: the gate refuses to touch
+it until a person fixes or deletes it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
+from pytest_llmbench.gate.noise import noise_from_dict
+
+VERSION = 1
+SIG_DIGITS = 6
+_TOP_KEYS = {"version", "config", "shared", "runners"}
+_ENTRY_KEYS = {"value", "direction", "noise", "n", "se", "spread", "history", "provenance"}
+
+Key = tuple[str | None, str, str]  # (runner or None for shared, test key, metric)
+
+
+class BaselineFileError(Exception):
+    """A baseline file exists but is not a valid baseline file."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(
+            f"baseline file {path} is unreadable: {reason}. Fix or delete it; "
+            f"pytest-llmbench never overwrites it (not even with --update-baselines)"
+        )
+
+
+def round_sig(x: float, digits: int = SIG_DIGITS) -> float | int:
+    """Fixed precision so reruns do not rewrite digits that are noise; integral values stay ints."""
+    x = float(x)
+    if not math.isfinite(x):
+        return x
+    r = float(f"{x:.{digits}g}")
+    return int(r) if r.is_integer() and abs(r) < 1e15 else r
+
+
+@dataclass
+class BaselineFile:
+    """The entries of one config, by (runner or shared) → test key → metric."""
+
+    path: Path
+    config: str
+    shared: dict[str, dict[str, BaselineEntry]] = field(default_factory=dict)
+    runners: dict[str, dict[str, dict[str, BaselineEntry]]] = field(default_factory=dict)
+    exists: bool = False
+
+    def _section(self, runner: str | None) -> dict[str, dict[str, BaselineEntry]]:
+        return self.shared if runner is None else self.runners.setdefault(runner, {})
+
+    def get(self, runner: str | None, test_key: str, metric: str) -> BaselineEntry | None:
+        section = self.shared if runner is None else self.runners.get(runner, {})
+        return section.get(test_key, {}).get(metric)
+
+    def put(self, runner: str | None, test_key: str, metric: str, entry: BaselineEntry) -> None:
+        self._section(runner).setdefault(test_key, {})[metric] = entry
+
+    def keys(self, runner: str | None = None, *, include_shared: bool = True) -> Iterator[Key]:
+        """The entries a run on ``runner`` could check (its own section plus the shared one)."""
+        if include_shared:
+            for test, metrics in self.shared.items():
+                for metric in metrics:
+                    yield (None, test, metric)
+        for test, metrics in self.runners.get(runner, {}).items() if runner else ():
+            for metric in metrics:
+                yield (runner, test, metric)
+
+
+def config_filename(config: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", config) + ".yaml"
+
+
+# --- reading -------------------------------------------------------------------------------------------
+
+def load(path: Path, config: str) -> BaselineFile:
+    """Read ``path``; a missing file is an empty baseline, anything unreadable a BaselineFileError."""
+    bf = BaselineFile(path=path, config=config)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return bf
+    except OSError as e:
+        raise BaselineFileError(path, f"cannot read it ({e.strerror or e})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise BaselineFileError(path, f"invalid YAML ({' '.join(str(e).split())})") from None
+    bf.exists = True
+    if data is None:
+        return bf
+    if not isinstance(data, dict):
+        raise BaselineFileError(path, f"expected a mapping at the top, found {type(data).__name__}")
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise BaselineFileError(path, f"unknown top-level key(s) {sorted(map(str, unknown))}")
+    if data.get("version", VERSION) != VERSION:
+        raise BaselineFileError(path, f"version {data.get('version')!r} is not {VERSION}")
+    for test, metric, raw in _walk(path, data.get("shared"), "shared"):
+        bf.put(None, test, metric, _entry(path, raw, f"shared › {test} › {metric}"))
+    runners = data.get("runners") or {}
+    if not isinstance(runners, dict):
+        raise BaselineFileError(path, "'runners' must map runner profiles to tests")
+    for runner, tests in runners.items():
+        for test, metric, raw in _walk(path, tests, f"runners › {runner}"):
+            bf.put(str(runner), test, metric, _entry(path, raw, f"runners › {runner} › {test} › {metric}"))
+    return bf
+
+
+def _walk(path: Path, tests: Any, where: str) -> Iterator[tuple[str, str, Any]]:
+    if tests is None:
+        return
+    if not isinstance(tests, dict):
+        raise BaselineFileError(path, f"{where}: expected a mapping of test keys")
+    for test, metrics in tests.items():
+        if not isinstance(metrics, dict):
+            raise BaselineFileError(path, f"{where} › {test}: expected a mapping of metrics")
+        for metric, raw in metrics.items():
+            yield str(test), str(metric), raw
+
+
+def _number(path: Path, raw: Any, key: str, where: str, *, optional: bool = True) -> float | None:
+    v = raw.get(key)
+    if v is None and optional:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise BaselineFileError(path, f"{where}: '{key}' must be a number, found {v!r}")
+    return float(v)
+
+
+def _entry(path: Path, raw: Any, where: str) -> BaselineEntry:
+    if not isinstance(raw, dict):
+        raise BaselineFileError(path, f"{where}: expected a mapping with value, direction, noise…")
+    unknown = set(raw) - _ENTRY_KEYS
+    if unknown:
+        raise BaselineFileError(path, f"{where}: unknown key(s) {sorted(map(str, unknown))}")
+    value = _number(path, raw, "value", where, optional=False)
+    direction = raw.get("direction")
+    if direction not in ("higher", "lower"):
+        raise BaselineFileError(path, f"{where}: 'direction' must be higher or lower, found {direction!r}")
+    noise = raw.get("noise")
+    try:
+        noise_from_dict(noise)
+    except ValueError as e:
+        raise BaselineFileError(path, f"{where}: noise: {e}") from None
+    history = raw.get("history") or []
+    if not isinstance(history, list) or any(isinstance(h, bool) or not isinstance(h, int | float)
+                                            for h in history):
+        raise BaselineFileError(path, f"{where}: 'history' must be a list of numbers")
+    n = raw.get("n")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+        raise BaselineFileError(path, f"{where}: 'n' must be a whole number, found {n!r}")
+    prov = raw.get("provenance") or {}
+    if not isinstance(prov, dict):
+        raise BaselineFileError(path, f"{where}: 'provenance' must be a mapping")
+    return BaselineEntry(
+        value=value, direction=direction, noise=noise, n=n,  # type: ignore[arg-type]
+        se=_number(path, raw, "se", where), spread=_number(path, raw, "spread", where),
+        history=tuple(float(h) for h in history), provenance=prov,
+    )
+
+
+# --- writing -------------------------------------------------------------------------------------------
+
+class _Dumper(yaml.SafeDumper):
+    """Block mappings, inline lists (a history is one line), no aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _list_inline(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+
+_Dumper.add_representer(list, _list_inline)
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int | float):
+        return round_sig(v)
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list | tuple):
+        return [_clean(x) for x in v]
+    return str(v)
+
+
+def entry_to_dict(e: BaselineEntry) -> dict[str, Any]:
+    return _clean({
+        "value": e.value, "direction": e.direction, "noise": e.noise, "n": e.n, "se": e.se,
+        "spread": e.spread, "history": list(e.history[-HISTORY_LEN:]) or None, "provenance": e.provenance or None,
+    })
+
+
+def dumps(bf: BaselineFile) -> str:
+    """The file's text: stable for equal content, so unchanged baselines give empty diffs."""
+    data: dict[str, Any] = {"version": VERSION, "config": bf.config}
+    if bf.shared:
+        data["shared"] = {t: {m: entry_to_dict(e) for m, e in ms.items()} for t, ms in bf.shared.items() if ms}
+    runners = {r: {t: {m: entry_to_dict(e) for m, e in ms.items()} for t, ms in tests.items() if ms}
+               for r, tests in bf.runners.items()}
+    runners = {r: t for r, t in runners.items() if t}
+    if runners:
+        data["runners"] = runners
+    header = (f"# pytest-llmbench baselines for config {bf.config!r}. Written by --update-baselines;\n"
+              f"# review changes like code. Hardware-bound metrics are under runners/<profile>.\n")
+    return header + yaml.dump(data, Dumper=_Dumper, sort_keys=True, allow_unicode=True, width=110,
+                              default_flow_style=False)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Temp file in the same folder + fsync + os.replace: readers see the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+class BaselineStore:
+    """The baselines folder; reads each config's file once per process."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory)
+        self._files: dict[str, BaselineFile | BaselineFileError] = {}
+
+    def path_for(self, config: str) -> Path:
+        return self.dir / config_filename(config)
+
+    def file(self, config: str) -> BaselineFile:
+        """The config's baselines (empty when there is no file); raises BaselineFileError every time."""
+        got = self._files.get(config)
+        if got is None:
+            try:
+                got = load(self.path_for(config), config)
+            except BaselineFileError as e:
+                got = e
+            self._files[config] = got
+        if isinstance(got, BaselineFileError):
+            raise got
+        return got
+
+    def reload(self, config: str) -> BaselineFile:
+        self._files.pop(config, None)
+        return self.file(config)

@@ -1,0 +1,35 @@
+"""Noise models, one per module, and the registry the baseline files name them by."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_llmbench.gate.noise.base import NoiseModel, NoiseModelError
+from pytest_llmbench.gate.noise.binomial import Binomial
+from pytest_llmbench.gate.noise.history import History
+from pytest_llmbench.gate.noise.relative import Relative
+from pytest_llmbench.gate.noise.spread import Spread
+from pytest_llmbench.gate.noise.stderr import StdErr
+
+NOISE_MODELS: dict[str, type[NoiseModel]] = {
+    cls.name: cls for cls in (StdErr, Relative, Spread, Binomial, History)
+}
+
+
+def noise_from_dict(d: dict[str, Any]) -> NoiseModel:
+    """The inverse of ``NoiseModel.to_dict``; raises ValueError naming what is wrong."""
+    if not isinstance(d, dict) or "name" not in d:
+        raise ValueError(f"a noise model is written as {{name: ..., <params>}}, got {d!r}")
+    params = dict(d)
+    name = params.pop("name")
+    cls = NOISE_MODELS.get(name)
+    if cls is None:
+        raise ValueError(f"unknown noise model {name!r} (known: {', '.join(sorted(NOISE_MODELS))})")
+    try:
+        return cls.from_params(**params)
+    except TypeError as e:
+        raise ValueError(f"bad parameters for noise model {name}: {e}") from None
+
+
+__all__ = ["NOISE_MODELS", "Binomial", "History", "NoiseModel", "NoiseModelError", "Relative", "Spread",
+           "StdErr", "noise_from_dict"]

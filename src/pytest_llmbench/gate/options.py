@@ -1,0 +1,47 @@
+"""Command-line options and ini keys of the gate (called from the plugin's pytest_addoption)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+UPDATE_MODES = ("all", "new")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("llmbench-gate", "llmbench baselines and gates")
+    group.addoption(
+        "--baselines-dir", dest="llmbench_baselines_dir", metavar="DIR", default=None,
+        help="folder of baseline YAML files, one per server config (default: ini llmbench_baselines_dir, "
+             "else <rootdir>/baselines)",
+    )
+    group.addoption(
+        "--update-baselines", dest="llmbench_update_baselines", nargs="?", const="all", default=None,
+        choices=UPDATE_MODES, metavar="all|new",
+        help="after the run, write the measured values as baselines (history kept, atomic); "
+             "=new writes only metrics that have no baseline yet. Put it after the test paths or use "
+             "the = form.",
+    )
+    group.addoption(
+        "--strict-baselines", dest="llmbench_strict_baselines", action="store_true", default=False,
+        help="a check without a baseline (new test, metric or runner) fails instead of passing as 'new'",
+    )
+    group.addoption(
+        "--runner", dest="llmbench_runner", metavar="NAME", default=None,
+        help="runner profile that keys hardware-bound baselines (default: detected, e.g. cpu-amd-epyc-2c)",
+    )
+    parser.addini("llmbench_baselines_dir", "folder of baseline YAML files (relative to the ini file)",
+                  default=None)
+
+
+def baselines_dir(config: pytest.Config) -> Path:
+    """CLI paths are relative to where pytest was invoked, the ini value to the ini file's folder."""
+    cli = config.getoption("llmbench_baselines_dir", None)
+    if cli:
+        return (config.invocation_params.dir / cli).resolve()
+    ini = config.getini("llmbench_baselines_dir")
+    if ini:
+        base = config.inipath.parent if config.inipath else config.rootpath
+        return (base / str(ini)).resolve()
+    return config.rootpath / "baselines"

@@ -1,0 +1,209 @@
+"""pytest hooks only: options, marks from configs, parameterization and ordering, cleanup, summary.
+
+Business logic lives in the modules these hooks wire together (config, server, workload, gate,
+report); this module decides *when* things happen in a pytest session.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_llmbench import stash
+from pytest_llmbench.config import ConfigError, ServerConfig, load_configs
+from pytest_llmbench.fixtures import bench, llm_server  # noqa: F401  (fixtures registered by import)
+from pytest_llmbench.launchers import stop_all
+from pytest_llmbench.launchers.base import install_cleanup
+from pytest_llmbench.report.results import ResultsWriter
+
+CONFIG_ERROR = pytest.StashKey[ConfigError]()
+RESULTS_DIR_KEY = "llmbench_results_dir"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("llmbench", "LLM-serving benchmarks (pytest-llmbench)")
+    group.addoption("--llmbench-configs", action="append", default=None, metavar="PATH",
+                    help="server config file or folder (repeatable); default: ini llmbench_configs")
+    group.addoption("--results-dir", default=None, metavar="DIR",
+                    help="where results.jsonl and per-config server logs go (default results/<timestamp>)")
+    parser.addini("llmbench_configs", type="paths", default=[],
+                  help="server config files or folders (default: benches/configs if it exists)")
+    parser.addini("llmbench_results_dir", default="", help="default --results-dir")
+    _add_component_options(parser)
+
+
+def _add_component_options(parser: pytest.Parser) -> None:
+    """Options owned by the gate and the launchers (each module declares its own)."""
+    from pytest_llmbench.gate.options import add_options as gate_options
+    from pytest_llmbench.launchers.gpus import add_options as gpu_options
+
+    gate_options(parser)
+    gpu_options(parser)
+
+
+def _config_paths(config: pytest.Config) -> list[Path]:
+    cli = config.getoption("llmbench_configs")
+    if cli:
+        return [Path(p) if os.path.isabs(p) else Path(config.invocation_params.dir) / p for p in cli]
+    ini = config.getini("llmbench_configs")
+    if ini:
+        return [Path(p) for p in ini]
+    default = Path(config.rootpath) / "benches" / "configs"
+    return [default] if default.is_dir() else []
+
+
+def _marks_in_yaml(paths: list[Path]) -> set[str]:
+    """Mark names written in config files, read leniently so a broken file still registers its marks."""
+    marks: set[str] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "marks" and isinstance(v, list):
+                    marks.update(m for m in v if isinstance(m, str) and m.isidentifier())
+                else:
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    for p in paths:
+        for f in ([p] if p.is_file() else sorted(p.rglob("*.y*ml")) if p.is_dir() else []):
+            try:
+                walk(yaml.safe_load(f.read_text()))
+            except (OSError, yaml.YAMLError):
+                pass
+    return marks
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "llm_configs(*marks, names=None): run this test only on server configs "
+                                       "that carry all the given marks (and, with names=, only those configs)")
+    config.addinivalue_line("markers", "integration: starts a real server")
+    paths = _config_paths(config)
+    for mark in sorted(_marks_in_yaml(paths)):
+        config.addinivalue_line("markers", f"{mark}: server-config mark (from the llmbench config files)")
+    try:
+        configs = load_configs(paths)
+    except ConfigError as e:
+        config.stash[CONFIG_ERROR] = e
+        configs = []
+    config.stash[stash.CONFIGS] = {c.name: c for c in configs}
+    config.stash[stash.RESULTS] = ResultsWriter(_results_dir(config), os.environ.get("PYTEST_XDIST_WORKER"))
+    from pytest_llmbench.gate.session import GateSession
+
+    gate = GateSession(config)
+    config.stash[stash.GATE] = gate
+    config.pluginmanager.register(gate, "llmbench-gate")
+    from pytest_llmbench.launchers.gpus import apply_options
+
+    apply_options(config)
+    install_cleanup()
+
+
+def _results_dir(config: pytest.Config) -> Path:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput and RESULTS_DIR_KEY in workerinput:
+        return Path(workerinput[RESULTS_DIR_KEY])
+    chosen = config.getoption("results_dir") or config.getini("llmbench_results_dir")
+    if chosen:
+        p = Path(chosen)
+        return p if p.is_absolute() else Path(config.invocation_params.dir) / p
+    return Path(config.rootpath) / "results" / datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist controller: every worker writes into the controller's results folder."""
+    node.workerinput[RESULTS_DIR_KEY] = str(node.config.stash[stash.RESULTS].dir)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parameterize ``llm_server`` over *every* config, in one fixed order, for every test.
+
+    pytest groups tests that share a session-scoped parameter by its index, so the index of a config
+    must be the same in every test: tests narrowed by ``llm_configs`` are deselected per config in
+    :func:`pytest_collection_modifyitems`, never parameterized over a shorter list.
+    """
+    if "llm_server" not in metafunc.fixturenames:
+        return
+    error = metafunc.config.stash.get(CONFIG_ERROR, None)
+    if error is not None:
+        raise pytest.Collector.CollectError(f"llmbench config error: {error}")
+    params = [
+        pytest.param(cfg.name, id=cfg.name,
+                     marks=[getattr(pytest.mark, m) for m in cfg.marks] + [pytest.mark.xdist_group(cfg.name)])
+        for cfg in metafunc.config.stash[stash.CONFIGS].values()
+    ]
+    metafunc.parametrize("llm_server", params, indirect=True, scope="session")
+
+
+def _server_param(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("llm_server") if callspec else None
+
+
+def _wanted(item: pytest.Item, cfg: ServerConfig) -> bool:
+    marker = item.get_closest_marker("llm_configs")
+    if marker is None:
+        return True
+    names = marker.kwargs.get("names")
+    return set(marker.args) <= set(cfg.marks) and (names is None or cfg.name in names)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Drop (config, test) pairs a test's ``llm_configs`` marker excludes."""
+    configs = config.stash[stash.CONFIGS]
+    keep, drop = [], []
+    for item in items:
+        name = _server_param(item)
+        (keep if name is None or _wanted(item, configs[name]) else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """After -m/-k deselection: check the GPU requests of the configs that will run, before any start."""
+    config = session.config
+    names = {n for item in session.items if (n := _server_param(item)) is not None}
+    if not names:
+        return
+    from pytest_llmbench.launchers.gpus import check_gpu_requests
+
+    problems = check_gpu_requests(config, [config.stash[stash.CONFIGS][n] for n in sorted(names)])
+    if problems:
+        raise pytest.UsageError("; ".join(problems))
+
+
+def pytest_keyboard_interrupt(excinfo) -> None:
+    stop_all()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    stop_all()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    stop_all()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    from pytest_llmbench.report.table import scenario_table
+
+    if hasattr(config, "workerinput"):
+        return
+    results = config.stash.get(stash.RESULTS, None)
+    if results is None or not any(results.dir.glob("results*.jsonl")):
+        return
+    table = scenario_table(results.dir)
+    if table:
+        terminalreporter.write_sep("=", "llmbench scenarios")
+        for line in table.splitlines():
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"results: {results.dir}")

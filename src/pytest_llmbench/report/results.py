@@ -1,0 +1,156 @@
+"""Results on disk: ``results.jsonl`` (one JSON object per line, written as each thing finishes) and a
+folder per config (server.log, resources.json). Nothing is held back until the end of the session, so
+a crash loses at most the scenario in flight.
+
+Under pytest-xdist each worker writes its own ``results.<worker>.jsonl`` beside the others (no two
+processes append to one file); :func:`load_results` reads them all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from pytest_llmbench.fixtures import Bench
+    from pytest_llmbench.server import LLMServer
+    from pytest_llmbench.workload.scenario import ScenarioResult
+
+SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "APIKEY", "CREDENTIAL")
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    """Environment with secret-looking values masked, for anything that leaves the process."""
+    return {k: ("***" if any(m in k.upper() for m in SECRET_MARKERS) else v) for k, v in env.items()}
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN/inf → None, tuples → lists, unknown objects → str."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if hasattr(value, "item"):  # numpy scalars
+        return _clean(value.item())
+    return str(value)
+
+
+class ResultsWriter:
+    def __init__(self, root: Path, worker: str | None = None):
+        self.dir = Path(root)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / (f"results.{worker}.jsonl" if worker else "results.jsonl")
+        self._lock = threading.Lock()
+
+    def server_dir(self, config_name: str) -> Path:
+        d = self.dir / config_name
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append one JSON line and flush it to disk now."""
+        line = json.dumps(_clean(record), sort_keys=True)
+        with self._lock, open(self.path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    # ---- typed records ---------------------------------------------------------------------
+    def log_server_start(self, server: "LLMServer") -> None:
+        self.write({
+            "record": "server", "config": server.name, "engine": server.config.engine,
+            "launcher": server.config.launcher, "model": server.config.model.describe(),
+            "server_args": list(server.config.args), "env": redact_env(dict(server.config.env)),
+            "startup_s": server.startup_s, "server_info": server.info, "gpu_ids": list(server.gpu_ids),
+            "time": _now(),
+        })
+
+    def write_scenario(self, bench: "Bench", result: "ScenarioResult") -> None:
+        sc = result.scenario
+        cfg = bench.server.config if bench.server else None
+        self.write({
+            "record": "scenario", "config": bench.config_name, "test": bench.nodeid, "test_key": bench.test_key,
+            "scenario": sc.name, "scenario_params": sc.as_dict(),
+            "engine": cfg.engine if cfg else None, "model": cfg.model.describe() if cfg else None,
+            "server_args": list(cfg.args) if cfg else [], "server_info": result.server_info,
+            "backend": cfg.engine if cfg else None, "dataset_name": sc.dataset,
+            "max_concurrency": sc.concurrency, "random_input_len": sc.input_len, "random_output_len": sc.output_len,
+            "num_prompts": sc.num_prompts, "notes": result.notes, "errors": result.errors[:20],
+            "metrics": result.metrics, "time": _now(),
+            "requests": [
+                {"index": r.index, "ok": r.ok, "error": r.error, "prompt_tokens": r.prompt_tokens,
+                 "completion_tokens": r.completion_tokens, "ttft_s": r.ttft_s, "e2e_s": r.e2e_s,
+                 "tpot_s": r.tpot_s, "finish_reason": r.finish_reason,
+                 "accept_length": r.spec.accept_length if r.spec else None}
+                for r in result.records
+            ],
+        })
+        for k, v in result.metrics.items():
+            if isinstance(v, (int, float)):
+                bench.item.user_properties.append((f"llmbench.{sc.name}.{k}", v))
+
+    def write_test(self, bench: "Bench") -> None:
+        if not bench.measurements and not bench.verdicts:
+            return
+        self.write({
+            "record": "test", "config": bench.config_name, "test": bench.nodeid, "test_key": bench.test_key,
+            "measurements": {k: v for k, v in bench.measurements.items() if not isinstance(v, (list, tuple)) or len(v) <= 1000},
+            "time": _now(),
+        })
+
+    def write_facts(self, server: "LLMServer") -> None:
+        from pytest_llmbench.server_facts import collect_facts
+
+        try:
+            facts = collect_facts(server)
+        except Exception as e:  # facts are informative; never fail a teardown over them
+            facts = {"error": f"{type(e).__name__}: {e}"}
+        path = self.server_dir(server.name) / "resources.json"
+        path.write_text(json.dumps(_clean(facts), indent=2, sort_keys=True) + "\n")
+        self.write({"record": "facts", "config": server.name, "facts": facts, "time": _now()})
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def iter_records(results_dir: Path | str, kind: str | None = None):
+    """Every JSON object in a results folder's results*.jsonl, optionally of one record kind."""
+    root = Path(results_dir)
+    files = sorted(root.glob("results*.jsonl"))
+    if not files:
+        raise FileNotFoundError(f"no results*.jsonl in {root}")
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{f}:{n}: not JSON ({e.msg})") from None
+                if kind is None or obj.get("record") == kind:
+                    yield obj
+
+
+def load_results(results_dir: Path | str) -> "pd.DataFrame":
+    """One row per measured scenario: config, test, scenario, engine, and every metric as a column."""
+    import pandas as pd
+
+    rows = []
+    for obj in iter_records(results_dir, "scenario"):
+        row = {k: obj.get(k) for k in ("config", "test", "test_key", "scenario", "engine", "model", "time")}
+        row.update(obj.get("metrics") or {})
+        rows.append(row)
+    return pd.DataFrame(rows)

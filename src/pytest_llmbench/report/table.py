@@ -1,0 +1,55 @@
+"""The per-scenario table printed at the end of a session, read back from results.jsonl.
+
+Reading the files (rather than in-memory objects) keeps one source of truth and works the same under
+pytest-xdist, where the scenarios ran in worker processes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_llmbench.report.results import iter_records
+
+COLUMNS = (
+    ("config", "config", "{}"),
+    ("scenario", "scenario", "{}"),
+    ("ok/n", None, "{}"),
+    ("out tok/s", "output_throughput", "{:,.1f}"),
+    ("req/s", "request_throughput", "{:.2f}"),
+    ("TTFT med ms", "median_ttft_ms", "{:,.1f}"),
+    ("TTFT p99 ms", "p99_ttft_ms", "{:,.1f}"),
+    ("TPOT med ms", "median_tpot_ms", "{:.2f}"),
+    ("ITL p99 ms", "p99_itl_ms", "{:.2f}"),
+    ("accept len", "accept_length", "{:.2f}"),
+)
+
+
+def render(rows: list[list[str]], header: list[str], right: set[int]) -> str:
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
+
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)])
+
+
+def scenario_table(results_dir: Path) -> str:
+    rows = []
+    for obj in iter_records(results_dir, "scenario"):
+        m = obj.get("metrics") or {}
+        cells = []
+        for title, key, spec in COLUMNS:
+            if title == "ok/n":
+                cells.append(f"{m.get('completed', 0)}/{m.get('completed', 0) + m.get('failed', 0)}")
+            elif key in ("config", "scenario"):
+                cells.append(str(obj.get(key) or "-"))
+            else:
+                v = m.get(key)
+                if key == "accept_length" and v is not None and m.get("accept_length_se") is not None:
+                    cells.append(f"{v:.2f}±{m['accept_length_se']:.2f}")
+                else:
+                    cells.append(spec.format(v) if isinstance(v, (int, float)) else "-")
+        rows.append(cells)
+    if not rows:
+        return ""
+    return render(rows, [c[0] for c in COLUMNS], right=set(range(2, len(COLUMNS))))

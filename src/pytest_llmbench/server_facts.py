@@ -1,0 +1,128 @@
+"""What a loaded server costs: the seeds' resources.json (GPU memory, host RAM, startup, KV pool).
+
+GPU memory is the device's used memory on each assigned GPU after load (NVML through nvidia-ml-py,
+``nvidia-smi`` when NVML is missing) — what the seeds quote as "43.8 GB after load"; it includes any
+other process on that GPU, which a benchmark machine should not have. Host RAM is the resident set of
+the server's process tree (psutil over the launcher's pids) or, for containers, Docker's memory
+usage. The engine adds the sizes it chose (SGLang: KV pool tokens, mamba slots; llama.cpp: n_ctx,
+slots).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_llmbench.server import LLMServer
+
+MIB = 1024 * 1024
+
+
+def _nvml_used(gpu_ids: Sequence[str]) -> dict[str, int] | None:
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        out = {}
+        for gid in gpu_ids:
+            if gid.startswith(("GPU-", "MIG-")):
+                h = pynvml.nvmlDeviceGetHandleByUUID(gid)
+            else:
+                h = pynvml.nvmlDeviceGetHandleByIndex(int(gid))
+            out[gid] = int(pynvml.nvmlDeviceGetMemoryInfo(h).used)
+        return out
+    except Exception:
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def _smi_used(gpu_ids: Sequence[str]) -> dict[str, int] | None:
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"],
+                           capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0:
+        return None
+    rows = {}
+    for line in r.stdout.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 3 and parts[2].isdigit():
+            rows[parts[0]] = rows[parts[1]] = int(parts[2]) * MIB
+    if not all(g in rows for g in gpu_ids):
+        return None
+    return {g: rows[g] for g in gpu_ids}
+
+
+def gpu_memory_used(gpu_ids: Sequence[str]) -> tuple[dict[str, int] | None, str | None]:
+    """Used bytes per GPU id and where the numbers came from; (None, None) without GPUs."""
+    if not gpu_ids:
+        return None, None
+    used = _nvml_used(gpu_ids)
+    if used is not None:
+        return used, "nvml"
+    used = _smi_used(gpu_ids)
+    return (used, "nvidia-smi") if used is not None else (None, None)
+
+
+def host_rss(pids: Sequence[int]) -> int | None:
+    """Resident bytes of ``pids`` and all their descendants, each process counted once."""
+    if not pids:
+        return None
+    import psutil
+
+    seen: set[int] = set()
+    total = 0
+    for pid in pids:
+        try:
+            procs = [psutil.Process(pid)]
+            procs += procs[0].children(recursive=True)
+        except psutil.Error:
+            continue
+        for p in procs:
+            if p.pid in seen:
+                continue
+            seen.add(p.pid)
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                continue
+    return total if seen else None
+
+
+def collect_facts(server: "LLMServer") -> dict[str, Any]:
+    """resources.json for one loaded server; every probe that cannot run leaves its key None."""
+    facts: dict[str, Any] = {"config": server.name, "engine": server.config.engine,
+                             "launcher": server.config.launcher, "gpu_ids": list(server.gpu_ids),
+                             "startup_s": round(server.startup_s, 3)}
+    used, source = gpu_memory_used(server.gpu_ids)
+    facts["gpu_memory_used_bytes"] = used
+    facts["gpu_memory_used_gb"] = round(sum(used.values()) / 1e9, 2) if used else None
+    facts["gpu_memory_source"] = source
+    memory = getattr(server.handle, "memory_bytes", None)
+    rss = memory() if callable(memory) else None
+    facts["host_memory_source"] = "docker stats" if rss is not None else None
+    if rss is None:
+        try:
+            rss = host_rss(server.handle.pids())
+        except Exception:
+            rss = None
+        facts["host_memory_source"] = "psutil rss" if rss is not None else None
+    facts["host_rss_bytes"] = rss
+    facts["host_rss_gib"] = round(rss / 2**30, 2) if rss is not None else None
+    try:
+        facts.update(server.facts())  # startup_s + the engine's own sizes (KV pool, mamba slots …)
+    except Exception as e:  # a dead server or missing log must not lose the other facts
+        facts["engine_facts_error"] = f"{type(e).__name__}: {e}"
+    return facts

@@ -1,0 +1,370 @@
+"""The hot path: streamed HTTP/1.1 POSTs on a raw asyncio protocol, timestamps taken before parsing.
+
+Why not httpx/aiohttp here: at hundreds of concurrent streams a client that parses every SSE line as
+it arrives falls behind the server, and its own backlog shows up as TTFT/ITL (REFERENCE.md: a plain
+httpx loop sustains a third of sglang's aiohttp client). This protocol does almost nothing per
+network read — take ``perf_counter()``, strip HTTP chunk framing, keep ``(time, bytes)`` — and parses
+the server-sent events once the stream has ended (:func:`parse_sse`). Numbers from
+``benches/perf/client_overhead.py`` justify it; httpx stays the client for everything else.
+
+Keep-alive connections are pooled per host; a pooled connection the server closed before answering
+(llama-server does this on its own) is reconnected once and not counted as a server failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from bisect import bisect_left
+from itertools import accumulate
+from dataclasses import dataclass, field
+from typing import Any
+
+perf_counter = time.perf_counter
+
+
+class StreamError(Exception):
+    """A request failed; the message is the reason recorded for it."""
+
+
+@dataclass
+class RawResponse:
+    status: int
+    headers: dict[str, str]
+    pieces: list[tuple[float, bytes]]  # (arrival time, body bytes) in order, framing removed
+    t_start: float
+    t_end: float
+
+
+class _StreamProtocol(asyncio.Protocol):
+    """One HTTP/1.1 exchange at a time on one connection."""
+
+    __slots__ = ("transport", "done", "status", "headers", "pieces", "_head", "_mode", "_left", "_pending",
+                 "_skip", "got_bytes", "last_t", "keep_alive", "closed")
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.done: asyncio.Future | None = None
+
+    def connection_made(self, transport):  # type: ignore[override]
+        self.transport = transport
+
+    def begin(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.done = loop.create_future()
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.pieces: list[tuple[float, bytes]] = []
+        self._head = b""
+        self._mode = ""  # "chunked" | "length" | "close"
+        self._left = 0
+        self._pending = b""
+        self._skip = 0
+        self.got_bytes = False
+        self.last_t = perf_counter()
+        self.keep_alive = True
+
+    def data_received(self, data: bytes) -> None:
+        t = perf_counter()
+        self.last_t = t
+        self.got_bytes = True
+        if self.done is None or self.done.done():
+            return
+        if not self._mode:
+            self._head += data
+            end = self._head.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head, data = self._head[:end], self._head[end + 4 :]
+            self._head = b""
+            lines = head.decode("latin-1").split("\r\n")
+            try:
+                self.status = int(lines[0].split(" ", 2)[1])
+            except (IndexError, ValueError):
+                self._fail(StreamError(f"bad HTTP status line {lines[0][:80]!r}"))
+                return
+            for line in lines[1:]:
+                k, _, v = line.partition(":")
+                self.headers[k.strip().lower()] = v.strip()
+            if self.headers.get("connection", "").lower() == "close":
+                self.keep_alive = False
+            if "chunked" in self.headers.get("transfer-encoding", "").lower():
+                self._mode = "chunked"
+            elif "content-length" in self.headers:
+                self._mode = "length"
+                self._left = int(self.headers["content-length"])
+            else:
+                self._mode = "close"
+                self.keep_alive = False
+            if not data:
+                if self._mode == "length" and self._left == 0:
+                    self._finish()
+                return
+        if self._mode == "chunked":
+            self._feed_chunked(data, t)
+        elif self._mode == "length":
+            self.pieces.append((t, data))
+            self._left -= len(data)
+            if self._left <= 0:
+                self._finish()
+        else:
+            self.pieces.append((t, data))
+
+    def _feed_chunked(self, data: bytes, t: float) -> None:
+        if self._pending:
+            data = self._pending + data
+            self._pending = b""
+        pos, n = 0, len(data)
+        while pos < n:
+            if self._left:
+                take = min(self._left, n - pos)
+                self.pieces.append((t, data[pos : pos + take]))
+                pos += take
+                self._left -= take
+                if not self._left:
+                    self._skip = 2  # CRLF after chunk data
+            elif self._skip:
+                step = min(self._skip, n - pos)
+                pos += step
+                self._skip -= step
+            else:
+                eol = data.find(b"\r\n", pos)
+                if eol < 0:
+                    self._pending = data[pos:]
+                    return
+                try:
+                    size = int(data[pos:eol].split(b";", 1)[0], 16)
+                except ValueError:
+                    self._fail(StreamError(f"bad chunk size line {data[pos:eol][:40]!r}"))
+                    return
+                pos = eol + 2
+                if size == 0:
+                    self._finish()
+                    return
+                self._left = size
+
+    def _finish(self) -> None:
+        if self.done is not None and not self.done.done():
+            self.done.set_result(None)
+
+    def _fail(self, exc: Exception) -> None:
+        self.keep_alive = False
+        if self.done is not None and not self.done.done():
+            self.done.set_exception(exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.done is not None and not self.done.done():
+            if self._mode == "close":
+                self.done.set_result(None)
+            else:
+                self._fail(_Disconnected(self.got_bytes, exc))
+
+
+class _Disconnected(StreamError):
+    def __init__(self, got_bytes: bool, exc: Exception | None):
+        self.got_bytes = got_bytes
+        why = f": {exc}" if exc else ""
+        super().__init__(("server closed the connection mid-response" if got_bytes
+                          else "server disconnected without sending a response") + why)
+
+
+@dataclass
+class StreamClient:
+    """A tiny HTTP/1.1 client for streamed POSTs to one host, with a keep-alive pool."""
+
+    host: str
+    port: int
+    _idle: list[_StreamProtocol] = field(default_factory=list)
+
+    async def _connect(self) -> _StreamProtocol:
+        loop = asyncio.get_running_loop()
+        _, proto = await loop.create_connection(_StreamProtocol, self.host, self.port)
+        return proto
+
+    async def post(self, path: str, body: dict[str, Any] | bytes, *, timeout: float = 600.0,
+                   stall_timeout: float = 120.0, headers: dict[str, str] | None = None) -> RawResponse:
+        """POST and read the whole (streamed) response; raise StreamError on any failure."""
+        payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        request = (f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nContent-Type: application/json\r\n"
+                   f"Accept: text/event-stream\r\n{extra}Content-Length: {len(payload)}\r\n\r\n").encode() + payload
+        for attempt in (0, 1):
+            reused = bool(self._idle)
+            proto = self._idle.pop() if reused else None
+            if proto is None or proto.closed:
+                reused = False
+                try:
+                    proto = await self._connect()
+                except OSError as e:
+                    raise StreamError(f"cannot connect to {self.host}:{self.port}: {e.strerror or e}") from None
+            try:
+                return await self._exchange(proto, request, timeout, stall_timeout)
+            except _Disconnected as e:
+                if reused and not e.got_bytes and attempt == 0:
+                    continue  # the server dropped an idle pooled connection: reconnect, not a failure
+                raise
+        raise AssertionError("unreachable")
+
+    async def _exchange(self, proto: _StreamProtocol, request: bytes, timeout: float, stall: float) -> RawResponse:
+        loop = asyncio.get_running_loop()
+        proto.begin(loop)
+        t_start = perf_counter()
+        proto.transport.write(request)  # type: ignore[union-attr]
+        deadline = t_start + timeout
+        done = proto.done
+        try:
+            while True:
+                now = perf_counter()
+                wait = min(deadline - now, stall - (now - proto.last_t), 1.0)
+                if wait > 0:
+                    try:
+                        await asyncio.wait_for(asyncio.shield(done), wait)  # type: ignore[arg-type]
+                        break
+                    except asyncio.TimeoutError:
+                        pass
+                now = perf_counter()
+                if now >= deadline:
+                    raise StreamError(f"timed out after {timeout:g} s")
+                if now - proto.last_t >= stall:
+                    raise StreamError(f"stream stalled: no data for {stall:g} s")
+        except BaseException:
+            proto.transport.abort()  # type: ignore[union-attr]
+            raise
+        t_end = perf_counter()
+        if proto.keep_alive and not proto.closed:
+            self._idle.append(proto)
+        else:
+            proto.transport.close()  # type: ignore[union-attr]
+        return RawResponse(proto.status, proto.headers, proto.pieces, t_start, t_end)
+
+    def close(self) -> None:
+        for p in self._idle:
+            if p.transport is not None:
+                p.transport.close()
+        self._idle.clear()
+
+
+@dataclass
+class SSEEvent:
+    t: float  # arrival time of the bytes that completed the event
+    data: dict[str, Any]
+
+
+def parse_sse(pieces: list[tuple[float, bytes]]) -> list[SSEEvent]:
+    """Split a streamed body into JSON events, each stamped with when its last byte arrived.
+
+    Raises StreamError on a non-JSON ``data:`` payload (naming the first bytes of it).
+    """
+    times, datas = parse_sse_columns(pieces)
+    return [SSEEvent(t, d) for t, d in zip(times, datas)]
+
+
+_SEP = "\x1e"  # ASCII record separator: illegal anywhere in JSON (not whitespace, raw in strings not allowed)
+_scan_once = json.JSONDecoder().scan_once  # the C scanner: one value at an index, no per-call wrapper work
+
+
+def parse_sse_columns(pieces: list[tuple[float, bytes]]) -> tuple[list[float], list[dict[str, Any]]]:
+    """:func:`parse_sse` as two parallel lists (arrival times, event objects), without per-event objects.
+
+    Fast path for the common stream shape (every event one ``data: {json}`` line, LF line endings): the
+    payloads are joined with a separator JSON can never contain, decoded once, and scanned one value per
+    payload with the C scanner, each value required to end exactly at its payload's end, so a payload
+    that is not JSON on its own can never pass by merging with a neighbour. Anything else (CRLF, comments,
+    multi-line data, a bad payload) takes the general path, which also produces the exact error.
+    """
+    if not pieces:
+        return [], []
+    chunks = [b for _, b in pieces]
+    body = b"".join(chunks)
+    if b"\r" not in body and b"\x1e" not in body:
+        fast = _parse_fast(pieces, chunks, body)
+        if fast is not None:
+            return fast
+    events = _parse_general(pieces, body)
+    return [e.t for e in events], [e.data for e in events]
+
+
+def _parse_fast(pieces, chunks, body):
+    ends = list(accumulate(map(len, chunks)))
+    last = len(pieces) - 1
+    times: list[float] = []
+    payloads: list[bytes] = []
+    pos = 0
+    for blk in body.split(b"\n\n"):
+        pos += len(blk) + 2
+        if not blk:
+            continue
+        if blk[:6] != b"data: " or b"\n" in blk:
+            return None
+        payload = blk[6:]
+        if payload == b"[DONE]":
+            continue
+        payloads.append(payload)
+        idx = bisect_left(ends, pos)
+        times.append(pieces[idx if idx < last else last][0])
+    if not payloads:
+        return times, []
+    try:
+        text = b"\x1e".join(payloads).decode()
+    except UnicodeDecodeError:
+        return None
+    scan, sep, n = _scan_once, _SEP, len(text)
+    datas: list[dict[str, Any]] = []
+    append = datas.append
+    i = 0
+    try:
+        while i < n:
+            obj, end = scan(text, i)
+            if (end < n and text[end] != sep) or type(obj) is not dict:
+                return None
+            append(obj)
+            i = end + 1
+    except (StopIteration, ValueError):
+        return None
+    if len(datas) != len(payloads):
+        return None
+    return times, datas
+
+
+def _parse_general(pieces: list[tuple[float, bytes]], body: bytes) -> list[SSEEvent]:
+    ends, total = [], 0
+    for _, b in pieces:
+        total += len(b)
+        ends.append(total)
+    body = body.replace(b"\r\n", b"\n")
+    if len(body) != total:  # CRLF line endings: map positions on the normalised body conservatively
+        ends = [int(e * len(body) / total) for e in ends]
+    out: list[SSEEvent] = []
+    pos = 0
+    while True:
+        end = body.find(b"\n\n", pos)
+        if end < 0:
+            tail = body[pos:].strip()
+            if tail:
+                _event(tail, pieces[-1][0], out)
+            break
+        block = body[pos:end]
+        idx = bisect_left(ends, end + 2)
+        _event(block, pieces[min(idx, len(pieces) - 1)][0], out)
+        pos = end + 2
+    return out
+
+
+def _event(block: bytes, t: float, out: list[SSEEvent]) -> None:
+    data_lines = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
+    if not data_lines:
+        if block.strip() and not block.lstrip().startswith((b":", b"event:", b"id:", b"retry:")):
+            raise StreamError(f"non-SSE bytes in stream: {block[:80]!r}")
+        return
+    payload = b"\n".join(data_lines)
+    if payload.strip() == b"[DONE]":
+        return
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        raise StreamError(f"non-JSON chunk: {payload[:80]!r}") from None
+    if not isinstance(data, dict):
+        raise StreamError(f"non-object JSON chunk: {payload[:80]!r}")
+    out.append(SSEEvent(t, data))

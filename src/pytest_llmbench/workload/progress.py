@@ -1,0 +1,57 @@
+"""Live progress for long scenarios (requests done / total, current output tok/s).
+
+On a terminal the line is rewritten in place on its own line and erased at the end, so pytest's own
+progress output is left intact; without a terminal (CI logs) a plain line is written every 10 s.
+Nothing is shown for scenarios shorter than a couple of seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+SHOW_AFTER_S = 2.0
+PLAIN_EVERY_S = 10.0
+
+
+class Progress:
+    def __init__(self, reporter: Any, label: str, total: int):
+        self.reporter = reporter
+        self.label = label
+        self.total = total
+        self.done = self.failed = self.tokens = 0
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+        self._shown = False
+        self._tty = bool(reporter is not None and getattr(reporter, "isatty", False))
+
+    def line(self) -> str:
+        elapsed = time.perf_counter() - self.t0
+        rate = self.tokens / elapsed if elapsed > 0 else 0.0
+        failed = f", {self.failed} failed" if self.failed else ""
+        return f"[llmbench] {self.label}: {self.done}/{self.total} requests{failed}, {rate:,.0f} out tok/s, {elapsed:.0f} s"
+
+    def update(self, record: Any) -> None:
+        self.done += 1
+        if record.ok:
+            self.tokens += record.completion_tokens
+        else:
+            self.failed += 1
+        if self.reporter is None:
+            return
+        now = time.perf_counter()
+        if now - self.t0 < SHOW_AFTER_S:
+            return
+        if self._tty:
+            if not self._shown:
+                self.reporter.ensure_newline()
+            self.reporter.rewrite(self.line(), erase=True)
+            self._shown = True
+        elif now - self._last >= PLAIN_EVERY_S:
+            self.reporter.write_line(self.line())
+            self._last = now
+            self._shown = True
+
+    def close(self) -> None:
+        if self._tty and self._shown:
+            self.reporter.rewrite("", erase=True)

@@ -1,0 +1,138 @@
+"""A serving scenario — the seeds' ``sglang.benchmark.serving`` runs — and how one is run.
+
+Order of a run, as bench_serving does it: build prompts; warmup requests (copies of the first prompt,
+at most 32 output tokens; all failing is an error); flush the prefix cache; snapshot the server's
+speculative counters; send the prompts at the scenario's concurrency; snapshot again; compute metrics.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_llmbench.engines.base import SpecStats
+from pytest_llmbench.metrics import scenario_metrics
+from pytest_llmbench.workload.progress import Progress
+from pytest_llmbench.workload.prompts import Prompt, exact_length_prompts, sharegpt_prompts
+from pytest_llmbench.workload.records import RequestRecord
+from pytest_llmbench.workload.requests import run_requests
+
+if TYPE_CHECKING:
+    from pytest_llmbench.server import LLMServer
+
+DATASETS = ("sharegpt", "random", "prompts")
+WARMUP_MAX_TOKENS = 32
+
+
+class WorkloadError(Exception):
+    """The scenario could not run at all (not: some requests failed)."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What to send. ``dataset``: "sharegpt" (real first turns), "random" (one ShareGPT prompt
+    repeated to exactly ``input_len`` tokens), or "prompts" (the caller passes them to run_scenario)."""
+
+    name: str
+    dataset: str = "sharegpt"
+    input_len: int | None = None
+    output_len: int = 256
+    num_prompts: int = 8
+    concurrency: int = 1
+    warmup: int = 2
+    seed: int = 1
+    ignore_eos: bool = True
+    flush_cache: bool = True
+    temperature: float | None = 0.0
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    timeout_s: float = 600.0
+    stall_timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.dataset not in DATASETS:
+            raise ValueError(f"scenario {self.name!r}: dataset must be one of {DATASETS}, got {self.dataset!r}")
+        if self.dataset == "random" and not self.input_len:
+            raise ValueError(f"scenario {self.name!r}: dataset 'random' needs input_len")
+        for key in ("num_prompts", "concurrency", "output_len"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"scenario {self.name!r}: {key} must be ≥ 1")
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["extra_body"] = dict(self.extra_body)
+        return d
+
+    def body(self, prompt: Prompt, max_tokens: int | None = None) -> dict[str, Any]:
+        b: dict[str, Any] = {
+            "messages": [{"role": "user", "content": prompt.text}],
+            "max_tokens": max_tokens or self.output_len,
+        }
+        if self.temperature is not None:
+            b["temperature"] = self.temperature
+        if self.ignore_eos:
+            b["ignore_eos"] = True
+        b.update(self.extra_body)
+        return b
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    records: list[RequestRecord]
+    metrics: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    server_info: dict[str, Any] = field(default_factory=dict)
+    spec_server: SpecStats | None = None
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"request {r.index}: {r.error}" for r in self.records if not r.ok]
+
+
+def build_prompts(server: "LLMServer", sc: Scenario) -> list[Prompt]:
+    if sc.dataset == "sharegpt":
+        max_chars = 4 * sc.input_len if sc.input_len else 4000
+        return sharegpt_prompts(sc.num_prompts, sc.seed, max_chars=max_chars)
+    if sc.dataset == "random":
+        return exact_length_prompts(server, sc.num_prompts, int(sc.input_len), sc.seed)  # type: ignore[arg-type]
+    raise WorkloadError(f"scenario {sc.name!r}: dataset 'prompts' needs prompts=… passed to run_scenario")
+
+
+def run_scenario(server: "LLMServer", sc: Scenario, *, prompts: Sequence[Prompt | str] | None = None,
+                 reporter: Any = None) -> ScenarioResult:
+    """Run ``sc`` against ``server``; failed requests are recorded, never raised."""
+    notes: list[str] = []
+    plist = [p if isinstance(p, Prompt) else Prompt(p) for p in prompts] if prompts is not None else build_prompts(server, sc)
+    if not plist:
+        raise WorkloadError(f"scenario {sc.name!r}: no prompts")
+    plist = plist[: sc.num_prompts]
+
+    if sc.warmup:
+        warm = run_requests(server, [sc.body(plist[0], min(WARMUP_MAX_TOKENS, sc.output_len))] * sc.warmup,
+                            concurrency=1, timeout_s=sc.timeout_s, stall_timeout_s=sc.stall_timeout_s)
+        if not any(r.ok for r in warm):
+            raise WorkloadError(f"scenario {sc.name!r}: all {sc.warmup} warmup requests failed: "
+                                f"{warm[0].error}\n--- server log tail ---\n{server.log_tail(20)}")
+    if sc.flush_cache:
+        note = server.flush_cache()
+        if note:
+            notes.append(note)
+
+    before = server.spec_counters()
+    progress = Progress(reporter, sc.name, len(plist))
+    t0 = time.perf_counter()
+    records = run_requests(server, [sc.body(p) for p in plist], concurrency=sc.concurrency,
+                           timeout_s=sc.timeout_s, stall_timeout_s=sc.stall_timeout_s, on_done=progress.update)
+    duration = time.perf_counter() - t0
+    progress.close()
+    spec_server = server.spec_between(before, server.spec_counters()) if server.alive() else None
+    metrics = scenario_metrics(records, duration, spec_server)
+    for r, p in zip(records, plist):
+        if r.prompt_tokens is None and p.input_tokens is not None:
+            r.prompt_tokens = p.input_tokens
+    info = server.server_info() if server.alive() else {}
+    if not server.alive():
+        notes.append(f"server exited during the scenario (code {server.handle.exit_code()})")
+    return ScenarioResult(sc, records, metrics, notes, info, spec_server)

