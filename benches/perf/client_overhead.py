@@ -121,9 +121,7 @@ def measure_peer(port: int, args, concurrency: int, tmp: Path) -> dict:
                      "--num-prompts", str(args.requests), "--max-concurrency", str(concurrency),
                      "--warmup-requests", "1", "--seed", "1", "--output-file", str(out_file)])
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TQDM_DISABLE="1")
-    cpu0 = os.times()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.run_timeout, env=env, cwd=tmp)
-    cpu1 = os.times()
     if out.returncode != 0 or not out_file.exists():
         raise RuntimeError(f"peer failed (rc {out.returncode}):\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}")
     r = json.loads(out_file.read_text().strip().splitlines()[-1])
@@ -131,7 +129,7 @@ def measure_peer(port: int, args, concurrency: int, tmp: Path) -> dict:
         "completed": r["completed"], "failed": args.requests - r["completed"], "duration": r["duration"],
         "total_output_tokens": r["total_output_tokens"], "total_chunks": r["total_output_tokens"],
         "chunks_per_s": r["total_output_tokens"] / r["duration"], "median_ttft_ms": r["median_ttft_ms"],
-        "cpu_s": (cpu1.children_user + cpu1.children_system) - (cpu0.children_user + cpu0.children_system),
+        "cpu_s": None,  # its process CPU is mostly start-up (torch, tokenizer), not the run: not comparable
     }
 
 
@@ -193,10 +191,10 @@ def main() -> None:
                         r = measure_ours(port, args, conc) if who == "ours" else measure_peer(port, args, conc, tmp)
                         r["load"] = loadavg()
                         results.setdefault((who, conc), []).append(r)
-                        extra = f", parse {r['parse_s']:.2f} s" if "parse_s" in r else ""
+                        extra = f", client CPU {r['cpu_s']:.2f} s, parse {r['parse_s']:.2f} s" if "parse_s" in r else ""
                         print(f"  {who:4s} c={conc:<4d} rep {rep + 1}: {r['chunks_per_s']:>9,.0f} chunks/s, "
                               f"median TTFT {r['median_ttft_ms']:7.1f} ms, {r['completed']} ok / {r['failed']} failed, "
-                              f"{r['duration']:.2f} s, client CPU {r['cpu_s']:.2f} s{extra}, load {r['load']}",
+                              f"{r['duration']:.2f} s{extra}, load {r['load']}",
                               flush=True)
     finally:
         server.terminate()
@@ -234,21 +232,21 @@ def report(args, results, started: str, load_before: str, others_before: str) ->
             lines.append(f"| {conc} | {oc:,.0f} | {pc:,.0f} | **{oc / pc:.2f}** | {ot:.1f} | {pt:.1f} | {ot / pt:.2f} | {share:.0%} |")
         else:
             lines.append(f"| {conc} | {oc:,.0f} | – | – | {ot:.1f} | – | – | {share:.0%} |")
-    lines += ["", "Every run:", "", "| client | concurrency | chunks/s | median TTFT ms | ok | failed | duration s | client CPU s | load avg after |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "Every run:", "", "| client | concurrency | chunks/s | median TTFT ms | ok | failed | duration s | client CPU s | parse CPU s | load avg after |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for (who, conc), runs in results.items():
         for r in runs:
+            cpu = "–" if r["cpu_s"] is None else f"{r['cpu_s']:.2f}"
+            parse = f"{r['parse_s']:.2f}" if "parse_s" in r else "–"
             lines.append(f"| {who} | {conc} | {r['chunks_per_s']:,.0f} | {r['median_ttft_ms']:.1f} | {r['completed']} | "
-                         f"{r['failed']} | {r['duration']:.2f} | {r['cpu_s']:.2f} | {r['load']} |")
+                         f"{r['failed']} | {r['duration']:.2f} | {cpu} | {parse} | {r['load']} |")
     lines += [
         "",
         f"Machine: {os.cpu_count()} cores shared with other sessions. Load average (1/5/15 min) before the run: "
-        f"{load_before}; busiest other processes at start: {others_before}.",
+        f"{load_before}; busiest other processes at start (ps %CPU over each process's lifetime): {others_before}.",
         "\"parse share\": time in the post-stream SSE parse (`record_from_response`) over the client process's CPU time.",
         "",
-        "Command: `python benches/perf/client_overhead.py"
-        + (f" --peer-python {args.peer_python}" if peer else "")
-        + (f" --reps {args.reps}" if args.reps != 2 else "") + "`",
+        "Command: `python benches/perf/client_overhead.py " + " ".join(sys.argv[1:]) + "`",
         "",
     ]
     return "\n".join(lines)

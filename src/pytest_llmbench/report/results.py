@@ -73,6 +73,7 @@ class ResultsWriter:
             "launcher": server.config.launcher, "model": server.config.model.describe(),
             "server_args": list(server.config.args), "env": redact_env(dict(server.config.env)),
             "startup_s": server.startup_s, "server_info": server.info, "gpu_ids": list(server.gpu_ids),
+            "pids": server.handle.pids(),
             "time": _now(),
         })
 

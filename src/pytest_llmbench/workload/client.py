@@ -30,17 +30,28 @@ class StreamError(Exception):
 
 @dataclass
 class RawResponse:
+    """A finished response: body bytes in arrival order (HTTP framing removed), each with its arrival time.
+
+    Two parallel lists rather than (time, bytes) tuples: floats, bytes and two lists are invisible to the
+    cyclic GC, thousands of tuples per stream are not.
+    """
+
     status: int
     headers: dict[str, str]
-    pieces: list[tuple[float, bytes]]  # (arrival time, body bytes) in order, framing removed
+    times: list[float]  # times[i]: perf_counter() when chunks[i] arrived
+    chunks: list[bytes]
     t_start: float
     t_end: float
+
+    @property
+    def pieces(self) -> list[tuple[float, bytes]]:
+        return list(zip(self.times, self.chunks))
 
 
 class _StreamProtocol(asyncio.Protocol):
     """One HTTP/1.1 exchange at a time on one connection."""
 
-    __slots__ = ("transport", "done", "status", "headers", "pieces", "_head", "_mode", "_left", "_pending",
+    __slots__ = ("transport", "done", "status", "headers", "times", "chunks", "_head", "_mode", "_left", "_pending",
                  "_skip", "got_bytes", "last_t", "keep_alive", "closed")
 
     def __init__(self) -> None:
@@ -55,7 +66,8 @@ class _StreamProtocol(asyncio.Protocol):
         self.done = loop.create_future()
         self.status = 0
         self.headers: dict[str, str] = {}
-        self.pieces: list[tuple[float, bytes]] = []
+        self.times: list[float] = []
+        self.chunks: list[bytes] = []
         self._head = b""
         self._mode = ""  # "chunked" | "length" | "close"
         self._left = 0
@@ -104,12 +116,14 @@ class _StreamProtocol(asyncio.Protocol):
         if self._mode == "chunked":
             self._feed_chunked(data, t)
         elif self._mode == "length":
-            self.pieces.append((t, data))
+            self.times.append(t)
+            self.chunks.append(data)
             self._left -= len(data)
             if self._left <= 0:
                 self._finish()
         else:
-            self.pieces.append((t, data))
+            self.times.append(t)
+            self.chunks.append(data)
 
     def _feed_chunked(self, data: bytes, t: float) -> None:
         if self._pending:
@@ -119,7 +133,8 @@ class _StreamProtocol(asyncio.Protocol):
         while pos < n:
             if self._left:
                 take = min(self._left, n - pos)
-                self.pieces.append((t, data[pos : pos + take]))
+                self.times.append(t)
+                self.chunks.append(data[pos : pos + take])
                 pos += take
                 self._left -= take
                 if not self._left:
@@ -214,30 +229,36 @@ class StreamClient:
         proto.transport.write(request)  # type: ignore[union-attr]
         deadline = t_start + timeout
         done = proto.done
+        assert done is not None
+
+        # One timer per request, re-armed only when it fires: the total deadline and the stall limit are
+        # checked without waking the request's task or allocating anything per network read.
+        def watchdog() -> None:
+            nonlocal timer
+            if done.done():
+                return
+            now = perf_counter()
+            if now >= deadline:
+                done.set_exception(StreamError(f"timed out after {timeout:g} s"))
+            elif now - proto.last_t >= stall:
+                done.set_exception(StreamError(f"stream stalled: no data for {stall:g} s"))
+            else:
+                timer = loop.call_later(max(min(deadline - now, stall - (now - proto.last_t)), 0.001), watchdog)
+
+        timer = loop.call_later(min(timeout, stall), watchdog)
         try:
-            while True:
-                now = perf_counter()
-                wait = min(deadline - now, stall - (now - proto.last_t), 1.0)
-                if wait > 0:
-                    try:
-                        await asyncio.wait_for(asyncio.shield(done), wait)  # type: ignore[arg-type]
-                        break
-                    except asyncio.TimeoutError:
-                        pass
-                now = perf_counter()
-                if now >= deadline:
-                    raise StreamError(f"timed out after {timeout:g} s")
-                if now - proto.last_t >= stall:
-                    raise StreamError(f"stream stalled: no data for {stall:g} s")
+            await done
         except BaseException:
             proto.transport.abort()  # type: ignore[union-attr]
             raise
+        finally:
+            timer.cancel()
         t_end = perf_counter()
         if proto.keep_alive and not proto.closed:
             self._idle.append(proto)
         else:
             proto.transport.close()  # type: ignore[union-attr]
-        return RawResponse(proto.status, proto.headers, proto.pieces, t_start, t_end)
+        return RawResponse(proto.status, proto.headers, proto.times, proto.chunks, t_start, t_end)
 
     def close(self) -> None:
         for p in self._idle:
@@ -257,73 +278,58 @@ def parse_sse(pieces: list[tuple[float, bytes]]) -> list[SSEEvent]:
 
     Raises StreamError on a non-JSON ``data:`` payload (naming the first bytes of it).
     """
-    times, datas = parse_sse_columns(pieces)
+    times, datas = parse_sse_columns([t for t, _ in pieces], [b for _, b in pieces])
     return [SSEEvent(t, d) for t, d in zip(times, datas)]
 
 
-_SEP = "\x1e"  # ASCII record separator: illegal anywhere in JSON (not whitespace, raw in strings not allowed)
-_scan_once = json.JSONDecoder().scan_once  # the C scanner: one value at an index, no per-call wrapper work
+_scan_once = json.JSONDecoder().scan_once  # the C scanner: one value at an index, no json.loads wrapper work
 
 
-def parse_sse_columns(pieces: list[tuple[float, bytes]]) -> tuple[list[float], list[dict[str, Any]]]:
-    """:func:`parse_sse` as two parallel lists (arrival times, event objects), without per-event objects.
+def parse_sse_columns(arrivals: list[float], chunks: list[bytes]) -> tuple[list[float], list[dict[str, Any]]]:
+    """:func:`parse_sse` on a body given as parallel lists (arrival time of each chunk, the chunks), giving
+    parallel lists (arrival time of each event, the event objects), without per-event objects.
 
-    Fast path for the common stream shape (every event one ``data: {json}`` line, LF line endings): the
-    payloads are joined with a separator JSON can never contain, decoded once, and scanned one value per
-    payload with the C scanner, each value required to end exactly at its payload's end, so a payload
-    that is not JSON on its own can never pass by merging with a neighbour. Anything else (CRLF, comments,
-    multi-line data, a bad payload) takes the general path, which also produces the exact error.
+    Fast path for the common stream shape (every event one ``data: {json}`` line, LF line endings): one
+    pass that scans each payload with the C JSON scanner and requires the value to end exactly at the
+    payload's end. Anything else (CRLF, comments, multi-line data, a bad payload) takes the general path,
+    which also produces the exact error.
     """
-    if not pieces:
+    if not chunks:
         return [], []
-    chunks = [b for _, b in pieces]
     body = b"".join(chunks)
-    if b"\r" not in body and b"\x1e" not in body:
-        fast = _parse_fast(pieces, chunks, body)
+    if b"\r" not in body:
+        fast = _parse_fast(arrivals, chunks, body)
         if fast is not None:
             return fast
-    events = _parse_general(pieces, body)
+    events = _parse_general(list(zip(arrivals, chunks)), body)
     return [e.t for e in events], [e.data for e in events]
 
 
-def _parse_fast(pieces, chunks, body):
+def _parse_fast(arrivals: list[float], chunks: list[bytes],
+                body: bytes) -> tuple[list[float], list[dict[str, Any]]] | None:
     ends = list(accumulate(map(len, chunks)))
-    last = len(pieces) - 1
+    last = len(chunks) - 1
+    scan = _scan_once
     times: list[float] = []
-    payloads: list[bytes] = []
-    pos = 0
-    for blk in body.split(b"\n\n"):
-        pos += len(blk) + 2
-        if not blk:
-            continue
-        if blk[:6] != b"data: " or b"\n" in blk:
-            return None
-        payload = blk[6:]
-        if payload == b"[DONE]":
-            continue
-        payloads.append(payload)
-        idx = bisect_left(ends, pos)
-        times.append(pieces[idx if idx < last else last][0])
-    if not payloads:
-        return times, []
-    try:
-        text = b"\x1e".join(payloads).decode()
-    except UnicodeDecodeError:
-        return None
-    scan, sep, n = _scan_once, _SEP, len(text)
     datas: list[dict[str, Any]] = []
-    append = datas.append
-    i = 0
+    pos = 0
     try:
-        while i < n:
-            obj, end = scan(text, i)
-            if (end < n and text[end] != sep) or type(obj) is not dict:
+        for blk in body.split(b"\n\n"):
+            pos += len(blk) + 2  # offset just past this event's blank line
+            if not blk:
+                continue
+            if blk[:6] != b"data: " or b"\n" in blk:
                 return None
-            append(obj)
-            i = end + 1
-    except (StopIteration, ValueError):
-        return None
-    if len(datas) != len(payloads):
+            if blk == b"data: [DONE]":
+                continue
+            text = blk.decode()
+            obj, end = scan(text, 6)
+            if end != len(text) or type(obj) is not dict:
+                return None
+            datas.append(obj)
+            idx = bisect_left(ends, pos)
+            times.append(arrivals[idx if idx < last else last])
+    except (StopIteration, ValueError):  # ValueError covers JSONDecodeError and UnicodeDecodeError
         return None
     return times, datas
 

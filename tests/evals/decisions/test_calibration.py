@@ -116,3 +116,15 @@ def test_calibration_json_round_trip(tmp_path):
     assert again.temperatures == pytest.approx(cal.temperatures)
     assert again.priors == cal.priors
     assert not list(path.parent.glob("*.tmp*"))
+
+
+def test_a_model_without_signal_runs_to_the_temperature_bound():
+    rng = np.random.default_rng(11)
+    ds = []
+    for i in range(500):  # confident probabilities that have nothing to do with the gold
+        q = rng.dirichlet([0.3, 0.3, 0.3])
+        gold = tuple(float(j == rng.integers(3)) for j in range(3))
+        ds.append(Decision(f"c{i}", "q", "choice", "w", ("a", "b", "c"), tuple(q), gold))
+    cal = fit(ds)
+    assert cal.at_bound == ["choice"] and cal.temperatures["choice"] == pytest.approx(50.0)
+    assert fit(synthetic(500, 3, 2.0, seed=12)).at_bound == []

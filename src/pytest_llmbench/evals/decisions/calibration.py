@@ -45,6 +45,9 @@ class Calibration:
     n_decisions: int = 0
     n_cases: int = 0
     train_loss: float | None = None
+    #: Types whose temperature stopped at a bound (50: the model carries no signal there; a uniform
+    #: answer scores better than its probabilities).
+    at_bound: list[str] = field(default_factory=list)
 
     def prior(self, d: Decision) -> np.ndarray:
         table = self.priors.get(d.group, {}).get(d.qid, {})
@@ -67,12 +70,14 @@ class Calibration:
 
     def to_json(self) -> dict[str, Any]:
         return {"temperatures": self.temperatures, "priors": self.priors, "l2": self.l2,
-                "n_decisions": self.n_decisions, "n_cases": self.n_cases, "train_loss": self.train_loss}
+                "n_decisions": self.n_decisions, "n_cases": self.n_cases, "train_loss": self.train_loss,
+                "at_bound": self.at_bound}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Calibration":
         return cls(dict(d.get("temperatures", {})), dict(d.get("priors", {})), d.get("l2"),
-                   int(d.get("n_decisions", 0)), int(d.get("n_cases", 0)), d.get("train_loss"))
+                   int(d.get("n_decisions", 0)), int(d.get("n_cases", 0)), d.get("train_loss"),
+                   list(d.get("at_bound", [])))
 
 
 def fit(decisions: Iterable[Decision], *, priors: bool = False, l2: float = 1.0) -> Calibration:
@@ -136,6 +141,7 @@ def fit(decisions: Iterable[Decision], *, priors: bool = False, l2: float = 1.0)
         temperatures={t: float(np.exp(u[i])) for i, t in enumerate(types)},
         priors=table, l2=l2 if priors else None, n_decisions=n,
         n_cases=len({d.case_id for d in ds}), train_loss=float(res.fun),
+        at_bound=[t for i, t in enumerate(types) if min(abs(u[i] - b) for b in LOG_T_BOUNDS) < 1e-6],
     )
 
 

@@ -73,8 +73,8 @@ def save_calibration(bench: Any, payload: dict[str, Any], filename: str = "calib
     return write_json(decisions_dir(bench) / filename, payload)
 
 
-def other_config_answers(bench: Any, config_name: str, name: str) -> list[Decision] | None:
-    """Answers another config wrote earlier in this session (same results folder), or None."""
+def config_answers(bench: Any, config_name: str, name: str) -> list[Decision] | None:
+    """Answers a config (this one or another) wrote earlier in this session (same results folder), or None."""
     from pytest_llmbench import stash
 
     results = bench.item.config.stash[stash.RESULTS]
