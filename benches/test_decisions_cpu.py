@@ -43,14 +43,17 @@ def test_canary_decisions(llm_server, bench, canary):
     raw = summary_by(decisions)
     cf = crossfit(decisions, k=2, seed=0)  # fit on one half of the cases, score the other, and back
     calibrated = summary_by(cf.decisions)
-    R.save_run(bench, "canary", decisions, {"raw": raw, "calibrated": calibrated},
+    # Temperatures with log-priors per domain/question/option (they can move top answers).
+    cf_priors = crossfit(decisions, k=2, seed=0, priors=True)
+    with_priors = summary_by(cf_priors.decisions)
+    R.save_run(bench, "canary", decisions, {"raw": raw, "calibrated": calibrated, "priors": with_priors},
                {"failures": sorted({d.reason for d in decisions if not d.ok})[:20]})
-    R.save_calibration(bench, {"dataset": "sys1bench canary subset", "cases": len(canary), **cf.to_json(),
-                               "metrics": {"before": raw, "after": calibrated}})
-    for k, v in flat(raw).items():
-        bench.record(k, v)
-    for k, v in flat(calibrated, "calibrated.").items():
-        bench.record(k, v)
+    R.save_calibration(bench, {"dataset": "sys1bench canary subset", "cases": len(canary),
+                               "temperatures": cf.to_json(), "temperatures_and_priors": cf_priors.to_json(),
+                               "metrics": {"before": raw, "after": calibrated, "after_priors": with_priors}})
+    for prefix, by_type in (("", raw), ("calibrated.", calibrated), ("priors.", with_priors)):
+        for k, v in flat(by_type, prefix).items():
+            bench.record(k, v)
 
     baseline = R.baseline_answers(bench, "canary")
     if baseline is not None:  # the paired interval: same questions, this run vs the baseline's answers

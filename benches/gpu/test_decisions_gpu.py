@@ -19,7 +19,7 @@ import pytest
 from pytest_llmbench.evals.decisions import datasets as D
 from pytest_llmbench.evals.decisions import results as R
 from pytest_llmbench.evals.decisions.calibration import crossfit, fit
-from pytest_llmbench.evals.decisions.clients import DecisionsClient, client_for
+from pytest_llmbench.evals.decisions.clients import client_for
 from pytest_llmbench.evals.decisions.determinism import cold_warm, compare_passes
 from pytest_llmbench.evals.decisions.metrics import decision_values, flat, summary_by
 from pytest_llmbench.evals.decisions.paired import changed_answers, paired_gap
@@ -60,6 +60,17 @@ def systemone(server):
     return client_for(server, "systemone", concurrency=CONCURRENCY)
 
 
+def split_answers(bench, server, name, split):
+    """/v1/systemone answers to one split, asked once per config per session (reused from the file)."""
+    key = f"{name}.{split}"
+    done = R.config_answers(bench, server.name, key)
+    if done is not None:
+        return done
+    out = systemone(server).run(D.load_split_or_skip(name, split))
+    R.save_run(bench, key, out, summary_by(out))
+    return out
+
+
 @every_config
 def test_typed_decisions_systemone(llm_server, bench):
     cases = D.load_split_or_skip("typed-decisions", "test")
@@ -89,8 +100,7 @@ def test_typed_decisions_systemone(llm_server, bench):
 @every_config
 def test_typed_decisions_native_route(llm_server, bench):
     cases = D.load_split_or_skip("typed-decisions", "test")
-    native = DecisionsClient(llm_server.base_url, model=llm_server.config.model.placeholder(),
-                             concurrency=CONCURRENCY).run(cases)
+    native = client_for(llm_server, "decisions", concurrency=CONCURRENCY).run(cases)
     s = summary_by(native)
     R.save_run(bench, "typed-decisions.native1", native, s)
     record_summary(bench, s)
@@ -106,16 +116,13 @@ def test_typed_decisions_native_route(llm_server, bench):
 @nvfp4_only
 @pytest.mark.parametrize("priors", [False, True], ids=["temperatures", "priors"])
 def test_typed_decisions_calibration(llm_server, bench, priors):
-    train = D.load_split_or_skip("typed-decisions", "train")
-    test = D.load_split_or_skip("typed-decisions", "test")
-    client = systemone(llm_server)
-    train_answers = client.run(train)
-    test_answers = R.config_answers(bench, llm_server.name, "typed-decisions.pass1") or client.run(test)
+    test_answers = (R.config_answers(bench, llm_server.name, "typed-decisions.pass1")
+                    or split_answers(bench, llm_server, "typed-decisions", "test"))
+    train_answers = split_answers(bench, llm_server, "typed-decisions", "train")
     cal = fit(train_answers, priors=priors)
     after = cal.apply(test_answers)
     before_s, after_s = summary_by(test_answers), summary_by(after)
     name = "priors" if priors else "temperatures"
-    R.save_run(bench, "typed-decisions.train", train_answers, summary_by(train_answers))
     R.save_calibration(bench, {"dataset": "typed-decisions", "fit": "train", "scored": "test", **cal.to_json(),
                                "metrics": {"before": before_s, "after": after_s}}, f"calibration.{name}.json")
     record_summary(bench, after_s, "calibrated.")
@@ -130,23 +137,18 @@ def test_typed_decisions_calibration(llm_server, bench, priors):
 @nvfp4_only
 @pytest.mark.parametrize("name", ["typed-decision-bench", "calibrated-typed-decisions", "pubmedqa"])
 def test_real_answer_sets(llm_server, bench, name):
-    client = systemone(llm_server)
+    test_answers = split_answers(bench, llm_server, name, "test")
     if name == "typed-decision-bench":  # no train split: 5 folds, each scored by a fit on the other four
-        test_answers = client.run(D.load_split_or_skip(name, "test"))
         cf = crossfit(test_answers, k=5, seed=0)
         after, payload = cf.decisions, cf.to_json()
     elif name == "calibrated-typed-decisions":
-        train_answers = client.run(D.load_split_or_skip(name, "train"))
-        test_answers = client.run(D.load_split_or_skip(name, "test"))
-        cal = fit(train_answers)
+        cal = fit(split_answers(bench, llm_server, name, "train"))
         after, payload = cal.apply(test_answers), {"fit": "train", **cal.to_json()}
     else:  # unseen task: only the Calibrated Typed Decisions choice temperature applies
-        cal_train = client.run(D.load_split_or_skip("calibrated-typed-decisions", "train"))
-        test_answers = client.run(D.load_split_or_skip(name, "test"))
-        cal = fit(cal_train)
+        cal = fit(split_answers(bench, llm_server, "calibrated-typed-decisions", "train"))
         after, payload = cal.apply(test_answers), {"fit": "calibrated-typed-decisions train", **cal.to_json()}
     before_s, after_s = summary_by(test_answers), summary_by(after)
-    R.save_run(bench, name, test_answers, {"raw": before_s, "calibrated": after_s})
+    R.save_run(bench, f"{name}.calibrated", after, {"raw": before_s, "calibrated": after_s})
     R.save_calibration(bench, {"dataset": name, **payload, "metrics": {"before": before_s, "after": after_s}},
                        f"calibration.{name}.json")
     record_summary(bench, before_s)
@@ -161,8 +163,8 @@ def test_real_answer_sets(llm_server, bench, name):
 
 
 @every_config
-@pytest.mark.parametrize("dataset", ["typed-decisions.pass1", "calibrated-typed-decisions", "pubmedqa",
-                                     "typed-decision-bench"])
+@pytest.mark.parametrize("dataset", ["typed-decisions.pass1", "calibrated-typed-decisions.test", "pubmedqa.test",
+                                     "typed-decision-bench.test"])
 def test_paired_gaps_between_configs(llm_server, bench, dataset):
     """Swift − stock and quantized − BF16, whichever config of a pair ran second in this session."""
     mine = R.config_answers(bench, llm_server.name, dataset)
@@ -177,7 +179,7 @@ def test_paired_gaps_between_configs(llm_server, bench, dataset):
         if theirs is None:
             continue
         a, b = (mine, theirs) if llm_server.name == cand else (theirs, mine)
-        metric = "correct" if dataset != "typed-decision-bench" else "decision_score"
+        metric = "decision_score" if dataset.startswith("typed-decision-bench") else "correct"
         gap = paired_gap(a, b, metric, names=(cand, ref))
         gaps.append(gap)
         bench.record(f"gap.{cand}.vs.{ref}", gap.gap)

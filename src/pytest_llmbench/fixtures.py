@@ -56,8 +56,9 @@ _CONFIG_PARAM = re.compile(r"\[(.*)\]$")
 
 
 def test_key(item: pytest.Item, config_name: str | None) -> str:
-    """The node id without the config's part of the parametrization: stable across configs."""
-    nodeid = item.nodeid
+    """The node id without the config's part of the parametrization (and without xdist's group
+    suffix), so one test has one baseline key however it was run."""
+    nodeid = item.nodeid.split("@", 1)[0]  # pytest-xdist's loadgroup appends "@<group>"
     if not config_name:
         return nodeid
     m = _CONFIG_PARAM.search(nodeid)

@@ -30,6 +30,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="server config file or folder (repeatable); default: ini llmbench_configs")
     group.addoption("--results-dir", default=None, metavar="DIR",
                     help="where results.jsonl and per-config server logs go (default results/<timestamp>)")
+    group.addoption("--llmbench-data", default=None, metavar="DIR", dest="llmbench_data",
+                    help="folder of benchmark data that cannot ship in a wheel (gsm8k/, math500/, mbpp/, "
+                         "speed-bench/, typed-decisions/ …); default: ini llmbench_data, $LLMBENCH_DATA_DIR")
+    parser.addini("llmbench_data", default="", help="default --llmbench-data")
     parser.addini("llmbench_configs", type="paths", default=[],
                   help="server config files or folders (default: benches/configs if it exists)")
     parser.addini("llmbench_results_dir", default="", help="default --results-dir")

@@ -121,3 +121,22 @@ def test_parse_sse_rejects_garbage():
 
     with pytest.raises(StreamError, match="non-SSE bytes"):
         parse_sse([(0.0, b"<html>oops</html>\n\n")])
+
+
+def test_late_final_crlf_then_close_is_reconnected_not_failed(scripted):
+    """Seen with llama-server on CUDA: the chunked terminator's last CRLF arrives after we finished the
+    response and the server then closes the connection; the next request must be retried, not failed."""
+
+    def handler(conn, srv):
+        read_request(conn)
+        srv.requests += 1
+        conn.sendall(STREAM_HEAD + chunk(sse(delta("x", usage={"completion_tokens": 1}))) + b"0\r\n")
+        time.sleep(0.05)
+        conn.sendall(b"\r\n")
+        read_request(conn)  # the client's next request arrives on the pooled connection …
+        # … and is never answered: the server closes instead.
+
+    srv = scripted(handler)
+    recs = run_requests(fake_server(srv.port), [{"messages": []}] * 3, concurrency=1)
+    assert [r.error for r in recs] == [None, None, None]
+    assert srv.requests == 3

@@ -52,12 +52,16 @@ class _StreamProtocol(asyncio.Protocol):
     """One HTTP/1.1 exchange at a time on one connection."""
 
     __slots__ = ("transport", "done", "status", "headers", "times", "chunks", "_head", "_mode", "_left", "_pending",
-                 "_skip", "got_bytes", "last_t", "keep_alive", "closed")
+                 "_skip", "_trail", "got_bytes", "last_t", "keep_alive", "closed")
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.done: asyncio.Future | None = None
+        # After a chunked body's last chunk ("0\r\n") the trailer section and its closing CRLF may still
+        # be on the way (llama-server sends that CRLF in a separate write): those bytes belong to the
+        # previous response, never to the next one on this connection. None: nothing pending.
+        self._trail: bytes | None = None
 
     def connection_made(self, transport):  # type: ignore[override]
         self.transport = transport
@@ -79,12 +83,20 @@ class _StreamProtocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         t = perf_counter()
+        if self._trail is not None:
+            data = self._eat_trailer(data)
+            if not data:
+                return
         self.last_t = t
         self.got_bytes = True
         if self.done is None or self.done.done():
             return
         if not self._mode:
-            self._head += data
+            # The previous response's final CRLF can arrive after we finished reading it: skip it.
+            self._head = (self._head + data).lstrip(b"\r\n")
+            if not self._head:
+                self.got_bytes = False
+                return
             end = self._head.find(b"\r\n\r\n")
             if end < 0:
                 return
@@ -155,9 +167,27 @@ class _StreamProtocol(asyncio.Protocol):
                     return
                 pos = eol + 2
                 if size == 0:
+                    self._trail = b""
+                    self._eat_trailer(data[pos:])  # bytes past the trailer answer nothing: dropped
                     self._finish()
                     return
                 self._left = size
+
+    def _eat_trailer(self, data: bytes) -> bytes:
+        """Consume the end of the previous chunked body (trailer fields, then CRLF); return what follows."""
+        buf = self._trail + data  # type: ignore[operator]
+        if buf.startswith(b"\r\n"):
+            self._trail = None
+            return buf[2:]
+        if buf.startswith(b"HTTP/"):  # a server that skipped the final CRLF: this is the next response
+            self._trail = None
+            return buf
+        end = buf.find(b"\r\n\r\n")
+        if end >= 0:
+            self._trail = None
+            return buf[end + 4 :]
+        self._trail = buf
+        return b""
 
     def _finish(self) -> None:
         if self.done is not None and not self.done.done():
@@ -174,12 +204,13 @@ class _StreamProtocol(asyncio.Protocol):
             if self._mode == "close":
                 self.done.set_result(None)
             else:
-                self._fail(_Disconnected(self.got_bytes, exc))
+                self._fail(_Disconnected(self.got_bytes, exc, answered=self.status != 0))
 
 
 class _Disconnected(StreamError):
-    def __init__(self, got_bytes: bool, exc: Exception | None):
+    def __init__(self, got_bytes: bool, exc: Exception | None, answered: bool = False):
         self.got_bytes = got_bytes
+        self.answered = answered  # a status line arrived: the server took the request
         why = f": {exc}" if exc else ""
         super().__init__(("server closed the connection mid-response" if got_bytes
                           else "server disconnected without sending a response") + why)
@@ -217,7 +248,7 @@ class StreamClient:
             try:
                 return await self._exchange(proto, request, timeout, stall_timeout)
             except _Disconnected as e:
-                if reused and not e.got_bytes and attempt == 0:
+                if reused and not e.answered and attempt == 0:
                     continue  # the server dropped an idle pooled connection: reconnect, not a failure
                 raise
         raise AssertionError("unreachable")

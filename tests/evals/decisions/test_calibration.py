@@ -123,7 +123,8 @@ def test_a_model_without_signal_runs_to_the_temperature_bound():
     ds = []
     for i in range(500):  # confident probabilities that have nothing to do with the gold
         q = rng.dirichlet([0.3, 0.3, 0.3])
-        gold = tuple(float(j == rng.integers(3)) for j in range(3))
+        y = rng.integers(3)
+        gold = tuple(float(j == y) for j in range(3))
         ds.append(Decision(f"c{i}", "q", "choice", "w", ("a", "b", "c"), tuple(q), gold))
     cal = fit(ds)
     assert cal.at_bound == ["choice"] and cal.temperatures["choice"] == pytest.approx(50.0)

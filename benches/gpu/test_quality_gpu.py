@@ -1,0 +1,86 @@
+"""The seeds' quality benches on the GPU configs (SGLang/vLLM, marks ``gpu``): accept length on the
+DFlash2 card's five sets under its protocol and the medium variant, SPEED-Bench by domain and by prompt
+length, BFCL's 205-case subset in both prompt modes, GSM8K, and thinking tokens per answer.
+
+Sets that cannot be had offline (GSM8K, MATH-500, MBPP, SPEED-Bench) are read from the local data
+folder (--llmbench-data / $LLMBENCH_DATA_DIR); when absent the test is skipped naming the path.
+"""
+
+import warnings
+
+import pytest
+
+from pytest_llmbench.evals import bfcl, datasets, gsm8k, thinking
+from pytest_llmbench.evals.accept_length import run_accept_length
+from pytest_llmbench.evals.protocols import get_protocol
+from pytest_llmbench.evals.record import write_eval
+from pytest_llmbench.gate import Binomial, Spread, StdErr
+
+
+def _gate_thinking(bench, server, result, proto):
+    tokens = thinking.from_turns(server, result.turns, proto.max_tokens)
+    write_eval(bench, "tokens_per_answer", {"set": result.set, "protocol": proto.name, **tokens.as_dict()})
+    bench.record("answers_cut", tokens.cut())
+    if tokens.thinking():
+        bench.check("thinking_tokens", tokens.thinking(), noise=StdErr(k=2), direction="lower")
+    bench.check("total_tokens", tokens.totals(), noise=StdErr(k=2), direction="lower")
+
+
+@pytest.mark.llm_configs("gpu", "spec")
+@pytest.mark.parametrize("protocol", ["dflash2-card", "dflash2-card-medium"])
+@pytest.mark.parametrize("set_name", datasets.CARD_SETS)
+def test_card_accept_length(llm_server, bench, request, set_name, protocol):
+    proto = get_protocol(protocol)
+    prompts = datasets.prompt_set(set_name, proto.prompts_per_set, proto.seed, request.config)
+    result = run_accept_length(llm_server, prompts, protocol)
+    assert result.failed == 0, result.errors
+    write_eval(bench, "accept_length", result.as_dict())
+    bench.record("accept_length_se", result.summary().se)
+    bench.check("accept_length", result.values, noise=StdErr(k=2))
+    _gate_thinking(bench, llm_server, result, proto)
+
+
+@pytest.mark.llm_configs("gpu", "spec")
+@pytest.mark.parametrize("split, key", [("qualitative", "domain"), ("throughput", "length")])
+def test_speed_bench_accept_length(llm_server, bench, request, split, key):
+    proto = get_protocol("speed-bench")
+    prompts = datasets.load_set(f"speed-bench-{split}", request.config)
+    per_group = proto.prompts_per_set if split == "qualitative" else 12  # the seeds: 10 per domain, 12 per length
+    prompts = datasets.sample_by_group(prompts, key, per_group, proto.seed)
+    result = run_accept_length(llm_server, prompts, proto.name)
+    assert result.failed == 0, result.errors
+    write_eval(bench, "accept_length", result.as_dict(group_keys=[key]))
+    for group, s in result.by(key).items():  # reported per group, gated on the whole set
+        bench.record(f"accept_length.{key}={group}", f"{s.mean:.3f}±{s.se:.3f} (n={s.n})")
+    bench.check("accept_length", result.values, noise=StdErr(k=2))
+    _gate_thinking(bench, llm_server, result, proto)
+
+
+@pytest.mark.llm_configs("gpu")
+@pytest.mark.parametrize("mode", bfcl.MODES)
+def test_bfcl_205(llm_server, bench, snapshot, mode):
+    result = bfcl.run_bfcl(llm_server, bfcl.subset_cases(bfcl.SUBSET_205), mode, "bfcl-qwen-fc")
+    write_eval(bench, "bfcl", result.as_dict())
+    for category, (passed, total) in result.per_category().items():
+        bench.record(f"bfcl.{category}", f"{passed}/{total}")  # reported, not gated
+    bench.record("bfcl_mean_latency_s", result.mean_latency_s())
+    if not snapshot == result.pass_fail():
+        warnings.warn("BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
+                      stacklevel=1)
+    bench.check("bfcl_passed", result.passed, noise=Spread(8))  # the seeds' spread: 168/174/176 on one config
+
+
+@pytest.mark.llm_configs("gpu")
+def test_gsm8k(llm_server, bench, request):
+    proto = get_protocol("gsm8k-seeds")
+    prompts = gsm8k.load(None, proto.seed, request.config)
+    result, records = gsm8k.run_gsm8k(llm_server, prompts, proto.name)
+    write_eval(bench, "gsm8k", result.as_dict())
+    bench.record("gsm8k_accuracy", result.accuracy)
+    bench.record("gsm8k_cut", result.cut)
+    assert result.failed == 0, [r.error for r in records if not r.ok][:5]
+    bench.check("gsm8k_correct", result.correct, n=result.n, noise=Binomial())
+    tokens = thinking.count_tokens(llm_server, [(p.id, p.set, r) for p, r in zip(prompts, records)], proto.max_tokens)
+    write_eval(bench, "tokens_per_answer", {"set": "gsm8k", "protocol": proto.name, **tokens.as_dict()})
+    if tokens.thinking():
+        bench.check("thinking_tokens", tokens.thinking(), noise=StdErr(k=2), direction="lower")
