@@ -47,7 +47,7 @@ def test_bfcl_subset(llm_server, bench, snapshot):
     # The pass/fail set: a baseline bump (--snapshot-update) shows in review which cases flipped; a
     # flip within the noise is a warning here, the total is what the gate judges.
     if not snapshot == result.pass_fail():
-        warnings.warn(f"BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
+        warnings.warn("BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
                       stacklevel=1)
     bench.check("bfcl_passed", result.passed, noise=Spread(3))  # the seeds' 8 of 205, scaled to 50 cases
 

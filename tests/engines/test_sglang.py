@@ -10,7 +10,6 @@ sglang.launch_server --model-path … --host … --port …``) through the real 
 from __future__ import annotations
 
 import sys
-import time
 
 import httpx
 import pytest

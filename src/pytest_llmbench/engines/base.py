@@ -116,6 +116,21 @@ def parse_prometheus(text: str) -> dict[str, float]:
     return out
 
 
+def sum_series(metrics: dict[str, float], name: str) -> float | None:
+    """Sum one Prometheus series over its label sets (one per model/engine); None if absent."""
+    values = [v for k, v in metrics.items() if k == name or k.startswith(name + "{")]
+    return sum(values) if values else None
+
+
+def fetch_metrics(client: httpx.Client) -> dict[str, float] | None:
+    """GET /metrics, parsed; None when the server has no metrics route (or it failed)."""
+    try:
+        r = client.get("/metrics", timeout=10.0)
+    except httpx.HTTPError:
+        return None
+    return parse_prometheus(r.text) if r.status_code == 200 else None
+
+
 def counter_delta(before: dict[str, float], after: dict[str, float], name: str) -> float | None:
     if name not in after:
         return None

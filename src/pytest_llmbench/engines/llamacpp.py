@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pytest_llmbench.engines.base import Engine, SpecStats, counter_delta, parse_prometheus
+from pytest_llmbench.engines.base import Engine, SpecStats, counter_delta, fetch_metrics
 from pytest_llmbench.models import cache_dir
 
 if TYPE_CHECKING:
@@ -158,13 +158,8 @@ class LlamaCppEngine(Engine):
         )
 
     def spec_counters(self, client: httpx.Client) -> dict[str, float] | None:
-        try:
-            r = client.get("/metrics", timeout=10.0)
-        except httpx.HTTPError:
-            return None
-        if r.status_code != 200:
-            return None
-        return {k: v for k, v in parse_prometheus(r.text).items() if k.startswith("llamacpp:")}
+        metrics = fetch_metrics(client)
+        return None if metrics is None else {k: v for k, v in metrics.items() if k.startswith("llamacpp:")}
 
     def spec_from_counters(self, before: dict[str, float], after: dict[str, float]) -> SpecStats | None:
         drafts = counter_delta(before, after, "llamacpp:spec_decode_num_drafts_total")

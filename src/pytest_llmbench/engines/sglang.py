@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pytest_llmbench.engines.base import Engine, SpecStats, parse_prometheus
+from pytest_llmbench.engines.base import Engine, SpecStats, fetch_metrics, sum_series
 
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
@@ -60,12 +60,6 @@ def redact(info: dict[str, Any]) -> dict[str, Any]:
         else:
             out[k] = v
     return out
-
-
-def _sum_metric(metrics: dict[str, float], name: str) -> float | None:
-    """Sum a Prometheus series over its label sets (one per model/engine); None if absent."""
-    values = [v for k, v in metrics.items() if k == name or k.startswith(name + "{")]
-    return sum(values) if values else None
 
 
 class SGLangEngine(Engine):
@@ -201,14 +195,9 @@ class SGLangEngine(Engine):
         states = info.get("internal_states") or []
         if states and isinstance(states[0], dict) and isinstance(states[0].get("avg_spec_accept_length"), (int, float)):
             out["avg_spec_accept_length"] = float(states[0]["avg_spec_accept_length"])
-        try:
-            r = client.get("/metrics", timeout=10.0)
-            if r.status_code == 200:
-                gauge = _sum_metric(parse_prometheus(r.text), "sglang:spec_accept_length")
-                if gauge is not None:
-                    out["sglang:spec_accept_length"] = gauge
-        except httpx.HTTPError:
-            pass
+        gauge = sum_series(fetch_metrics(client) or {}, "sglang:spec_accept_length")
+        if gauge is not None:
+            out["sglang:spec_accept_length"] = gauge
         return out or None
 
     def spec_from_counters(self, before: dict[str, float], after: dict[str, float]) -> SpecStats | None:

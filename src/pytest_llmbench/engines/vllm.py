@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pytest_llmbench.engines.base import Engine, SpecStats, parse_prometheus
+from pytest_llmbench.engines.base import Engine, SpecStats, fetch_metrics, sum_series
 
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
@@ -32,11 +32,6 @@ _LOG_FACTS: dict[str, tuple[re.Pattern[str], type]] = {
     "gpu_blocks": (re.compile(r"# GPU blocks:\s*(\d+)"), int),
     "model_weights_gib": (re.compile(r"Model loading took ([\d.]+) GiB"), float),
 }
-
-
-def _sum_series(metrics: dict[str, float], name: str) -> float | None:
-    values = [v for k, v in metrics.items() if k == name or k.startswith(name + "{")]
-    return sum(values) if values else None
 
 
 class VLLMEngine(Engine):
@@ -126,14 +121,10 @@ class VLLMEngine(Engine):
         return {"model": self.served_model_name(cfg)}  # vLLM answers 404 for any other model name
 
     def spec_counters(self, client: httpx.Client) -> dict[str, float] | None:
-        try:
-            r = client.get("/metrics", timeout=10.0)
-        except httpx.HTTPError:
+        metrics = fetch_metrics(client)
+        if metrics is None:
             return None
-        if r.status_code != 200:
-            return None
-        metrics = parse_prometheus(r.text)
-        out = {name: _sum_series(metrics, name) for name in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED)}
+        out = {name: sum_series(metrics, name) for name in (_DRAFTS, _DRAFT_TOKENS, _ACCEPTED)}
         return {k: v for k, v in out.items() if v is not None} or None
 
     def spec_from_counters(self, before: dict[str, float], after: dict[str, float]) -> SpecStats | None:

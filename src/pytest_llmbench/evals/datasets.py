@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from pytest_llmbench.jsonl import iter_jsonl
 from pytest_llmbench.models import cache_dir
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -128,18 +129,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         if not all(isinstance(r, dict) for r in rows):
             raise ValueError(f"{path}: expected a list of objects")
         return rows
-    rows = []
-    for i, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{i}: not valid JSON ({e.msg})") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}:{i}: expected a JSON object")
-        rows.append(row)
-    return rows
+    return [row for _, row in iter_jsonl(path)]
 
 
 def _first(row: Mapping[str, Any], keys: Iterable[str], path: Path, what: str) -> Any:

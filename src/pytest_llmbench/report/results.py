@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_llmbench.jsonl import iter_jsonl
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -133,16 +135,9 @@ def iter_records(results_dir: Path | str, kind: str | None = None):
     if not files:
         raise FileNotFoundError(f"no results*.jsonl in {root}")
     for f in files:
-        with open(f, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{f}:{n}: not JSON ({e.msg})") from None
-                if kind is None or obj.get("record") == kind:
-                    yield obj
+        for _, obj in iter_jsonl(f):
+            if kind is None or obj.get("record") == kind:
+                yield obj
 
 
 def load_results(results_dir: Path | str) -> "pd.DataFrame":

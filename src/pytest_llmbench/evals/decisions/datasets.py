@@ -15,7 +15,6 @@ a label, a level, a bool, P(yes), or a distribution (a teacher's averaged answer
 
 from __future__ import annotations
 
-import gzip
 import importlib.metadata
 import json
 import os
@@ -25,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_llmbench.jsonl import iter_jsonl
 from pytest_llmbench.evals.decisions.schema import NOUL_OPTIONS, Case, Question
 
 CANARY = ("sys1bench", "sys1bench/data/canary/canary.jsonl")
@@ -70,18 +70,7 @@ def wheel_file(dist_name: str, inner: str) -> Path:
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{n}: not JSON: {e}") from None
-            if not isinstance(row, dict):
-                raise DatasetError(f"{path}:{n}: expected a JSON object per line")
-            yield n, row
+    return iter_jsonl(path, error=DatasetError)
 
 
 def canary_cases(path: Path | str | None = None) -> list[Case]:
