@@ -92,11 +92,7 @@ class _StreamProtocol(asyncio.Protocol):
         if self.done is None or self.done.done():
             return
         if not self._mode:
-            # The previous response's final CRLF can arrive after we finished reading it: skip it.
-            self._head = (self._head + data).lstrip(b"\r\n")
-            if not self._head:
-                self.got_bytes = False
-                return
+            self._head += data
             end = self._head.find(b"\r\n\r\n")
             if end < 0:
                 return
