@@ -1,6 +1,7 @@
 """Live progress for long scenarios (requests done / total, current output tok/s).
 
-On a terminal the line is rewritten in place on its own line and erased at the end, so pytest's own
+Written with pytest's output capture suspended (as live logging does), so it reaches the terminal while
+the test runs instead of its captured stdout. On a terminal the line is rewritten in place on its own line and erased at the end, so pytest's own
 progress output is left intact; without a terminal (CI logs) a plain line is written every 10 s.
 Nothing is shown for scenarios shorter than a couple of seconds.
 """
@@ -8,6 +9,7 @@ Nothing is shown for scenarios shorter than a couple of seconds.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 SHOW_AFTER_S = 2.0
@@ -43,15 +45,23 @@ class Progress:
         if now - self.t0 < SHOW_AFTER_S:
             return
         if self._tty:
-            if not self._shown:
-                self.reporter.ensure_newline()
-            self.reporter.rewrite(self.line(), erase=True)
+            with self._uncaptured():
+                if not self._shown:
+                    self.reporter.ensure_newline()
+                self.reporter.rewrite(self.line(), erase=True)
             self._shown = True
         elif now - self._last >= PLAIN_EVERY_S:
-            self.reporter.write_line(self.line())
+            with self._uncaptured():
+                self.reporter.write_line(self.line())
             self._last = now
             self._shown = True
 
+    def _uncaptured(self):
+        config = getattr(self.reporter, "config", None)
+        capman = config.pluginmanager.getplugin("capturemanager") if config is not None else None
+        return capman.global_and_fixture_disabled() if capman is not None else nullcontext()
+
     def close(self) -> None:
         if self._tty and self._shown:
-            self.reporter.rewrite("", erase=True)
+            with self._uncaptured():
+                self.reporter.rewrite("", erase=True)
