@@ -14,7 +14,7 @@ def test_progress_lines_bypass_output_capture(pytester):
             p.update(SimpleNamespace(ok=False, completion_tokens=0))
             p.close()
     """)
-    result = pytester.runpytest("-rA")
+    result = pytester.runpytest_subprocess("-rA")
     result.assert_outcomes(passed=1)
     out = result.stdout.str()
     assert "[llmbench] chat-4u: 1/2 requests" in out and "[llmbench] chat-4u: 2/2 requests, 1 failed" in out
