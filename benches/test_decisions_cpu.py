@@ -1,7 +1,7 @@
 """Decision benches of the CPU suite: llama.cpp + SmolLM2-135M answering sys1bench canary questions.
 
 llama.cpp has no decision route, so the logprob fallback asks one ``max_tokens: 1`` question per
-request and reads the option letters' probabilities. The subset (20 tasks per domain: 220 questions)
+request and reads the option letters' probabilities. The subset (10 tasks per domain: 110 questions)
 is scored against the generator's ground truth, calibrated with one temperature per question type
 fitted on one half of the cases and scored on the other (both ways round, so every question is scored
 once, never by a fit that saw it), and compared with the baseline's own answers by a paired interval.
@@ -22,9 +22,9 @@ from pytest_llmbench.gate import Binomial, History, Spread, StdErr
 
 pytestmark = pytest.mark.llm_configs("cpu", "nospec")
 
-CANARY_PER_DOMAIN = 20  # 20 support tickets × 3 questions + 20 emails × 8 = 220 questions
-CACHE_PER_DOMAIN = 6  # 66 questions, asked twice
-GREEDY_PROMPTS = 6
+CANARY_PER_DOMAIN = 10  # 10 support tickets × 3 questions + 10 emails × 8 = 110 questions
+CACHE_PER_DOMAIN = 4  # 44 questions, asked twice
+GREEDY_PROMPTS = 4
 CONCURRENCY = 2  # two cores
 
 

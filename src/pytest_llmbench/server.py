@@ -117,6 +117,7 @@ def start_server(cfg: ServerConfig, server_dir: Path, *, gpu_ids: tuple[str, ...
     server_dir.mkdir(parents=True, exist_ok=True)
     log_path = server_dir / "server.log"
     engine = get_engine(cfg.engine)
+    engine.configure(cfg)
     launcher = LAUNCHERS[cfg.launcher]()
     t0 = time.monotonic()
     with open(log_path, "a") as log:

@@ -50,6 +50,9 @@ class Engine:
         """The server's command line (for launchers that run a process)."""
         raise NotImplementedError
 
+    def configure(self, cfg: "ServerConfig") -> None:
+        """Bind the adapter to the config it serves (called once, before launch)."""
+
     def prepare(self, cfg: "ServerConfig", log: Any) -> None:
         """Make anything the command line refers to that does not exist yet (derived models)."""
 

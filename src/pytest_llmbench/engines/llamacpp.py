@@ -51,6 +51,7 @@ def llamacpp_binary(name: str = "llama-server") -> Path:
 
 class LlamaCppEngine(Engine):
     name = "llamacpp"
+    speculative = False  # set by configure(): does this server draft at all?
 
     @classmethod
     def validate(cls, cfg: "ServerConfig") -> tuple[str, str] | None:
@@ -82,6 +83,11 @@ class LlamaCppEngine(Engine):
         slots = cache_dir() / "slots"
         slots.mkdir(parents=True, exist_ok=True)
         return str(slots)
+
+    def configure(self, cfg: "ServerConfig") -> None:
+        args = list(cfg.args)
+        spec_type = args[args.index("--spec-type") + 1] if "--spec-type" in args[:-1] else "none"
+        self.speculative = spec_type != "none"
 
     def prepare(self, cfg: "ServerConfig", log: Any) -> None:
         for ref in [cfg.model, *cfg.models.values()]:
@@ -148,7 +154,12 @@ class LlamaCppEngine(Engine):
     def request_spec(self, final: dict[str, Any], completion_tokens: int | None) -> SpecStats | None:
         t = final.get("timings") or {}
         if "draft_n" not in t:
-            return None
+            if not self.speculative or not (t.get("predicted_n") or completion_tokens):
+                return None
+            # A drafting server that found nothing to draft (n-gram on text with no repeats): every
+            # verify step produced one token — accept length 1, not "unknown".
+            steps = int(t.get("predicted_n") or completion_tokens or 0)
+            return SpecStats(1.0, drafted=0, accepted=0, verify_steps=steps, source="timings (no drafts)")
         produced = int(t.get("predicted_n") or completion_tokens or 0)
         accepted = int(t.get("draft_n_accepted", 0))
         steps = produced - accepted

@@ -66,8 +66,8 @@ register(Protocol(
     "dflash2-card-medium", {**_CARD_SAMPLING, "reasoning_effort": "medium"}, prompts_per_set=32, users=1,
     description="the card's sampling at reasoning_effort=medium (the seeds' serving effort)"))
 register(Protocol(
-    "dflash2-card-cpu", {"temperature": 1.0, "top_p": 0.95, "top_k": 20, "max_tokens": 96, "seed": 1},
-    prompts_per_set=6, users=1,
+    "dflash2-card-cpu", {"temperature": 1.0, "top_p": 0.95, "top_k": 20, "max_tokens": 64, "seed": 1},
+    prompts_per_set=5, users=1,
     description="the card's sampling at CPU size (SmolLM2 on 2 cores): 6 prompts, 96 new tokens, a fixed "
                 "sampling seed, no reasoning effort (the model does not think)"))
 register(Protocol(
