@@ -65,6 +65,7 @@ def test_tokens_per_answer(llm_server, bench):
     assert result.failed == 0, [r.error for r in records if not r.ok]
     write_eval(bench, "tokens_per_answer", result.as_dict())
     bench.record("answers_cut", result.cut())
-    if result.thinking():  # SmolLM2 does not think; a thinking model's count is gated too
-        bench.check("thinking_tokens", result.thinking(), noise=StdErr(k=2), direction="lower")
+    thinking_tokens = result.thinking()
+    if len(thinking_tokens) >= 2 and any(thinking_tokens):  # SmolLM2 never thinks; a thinking model is gated
+        bench.check("thinking_tokens", thinking_tokens, noise=StdErr(k=2), direction="lower")
     bench.check("total_tokens", result.totals(), noise=StdErr(k=2), direction="lower")
