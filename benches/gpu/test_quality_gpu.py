@@ -6,6 +6,7 @@ Sets that cannot be had offline (GSM8K, MATH-500, MBPP, SPEED-Bench) are read fr
 folder (--llmbench-data / $LLMBENCH_DATA_DIR); when absent the test is skipped naming the path.
 """
 
+import os
 import warnings
 
 import pytest
@@ -68,6 +69,20 @@ def test_bfcl_205(llm_server, bench, snapshot, mode):
         warnings.warn("BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
                       stacklevel=1)
     bench.check("bfcl_passed", result.passed, noise=Spread(8))  # the seeds' spread: 168/174/176 on one config
+
+
+@pytest.mark.llm_configs("gpu")
+def test_bfcl_full_categories(llm_server, bench):
+    """Whole BFCL categories on request: LLMBENCH_BFCL_CATEGORIES=simple_python,irrelevance,… (the
+    205-case subset is what the seeds compare; a full category is for a closer look at one of them)."""
+    wanted = [c for c in os.environ.get("LLMBENCH_BFCL_CATEGORIES", "").split(",") if c]
+    if not wanted:
+        pytest.skip("set LLMBENCH_BFCL_CATEGORIES to run whole BFCL categories")
+    result = bfcl.run_bfcl(llm_server, bfcl.load_cases(categories=wanted), "qwen-fc", "bfcl-qwen-fc")
+    write_eval(bench, "bfcl_full", result.as_dict())
+    for category, (passed, total) in result.per_category().items():
+        bench.record(f"bfcl_full.{category}", f"{passed}/{total}")
+    bench.check("bfcl_full_passed", result.passed, n=len(result.verdicts), noise=Binomial(alpha=0.01))
 
 
 @pytest.mark.llm_configs("gpu")
