@@ -100,9 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[stash.RESULTS] = ResultsWriter(_results_dir(config), os.environ.get("PYTEST_XDIST_WORKER"))
     from pytest_llmbench.gate.session import GateSession
 
-    gate = GateSession(config)
-    config.stash[stash.GATE] = gate
-    config.pluginmanager.register(gate, "llmbench-gate")
+    config.pluginmanager.register(GateSession(config), "llmbench-gate")  # stores itself at stash.GATE
     from pytest_llmbench.launchers.gpus import apply_options
 
     apply_options(config)

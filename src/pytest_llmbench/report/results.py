@@ -50,8 +50,7 @@ def _clean(value: Any) -> Any:
 
 class ResultsWriter:
     def __init__(self, root: Path, worker: str | None = None):
-        self.dir = Path(root)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir = Path(root)  # created on first write: a run that measures nothing leaves no folder
         self.path = self.dir / (f"results.{worker}.jsonl" if worker else "results.jsonl")
         self._lock = threading.Lock()
 
@@ -63,6 +62,7 @@ class ResultsWriter:
     def write(self, record: dict[str, Any]) -> None:
         """Append one JSON line and flush it to disk now."""
         line = json.dumps(_clean(record), sort_keys=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
             f.write(line + "\n")
             f.flush()
