@@ -64,7 +64,7 @@ def test_defaults_merge_marks_and_env(write):
     ("  - name: plain\n    model: missing.gguf\n", "plain", "model", "model file not found"),
     ("  - name: plain\n  - name: plain\n", "plain", "name", "duplicate config name"),
     ("  - name: plain\n    flags: [nope]\n", "plain", "flags", "unknown flag set 'nope'"),
-    ("  - name: plain\n    args: [--port, '1']\n", "plain", "args", "--port is chosen by the plugin"),
+    ("  - name: plain\n    args: [--port, '1']\n", "plain", "args", "--port is set by the plugin"),
     ("  - name: plain\n    startup_timeout: -1\n", "plain", "startup_timeout", "must be > 0"),
 ])
 def test_bad_config_names_file_config_and_key(write, mutation, config, key, words):

@@ -41,9 +41,15 @@ class Engine:
     completions_path: ClassVar[str] = "/v1/completions"
 
     # ---- configuration ----------------------------------------------------------------------
+    #: Flags the plugin sets itself (model, host, port); a config that passes one is an error.
+    reserved_flags: ClassVar[tuple[str, ...]] = ("--host", "--port")
+
     @classmethod
     def validate(cls, cfg: "ServerConfig") -> tuple[str, str] | None:
         """Return (key, message) when the config cannot work with this engine."""
+        for flag in cls.reserved_flags:
+            if flag in cfg.args:
+                return "args", f"{flag} is set by the plugin (model from 'model', a free port on 127.0.0.1); remove it"
         return None
 
     def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:

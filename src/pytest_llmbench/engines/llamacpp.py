@@ -51,6 +51,7 @@ def llamacpp_binary(name: str = "llama-server") -> Path:
 
 class LlamaCppEngine(Engine):
     name = "llamacpp"
+    reserved_flags = ("-m", "--model", "--host", "--port")
     speculative = False  # set by configure(): does this server draft at all?
 
     @classmethod
@@ -58,10 +59,7 @@ class LlamaCppEngine(Engine):
         if cfg.model.kind == "hub" and cfg.launcher != "docker":
             return "model", "llama.cpp needs a local .gguf file (a path or dist:// reference), not a hub id"
         # A docker-launched config may name a hub repo: llama-server downloads it (-hf) into the mounted cache.
-        for flag in ("--port", "--host"):
-            if flag in cfg.args:
-                return "args", f"{flag} is chosen by the plugin (a free port on 127.0.0.1); remove it"
-        return None
+        return super().validate(cfg)
 
     def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
         binary = cfg.engine_options.get("binary") or str(llamacpp_binary())

@@ -25,7 +25,6 @@ from pytest_llmbench.engines.base import Engine, SpecStats, fetch_metrics, sum_s
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
 
-_RESERVED = ("--model-path", "--model", "--host", "--port")
 # Server-info keys whose values must never reach results (server args include api keys).
 _SECRET_KEY = re.compile(r"(api_key|secret|password|hf_token|access_token|auth)", re.I)
 
@@ -64,17 +63,11 @@ def redact(info: dict[str, Any]) -> dict[str, Any]:
 
 class SGLangEngine(Engine):
     name = "sglang"
+    reserved_flags = ("--model-path", "--model", "--host", "--port")
     # The docker launcher gives engines that share tensors between processes the host IPC namespace.
     docker_host_ipc = True
     health_timeout_s = 30.0
     flush_timeout_s = 60.0
-
-    @classmethod
-    def validate(cls, cfg: "ServerConfig") -> tuple[str, str] | None:
-        for flag in _RESERVED:
-            if flag in cfg.args:
-                return "args", f"{flag} is set by the plugin (model from 'model', a free port on 127.0.0.1); remove it"
-        return None
 
     def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
         python = cfg.engine_options.get("python") or ("python3" if cfg.launcher == "docker" else sys.executable)

@@ -21,7 +21,6 @@ from pytest_llmbench.engines.base import Engine, SpecStats, fetch_metrics, sum_s
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
 
-_RESERVED = ("--host", "--port", "--model")
 _DRAFTS = "vllm:spec_decode_num_drafts_total"
 _DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 _ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
@@ -36,14 +35,8 @@ _LOG_FACTS: dict[str, tuple[re.Pattern[str], type]] = {
 
 class VLLMEngine(Engine):
     name = "vllm"
+    reserved_flags = ("--host", "--port", "--model")
     docker_host_ipc = True
-
-    @classmethod
-    def validate(cls, cfg: "ServerConfig") -> tuple[str, str] | None:
-        for flag in _RESERVED:
-            if flag in cfg.args:
-                return "args", f"{flag} is set by the plugin (model from 'model', a free port on 127.0.0.1); remove it"
-        return None
 
     def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
         binary = cfg.engine_options.get("binary") or "vllm"

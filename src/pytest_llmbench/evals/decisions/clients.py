@@ -74,21 +74,6 @@ class DecisionClient:
         """Answer every question of ``cases``; one Decision per question, failures included."""
         return asyncio.run(self.arun(cases, progress=progress))
 
-    async def _decide_whole_case(self, http: httpx.AsyncClient, case: Case) -> list[Decision]:
-        """One request answers every question of the case (the decision routes); any problem with the
-        response fails each of its questions with the reason."""
-        data, err, lat = await self._post(http, self.route, self.body(case))  # type: ignore[attr-defined]
-        if err is None and not isinstance(data, Mapping):
-            err = "response is not a JSON object"
-        if err is not None:
-            return [Decision.failed(case, q, err, latency_s=lat) for q in case.questions.values()]
-        keys = getattr(self, "answer_keys", ("answers",))
-        answers = next((data[k] for k in keys if isinstance(data.get(k), Mapping)), None)
-        if answers is None:
-            return [Decision.failed(case, q, "no 'answers' object in the response", latency_s=lat, raw=data)
-                    for q in case.questions.values()]
-        return [self.parse(case, q, answers.get(q.qid), lat) for q in case.questions.values()]  # type: ignore[attr-defined]
-
     async def _post(self, http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> tuple[Any, str | None, float]:
         """POST JSON; returns (parsed body, error reason or None, seconds)."""
         t0 = time.perf_counter()
@@ -108,6 +93,31 @@ class DecisionClient:
             return r.json(), None, dt
         except ValueError:
             return None, f"response is not JSON: {r.text[:120]!r}", dt
+
+
+class RouteClient(DecisionClient):
+    """A decision route (SGLang's /v1/systemone, /v1/decisions): one request answers every question of
+    a case; any problem with the response fails each of its questions with the reason."""
+
+    answer_keys: tuple[str, ...] = ("answers",)
+
+    async def decide_case(self, http: httpx.AsyncClient, case: Case) -> list[Decision]:
+        data, err, lat = await self._post(http, self.route, self.body(case))
+        if err is None and not isinstance(data, Mapping):
+            err = "response is not a JSON object"
+        if err is not None:
+            return [Decision.failed(case, q, err, latency_s=lat) for q in case.questions.values()]
+        answers = next((data[k] for k in self.answer_keys if isinstance(data.get(k), Mapping)), None)
+        if answers is None:
+            return [Decision.failed(case, q, "no 'answers' object in the response", latency_s=lat, raw=data)
+                    for q in case.questions.values()]
+        return [self.parse(case, q, answers.get(q.qid), lat) for q in case.questions.values()]
+
+    def body(self, case: Case) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse(self, case: Case, q: Question, a: Any, lat: float) -> Decision:
+        raise NotImplementedError
 
 
 # ---- SGLang /v1/systemone (TypeSafe System One shape) -------------------------------------------
@@ -165,7 +175,7 @@ def _p_yes(case: Case, q: Question, p: Any, lat: float, raw: Any) -> Decision:
     return normalise(case, q, [p, 1.0 - p], latency_s=lat, raw=raw)
 
 
-class SystemOneClient(DecisionClient):
+class SystemOneClient(RouteClient):
     """SGLang ``/v1/systemone``: one request per case, every question of the case in it (no temperature)."""
 
     route = "/v1/systemone"
@@ -177,9 +187,6 @@ class SystemOneClient(DecisionClient):
         return {**body, **self.extra_body}
 
     answer_keys = ("answers",)
-
-    async def decide_case(self, http: httpx.AsyncClient, case: Case) -> list[Decision]:
-        return await self._decide_whole_case(http, case)
 
     def parse(self, case: Case, q: Question, a: Any, lat: float) -> Decision:
         if not isinstance(a, Mapping):
@@ -207,7 +214,7 @@ def decisions_question(q: Question) -> dict[str, Any]:
             "criteria": [{"level": _level(o), "description": d} for o, d in zip(q.options, _descs(q))]}
 
 
-class DecisionsClient(DecisionClient):
+class DecisionsClient(RouteClient):
     """SGLang ``/v1/decisions``: one request per case; accepts a per-request ``temperature``."""
 
     route = "/v1/decisions"
@@ -225,9 +232,6 @@ class DecisionsClient(DecisionClient):
         return {**body, **self.extra_body}
 
     answer_keys = ("answers", "decisions", "results")  # alpha API: the key has varied
-
-    async def decide_case(self, http: httpx.AsyncClient, case: Case) -> list[Decision]:
-        return await self._decide_whole_case(http, case)
 
     def parse(self, case: Case, q: Question, a: Any, lat: float) -> Decision:
         if not isinstance(a, Mapping):
