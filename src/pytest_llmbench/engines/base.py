@@ -66,6 +66,11 @@ class Engine:
         """Environment the engine needs beyond the config's own ``env``."""
         return {}
 
+    @staticmethod
+    def served_model_name(cfg: "ServerConfig") -> str:
+        """The model name an OpenAI-compatible server answers to (vLLM rejects any other)."""
+        return flag_value(cfg.args, "--served-model-name") or cfg.model.placeholder()
+
     # ---- readiness and control plane --------------------------------------------------------
     def is_ready(self, client: httpx.Client) -> bool:
         """One poll of the health endpoint: True when ready, False while loading."""
@@ -109,6 +114,14 @@ class Engine:
     def spec_from_counters(self, before: dict[str, float], after: dict[str, float]) -> SpecStats | None:
         """Speculative stats for the window between two counter snapshots."""
         return None
+
+
+def flag_value(args: "tuple[str, ...] | list[str]", flag: str, default: str | None = None) -> str | None:
+    """The value after ``flag`` on a command line, or ``default``."""
+    args = list(args)
+    if flag in args[:-1]:
+        return args[args.index(flag) + 1]
+    return default
 
 
 def parse_prometheus(text: str) -> dict[str, float]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pytest_llmbench.engines.base import Engine, SpecStats, counter_delta, fetch_metrics
+from pytest_llmbench.engines.base import Engine, SpecStats, counter_delta, fetch_metrics, flag_value
 from pytest_llmbench.models import cache_dir
 
 if TYPE_CHECKING:
@@ -83,9 +83,7 @@ class LlamaCppEngine(Engine):
         return str(slots)
 
     def configure(self, cfg: "ServerConfig") -> None:
-        args = list(cfg.args)
-        spec_type = args[args.index("--spec-type") + 1] if "--spec-type" in args[:-1] else "none"
-        self.speculative = spec_type != "none"
+        self.speculative = flag_value(cfg.args, "--spec-type", "none") != "none"
 
     def prepare(self, cfg: "ServerConfig", log: Any) -> None:
         for ref in [cfg.model, *cfg.models.values()]:

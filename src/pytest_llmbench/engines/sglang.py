@@ -74,14 +74,6 @@ class SGLangEngine(Engine):
         return [str(python), "-m", "sglang.launch_server", "--model-path", cfg.model.placeholder(),
                 "--host", host, "--port", str(port), *cfg.args]
 
-    @staticmethod
-    def served_model_name(cfg: "ServerConfig") -> str:
-        if "--served-model-name" in cfg.args:
-            i = cfg.args.index("--served-model-name")
-            if i + 1 < len(cfg.args):
-                return cfg.args[i + 1]
-        return cfg.model.placeholder()
-
     # ---- readiness and control plane --------------------------------------------------------
     def is_ready(self, client: httpx.Client) -> bool:
         # /health generates one token once the server is up; give it longer than SGLang's own 20 s.

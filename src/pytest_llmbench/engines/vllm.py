@@ -47,14 +47,6 @@ class VLLMEngine(Engine):
         # The server listens on 127.0.0.1 only; a config can opt out with engine_options.dev_mode: false.
         return {"VLLM_SERVER_DEV_MODE": "1"} if cfg.engine_options.get("dev_mode", True) else {}
 
-    @staticmethod
-    def served_model_name(cfg: "ServerConfig") -> str:
-        if "--served-model-name" in cfg.args:
-            i = cfg.args.index("--served-model-name")
-            if i + 1 < len(cfg.args):
-                return cfg.args[i + 1]
-        return cfg.model.placeholder()
-
     # ---- control plane ----------------------------------------------------------------------
     def flush_cache(self, client: httpx.Client) -> str | None:
         try:
