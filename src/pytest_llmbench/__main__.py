@@ -1,0 +1,33 @@
+"""``python -m pytest_llmbench COMMAND …``: tools that work on results folders after a session.
+
+Each command is one module under ``pytest_llmbench.cli`` with a ``main(argv) -> int``; adding one means
+adding its module and one line in ``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+#: command name → (module under pytest_llmbench.cli, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m pytest_llmbench COMMAND [ARGS…]\n\ncommands:")
+        for name, (_, summary) in sorted(COMMANDS.items()):
+            print(f"  {name:<10} {summary}")
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"pytest_llmbench: unknown command {name!r}; commands: {', '.join(sorted(COMMANDS)) or 'none'}",
+              file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"pytest_llmbench.cli.{COMMANDS[name][0]}")
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
