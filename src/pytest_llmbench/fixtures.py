@@ -8,13 +8,13 @@ end of the test everything recorded is written to results.jsonl and the JUnit XM
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from pytest_llmbench import stash
+from pytest_llmbench.scheduling import find_name, param_tokens
 from pytest_llmbench.server import LLMServer, start_server
 
 
@@ -52,26 +52,16 @@ def llm_server(request: pytest.FixtureRequest):
             server.stop()
 
 
-_CONFIG_PARAM = re.compile(r"\[(.*)\]$")
-
-
 def test_key(item: pytest.Item, config_name: str | None) -> str:
-    """The node id without the config's part of the parametrization (and without xdist's group
+    """The node id without the config's part of the parametrization (and without an xdist group
     suffix), so one test has one baseline key however it was run."""
-    nodeid = item.nodeid.split("@", 1)[0]  # pytest-xdist's loadgroup appends "@<group>"
-    if not config_name:
+    nodeid = item.nodeid.split("@", 1)[0] if "@" in item.nodeid.rpartition("]")[2] else item.nodeid
+    parts = param_tokens(nodeid)
+    at = find_name(parts, config_name) if config_name else None
+    if at is None:
         return nodeid
-    m = _CONFIG_PARAM.search(nodeid)
-    if not m:
-        return nodeid
-    parts = [p for p in m.group(1).split("-") if p]
-    cs = config_name.split("-")
-    # Remove the config name (which may itself contain '-') from the id parts.
-    for i in range(len(parts) - len(cs) + 1):
-        if parts[i : i + len(cs)] == cs:
-            parts = parts[:i] + parts[i + len(cs) :]
-            break
-    base = nodeid[: m.start()]
+    parts = parts[:at] + parts[at + len(config_name.split("-")):]
+    base = nodeid[: nodeid.rindex("[")]
     return f"{base}[{'-'.join(parts)}]" if parts else base
 
 

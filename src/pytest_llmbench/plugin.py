@@ -137,8 +137,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if error is not None:
         raise pytest.Collector.CollectError(f"llmbench config error: {error}")
     params = [
-        pytest.param(cfg.name, id=cfg.name,
-                     marks=[getattr(pytest.mark, m) for m in cfg.marks] + [pytest.mark.xdist_group(cfg.name)])
+        pytest.param(cfg.name, id=cfg.name, marks=[getattr(pytest.mark, m) for m in cfg.marks])
         for cfg in metafunc.config.stash[stash.CONFIGS].values()
     ]
     metafunc.parametrize("llm_server", params, indirect=True, scope="session")
@@ -170,9 +169,23 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         items[:] = keep
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """xdist controller: all tests of a config on one worker (see scheduling.py)."""
+    from pytest_llmbench.scheduling import make_scheduler, wants_own_scheduler
+
+    configs = config.stash[stash.CONFIGS]
+    if not wants_own_scheduler(config.getvalue("dist"), configs):
+        return None
+    return make_scheduler(config, log, configs)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """After -m/-k deselection: check the GPU requests of the configs that will run, before any start."""
+    """After -m/-k deselection: check the GPU requests of the configs that will run, before any start.
+    Under xdist the controller's scheduler checks instead, where the error reaches the user."""
     config = session.config
+    if hasattr(config, "workerinput"):
+        return
     names = {n for item in session.items if (n := _server_param(item)) is not None}
     if not names:
         return

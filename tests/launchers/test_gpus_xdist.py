@@ -63,3 +63,25 @@ def test_two_workers_two_gpus_one_start_per_config(pytester: pytest.Pytester, mo
         assert wheres[0]["gpus"] == slices[worker] == [visible], "the server saw its worker's GPU only"
         seen[name] = worker
     assert len(seen) == 2 and all(len(list(where.glob(f"where-{n}-*.json"))) == 2 for n in seen)
+
+
+def test_fewer_gpus_than_workers_is_one_usage_error(pytester: pytest.Pytester, monkeypatch):
+    """One GPU, two workers, a config needing one: the plugin's own message reaches the user as a usage
+    error before any server starts (it used to crash the workers: INTERNALERROR … assert not crashitem)."""
+    (pytester.path / "configs.yaml").write_text(
+        "defaults: {engine: vllm, gpus: 1, marks: [gpu], startup_timeout: 60, engine_options: {binary: /bin/false}}\n"
+        "configs:\n  - {name: cfg-a, model: org/a}\n  - {name: cfg-b, model: org/b}\n")
+    pytester.makepyfile(test_gpu="""
+        def test_where(llm_server):
+            pass
+    """)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))
+    results = pytester.path / "results"
+    r = pytester.runpytest_subprocess(*_plugin_args(), "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
+                                      "--llmbench-gpus", "0", "--llmbench-configs", "configs.yaml",
+                                      "--results-dir", str(results))
+    out = r.stdout.str() + r.stderr.str()
+    assert r.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert "INTERNALERROR" not in out
+    assert "each of 2 xdist workers gets 0 of the 1 GPUs; run with -n 1 or fewer" in out
+    assert not (results / "cfg-a" / "server.log").exists(), "no server may start"

@@ -129,14 +129,14 @@ def assign_gpus(pytest_config: Any, server_config: Any) -> tuple[str, ...]:
 
 
 def check_gpu_requests(pytest_config: Any, configs: Iterable[Any],
-                       visible: tuple[str, ...] | None = None) -> list[str]:
-    """Collection-time errors, one line per selected config that cannot get its GPUs: more than the
-    machine has, or (under xdist) more than one worker's slice."""
+                       visible: tuple[str, ...] | None = None, workers: int | None = None) -> list[str]:
+    """Errors before any start, one line per selected config that cannot get its GPUs: more than the
+    machine has, or (split over ``workers`` xdist workers) more than one worker's slice."""
     configs = [c for c in configs if int(getattr(c, "gpus", 0) or 0)]
     if not configs or getattr(getattr(pytest_config, "option", None), "collectonly", False):
         return []  # --collect-only lists a GPU matrix on any machine; nothing will start
     visible = visible_gpus(pytest_config) if visible is None else visible
-    _, count = worker_slot()
+    count = workers if workers is not None else worker_slot()[1]
     per = len(visible) // count
     errors = []
     for cfg in configs:

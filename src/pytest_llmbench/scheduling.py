@@ -1,0 +1,84 @@
+"""Which xdist worker runs which test: every test of one server config on one worker, so each config's
+server starts once in the whole run.
+
+pytest-xdist's ``--dist loadgroup`` did this through the ``xdist_group`` mark, by appending ``@group``
+to each item's node id on the worker. pytest 9.2 made the node id a structured value that the
+suffix no longer reaches, so the groups silently fell apart (every worker started every config). The
+grouping is ours to keep, so the plugin brings its own scheduler through xdist's documented
+``pytest_xdist_make_scheduler`` hook: xdist's scope scheduler, with the scope of a test being its
+config, read from the node id with the config names the controller loaded.
+
+The same scheduler checks, before any test is sent, that each selected config can get its GPUs on a
+worker; the error then reaches the user as one line instead of a crashed worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any
+
+#: ``--dist`` modes that split tests across workers; ``each`` and ``no`` are left to xdist.
+SPLITTING_MODES = frozenset({"load", "loadscope", "loadfile", "loadgroup", "worksteal"})
+SCOPE_PREFIX = "llmbench-config:"
+
+
+def param_tokens(nodeid: str) -> list[str]:
+    """The ``-``-separated parts of a node id's parameter id (``test_x[cfg-a-4]`` → cfg, a, 4)."""
+    nodeid = nodeid.split("@", 1)[0] if "@" in nodeid.rpartition("]")[2] else nodeid  # old loadgroup suffix
+    last = nodeid.rpartition("::")[2]
+    if "[" not in last or not last.endswith("]"):
+        return []
+    return [p for p in last[last.index("[") + 1:-1].split("-") if p]
+
+
+def find_name(parts: list[str], name: str) -> int | None:
+    """Where config ``name`` (which may itself contain ``-``) starts among a parameter id's parts."""
+    want = name.split("-")
+    for i in range(len(parts) - len(want) + 1):
+        if parts[i:i + len(want)] == want:
+            return i
+    return None
+
+
+def config_in_nodeid(nodeid: str, names: Iterable[str]) -> str | None:
+    """The config a parameterized node id belongs to: the longest config name found in its
+    parameter id, or None."""
+    parts = param_tokens(nodeid)
+    found = [n for n in names if find_name(parts, n) is not None]
+    return max(found, key=len) if found else None
+
+
+def gpu_problems(configs: dict[str, Any], nodeids: Iterable[str], workers: int, pytest_config: Any) -> list[str]:
+    """The GPU-request errors of the configs these node ids will run, split over ``workers``."""
+    from pytest_llmbench.launchers.gpus import check_gpu_requests
+
+    used = sorted({n for nid in nodeids if (n := config_in_nodeid(nid, configs)) is not None})
+    return check_gpu_requests(pytest_config, [configs[n] for n in used], workers=workers)
+
+
+def make_scheduler(pytest_config: Any, log: Any, configs: dict[str, Any]) -> Any:
+    """A scope scheduler whose scope is the server config (tests without a server: one scope each)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ConfigScheduling(LoadScopeScheduling):
+        """xdist's scope scheduling with one scope per llmbench config; checks GPUs before sending."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            name = config_in_nodeid(nodeid, configs)
+            return SCOPE_PREFIX + name if name is not None else nodeid
+
+        def schedule(self) -> None:
+            first = self.collection is None  # later calls only reschedule
+            collection = next(iter(self.registered_collections.values()), [])
+            problems = gpu_problems(configs, collection, self.numnodes, pytest_config) if first else []
+            if problems:
+                import pytest
+
+                pytest.exit("; ".join(problems), returncode=pytest.ExitCode.USAGE_ERROR)
+            super().schedule()
+
+    return ConfigScheduling(pytest_config, log)
+
+
+def wants_own_scheduler(dist_mode: str | None, config_names: Collection[str]) -> bool:
+    return bool(config_names) and dist_mode in SPLITTING_MODES
