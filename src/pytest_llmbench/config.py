@@ -142,7 +142,7 @@ def load_config_file(path: Path) -> list[ServerConfig]:
         where = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(path, f"not valid YAML{where}: {getattr(e, 'problem', e)}") from e
     if raw is None:
-        return []
+        raise ConfigError(path, "is empty: a config file is a mapping with a 'configs' list")
     if not isinstance(raw, dict):
         raise ConfigError(path, "top level must be a mapping with a 'configs' list")
     unknown = set(raw) - FILE_KEYS
@@ -272,6 +272,8 @@ def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
             files.extend(sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml")))
         elif p.exists():
             files.append(p)
+        else:
+            raise ConfigError(p, "no such file or folder (from --llmbench-configs or ini llmbench_configs)")
     out: list[ServerConfig] = []
     by_name: dict[str, ServerConfig] = {}
     for f in files:

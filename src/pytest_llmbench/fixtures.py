@@ -11,11 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import pytest
 
 from pytest_llmbench import stash
+from pytest_llmbench.launchers.gpus import GPUAssignmentError
 from pytest_llmbench.scheduling import find_name, param_tokens
-from pytest_llmbench.server import LLMServer, start_server
+from pytest_llmbench.server import LLMServer, ServerStartError, start_server
+from pytest_llmbench.workload.scenario import WorkloadError
 
 
 def _gpu_ids_for(config: pytest.Config, cfg) -> tuple[str, ...]:
@@ -38,10 +41,11 @@ def llm_server(request: pytest.FixtureRequest):
     config = request.config
     cfg = config.stash[stash.CONFIGS][name]
     results = config.stash[stash.RESULTS]
-    starts = config.stash.setdefault(stash.STARTS, {})
-    starts[name] = starts.get(name, 0) + 1
-    server = start_server(cfg, results.server_dir(name), gpu_ids=_gpu_ids_for(config, cfg),
-                          image=config.getoption("llmbench_image", None))
+    try:
+        server = start_server(cfg, results.server_dir(name), gpu_ids=_gpu_ids_for(config, cfg),
+                              image=config.getoption("llmbench_image", None))
+    except (ServerStartError, GPUAssignmentError) as e:
+        pytest.fail(str(e), pytrace=False)  # the message and the log tail, not the plugin's source
     results.log_server_start(server)
     try:
         yield server
@@ -88,19 +92,44 @@ class Bench:
         return test_key(self.item, self.config_name)
 
     def run(self, scenario, *, prompts=None):
-        """Run a serving scenario against this test's server; its metrics are recorded here."""
+        """Run a serving scenario against this test's server; its metrics are recorded here.
+
+        Whatever finished is written to results.jsonl even when the run is interrupted; a server that
+        exited or stopped responding fails the test naming it, with its log tail."""
         from pytest_llmbench.workload.scenario import run_scenario
 
         if self.server is None:
             raise RuntimeError("bench.run needs the test to use the llm_server fixture")
         reporter = self.item.config.pluginmanager.get_plugin("terminalreporter")
-        results = self.item.config.stash[stash.RESULTS]
-        result = run_scenario(self.server, scenario, prompts=prompts, reporter=reporter)
+        try:
+            result = run_scenario(self.server, scenario, prompts=prompts, reporter=reporter)
+        except BaseException as e:
+            partial = getattr(e, "llmbench_partial", None)
+            if partial is not None:
+                self._keep(partial)
+            if isinstance(e, (httpx.TransportError, WorkloadError)) and self.server.problem():
+                pytest.fail(self.server.gone_message(f"during scenario {scenario.name}"), pytrace=False)
+            raise
+        self._keep(result)
+        if result.metrics.get("failed") and not self.server.settled_alive():
+            pytest.fail(self._gone(result), pytrace=False)
+        hung = next((r.error for r in result.records if (r.error or "").startswith("server not responding")), None)
+        if hung:
+            self.server.not_responding = hung.removeprefix("server ")
+            pytest.fail(self._gone(result), pytrace=False)
+        return result
+
+    def _keep(self, result) -> None:
         self.scenarios.append(result)
         for k, v in result.metrics.items():
-            self.measurements[f"{scenario.name}.{k}" if len(self.scenarios) > 1 else k] = v
-        results.write_scenario(self, result)
-        return result
+            self.measurements[f"{result.scenario.name}.{k}" if len(self.scenarios) > 1 else k] = v
+        self.item.config.stash[stash.RESULTS].write_scenario(self, result)
+
+    def _gone(self, result) -> str:
+        m = result.metrics
+        return self.server.gone_message(
+            f"during scenario {result.scenario.name}: {m.get('completed', 0)} of {len(result.records)} requests "
+            f"finished and were written to results.jsonl")
 
     def record(self, name: str, value: Any) -> None:
         """Record a measurement that is not part of a serving scenario (an eval score, a count)."""
@@ -115,6 +144,23 @@ class Bench:
         verdict = gate.check(self, metric, observed, **kwargs)
         self.verdicts.append(verdict)
         return verdict
+
+
+@pytest.fixture(autouse=True)
+def _llmbench_server_usable(request: pytest.FixtureRequest) -> None:
+    """A test whose server died or hung in an earlier test fails at once, naming it (instead of a
+    connection-refused traceback, or waiting out the stall budget again)."""
+    if "llm_server" not in request.fixturenames or _server_param(request) is None:
+        return
+    server = request.getfixturevalue("llm_server")
+    if server.problem():
+        pytest.fail(server.gone_message("before this test started"), pytrace=False)
+
+
+def _server_param(request: pytest.FixtureRequest) -> str | None:
+    callspec = getattr(request.node, "callspec", None)
+    name = callspec.params.get("llm_server") if callspec else None
+    return name if isinstance(name, str) else None
 
 
 @pytest.fixture

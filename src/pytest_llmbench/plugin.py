@@ -15,7 +15,7 @@ import yaml
 
 from pytest_llmbench import stash
 from pytest_llmbench.config import ConfigError, ServerConfig, load_configs
-from pytest_llmbench.fixtures import bench, llm_server  # noqa: F401  (fixtures registered by import)
+from pytest_llmbench.fixtures import _llmbench_server_usable, bench, llm_server  # noqa: F401  (registered by import)
 from pytest_llmbench.launchers import stop_all
 from pytest_llmbench.launchers.base import install_cleanup
 from pytest_llmbench.report.results import ResultsWriter
@@ -97,7 +97,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[CONFIG_ERROR] = e
         configs = []
     config.stash[stash.CONFIGS] = {c.name: c for c in configs}
-    config.stash[stash.RESULTS] = ResultsWriter(_results_dir(config), os.environ.get("PYTEST_XDIST_WORKER"))
+    _register_secrets(configs)
+    results = ResultsWriter(_results_dir(config), os.environ.get("PYTEST_XDIST_WORKER"))
+    problem = results.unwritable()
+    if problem:
+        raise pytest.UsageError(f"--results-dir / ini llmbench_results_dir: cannot write results to {problem}")
+    config.stash[stash.RESULTS] = results
     from pytest_llmbench.gate.session import GateSession
 
     config.pluginmanager.register(GateSession(config), "llmbench-gate")  # stores itself at stash.GATE
@@ -105,6 +110,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
     apply_options(config)
     install_cleanup()
+
+
+def _register_secrets(configs: list[ServerConfig]) -> None:
+    """Every secret a config carries (env values, secret flags' values) is scrubbed from every output."""
+    from pytest_llmbench import redact
+
+    redact.register_environ()
+    for cfg in configs:
+        redact.register(v for k, v in cfg.env.items() if redact.is_secret_name(k))
+        redact.register(redact.secret_args(cfg.args))
 
 
 def _results_dir(config: pytest.Config) -> Path:
@@ -144,8 +159,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _server_param(item: pytest.Item) -> str | None:
+    """The config name of a test that uses llm_server (None also for pytest's empty-parameter marker,
+    which a test gets when no config is selected)."""
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("llm_server") if callspec else None
+    name = callspec.params.get("llm_server") if callspec else None
+    return name if isinstance(name, str) else None
 
 
 def _wanted(item: pytest.Item, cfg: ServerConfig) -> bool:

@@ -16,16 +16,21 @@ from typing import Any
 
 import httpx
 
+from pytest_llmbench import redact
 from pytest_llmbench.config import ServerConfig
 from pytest_llmbench.engines import Engine, SpecStats, get_engine
 from pytest_llmbench.launchers import LAUNCHERS, Handle, LaunchRequest
+from pytest_llmbench.launchers.base import describe_exit
 
 HOST = "127.0.0.1"
 LOG_TAIL_LINES = 40
 
 
 class ServerStartError(RuntimeError):
-    """The server did not become ready; the message carries the log tail."""
+    """The server did not become ready; the message carries the log tail (secrets scrubbed)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact.scrub(message))
 
 
 def free_port(host: str = HOST) -> int:
@@ -54,6 +59,8 @@ class LLMServer:
     startup_s: float = 0.0
     gpu_ids: tuple[str, ...] = ()
     info: dict[str, Any] = field(default_factory=dict)
+    #: Set when a scenario found the server alive but silent (paused, deadlocked): later tests fail fast.
+    not_responding: str | None = None
     _client: httpx.Client | None = None
 
     @property
@@ -73,6 +80,26 @@ class LLMServer:
 
     def alive(self) -> bool:
         return self.handle.alive()
+
+    def settled_alive(self, wait_s: float = 1.0) -> bool:
+        """``alive()`` after giving a process that is dying (its sockets already reset) time to exit."""
+        deadline = time.monotonic() + wait_s
+        while self.handle.alive():
+            if time.monotonic() >= deadline:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def problem(self) -> str | None:
+        """Why this server cannot serve a test (exited, or not responding), or None."""
+        if not self.handle.alive():
+            return f"exited ({describe_exit(self.handle.exit_code())})"
+        return self.not_responding
+
+    def gone_message(self, during: str, lines: int = 20) -> str:
+        """What a test says when its server died or hung: which, when, and the log tail."""
+        return redact.scrub(f"server {self.name} {self.problem() or 'failed'} {during}\n"
+                            f"--- last {lines} lines of {self.log_path} ---\n{self.log_tail(lines)}")
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return log_tail(self.log_path, lines)
@@ -111,9 +138,17 @@ class LLMServer:
         self.handle.stop(grace)
 
 
+#: Log lines of a server that lost the race for its port (picked free, taken before it bound).
+_PORT_TAKEN = ("couldn't bind", "address already in use", "port is already allocated", "errno 98")
+PORT_ATTEMPTS = 3
+
+
 def start_server(cfg: ServerConfig, server_dir: Path, *, gpu_ids: tuple[str, ...] = (),
                  image: str | None = None, poll_interval: float = 0.25) -> LLMServer:
-    """Start ``cfg`` and wait until its health endpoint says ready."""
+    """Start ``cfg`` and wait until its health endpoint says ready.
+
+    A free port is picked on 127.0.0.1 and released for the server to bind; if another process takes it
+    in between, the start is retried on a new port (noted in the log)."""
     server_dir.mkdir(parents=True, exist_ok=True)
     log_path = server_dir / "server.log"
     engine = get_engine(cfg.engine)
@@ -127,12 +162,38 @@ def start_server(cfg: ServerConfig, server_dir: Path, *, gpu_ids: tuple[str, ...
         except Exception as e:
             raise ServerStartError(f"config {cfg.name}: preparing failed: {e}\n--- last lines of {log_path} ---\n"
                                    f"{log_tail(log_path)}") from e
-    port = free_port()
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = free_port()
+        try:
+            server = _launch(cfg, engine, launcher, port, log_path, gpu_ids, image, t0, poll_interval)
+        except _PortTaken:
+            if attempt == PORT_ATTEMPTS:
+                raise ServerStartError(f"config {cfg.name}: port {port} was taken before the server could bind it, "
+                                       f"{PORT_ATTEMPTS} times in a row\n--- last lines of {log_path} ---\n"
+                                       f"{log_tail(log_path)}") from None
+            with open(log_path, "a") as log:
+                log.write(f"[llmbench] port {port} was taken before the server bound it: retrying on another port\n")
+            continue
+        server.startup_s = time.monotonic() - t0
+        server.info = engine.server_info(server.client)
+        return server
+    raise AssertionError("unreachable")
+
+
+class _PortTaken(Exception):
+    pass
+
+
+def _launch(cfg: ServerConfig, engine: Engine, launcher: Any, port: int, log_path: Path,
+            gpu_ids: tuple[str, ...], image: str | None, t0: float, poll_interval: float) -> LLMServer:
+    log_start = log_path.stat().st_size if log_path.exists() else 0
     req = LaunchRequest(config=cfg, engine=engine, host=HOST, port=port, log_path=log_path,
                         gpu_ids=gpu_ids, image=image or cfg.image)
     try:
         handle = launcher.start(req)
     except Exception as e:
+        if any(m in str(e).lower() for m in _PORT_TAKEN):
+            raise _PortTaken() from e
         raise ServerStartError(f"config {cfg.name}: could not launch: {e}\n--- last lines of {log_path} ---\n"
                                f"{log_tail(log_path)}") from e
     server = LLMServer(config=cfg, engine=engine, handle=handle, port=port, log_path=log_path, gpu_ids=gpu_ids)
@@ -140,20 +201,21 @@ def start_server(cfg: ServerConfig, server_dir: Path, *, gpu_ids: tuple[str, ...
     try:
         while True:
             if not handle.alive():
+                with open(log_path, "rb") as f:
+                    f.seek(log_start)
+                    if any(m in f.read().decode("utf-8", "replace").lower() for m in _PORT_TAKEN):
+                        raise _PortTaken()
                 raise ServerStartError(
-                    f"config {cfg.name}: server exited with code {handle.exit_code()} before becoming ready "
+                    f"config {cfg.name}: server exited ({describe_exit(handle.exit_code())}) before becoming ready "
                     f"({handle.description})\n--- last {LOG_TAIL_LINES} lines of {log_path} ---\n{log_tail(log_path)}")
             if engine.is_ready(server.client):
-                break
+                return server
             if time.monotonic() > deadline:
                 raise ServerStartError(
-                    f"config {cfg.name}: not ready after {cfg.startup_timeout:.0f} s (startup_timeout) "
+                    f"config {cfg.name}: not ready after {cfg.startup_timeout:g} s (startup_timeout) "
                     f"polling {engine.health_path}\n--- last {LOG_TAIL_LINES} lines of {log_path} ---\n"
                     f"{log_tail(log_path)}")
             time.sleep(poll_interval)
     except BaseException:
         server.stop(grace=5.0)
         raise
-    server.startup_s = time.monotonic() - t0
-    server.info = engine.server_info(server.client)
-    return server

@@ -121,8 +121,12 @@ def collect_facts(server: "LLMServer") -> dict[str, Any]:
         facts["host_memory_source"] = "psutil rss" if rss is not None else None
     facts["host_rss_bytes"] = rss
     facts["host_rss_gib"] = round(rss / 2**30, 2) if rss is not None else None
+    problem = server.problem()
+    if problem:  # a dead or hung server: asking it would fail, or wait out a timeout per probe
+        facts["engine_facts_error"] = f"server {problem}"
+        return facts
     try:
         facts.update(server.facts())  # startup_s + the engine's own sizes (KV pool, mamba slots …)
-    except Exception as e:  # a dead server or missing log must not lose the other facts
+    except Exception as e:  # a missing log must not lose the other facts
         facts["engine_facts_error"] = f"{type(e).__name__}: {e}"
     return facts

@@ -16,5 +16,3 @@ CONFIGS = pytest.StashKey[dict[str, "ServerConfig"]]()
 RESULTS = pytest.StashKey["ResultsWriter"]()
 #: The gate session (baselines + verdicts); see pytest_llmbench.gate.session.
 GATE = pytest.StashKey[Any]()
-#: How many times each config's server was started in this process (tests count these).
-STARTS = pytest.StashKey[dict[str, int]]()

@@ -75,7 +75,7 @@ def test_failed_start_shows_the_log_tail(cpu_configs, tmp_path):
     with pytest.raises(ServerStartError) as e:
         start_server(bad, tmp_path / "bad")
     msg = str(e.value)
-    assert "exited with code" in msg and "last 40 lines of" in msg
+    assert "exited (code " in msg and "last 40 lines of" in msg
     assert "--definitely-not-a-flag" in msg  # llama-server's own complaint, from the log
     assert (tmp_path / "bad" / "server.log").exists()
 

@@ -203,6 +203,41 @@ def test_start_runs_container_streams_logs_and_stop_removes(tmp_path, monkeypatc
     assert not handle.alive() and handle not in base.live_handles()
 
 
+class StuckContainer(FakeContainer):
+    """The daemon refuses to stop or remove it (a hung driver, a busy device): it stays."""
+
+    def stop(self, timeout):
+        raise docker.errors.APIError("driver busy")
+
+    def remove(self, force):
+        raise docker.errors.APIError("removal of container stuck is already in progress")
+
+
+def test_a_container_that_survives_stop_is_an_error_and_still_alive(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    client = FakeClient()
+    handle = dl.DockerLauncher(client=client).start(make_req(tmp_path))
+    handle.container = stuck = StuckContainer(client.container.name)
+    try:
+        with pytest.raises(dl.ContainerCleanupError, match=rf"container {stuck.name} could not be removed "
+                                                           r"\(stop: driver busy; remove: .*\).*docker rm -f"):
+            handle.stop(grace=1)
+        assert handle.alive(), "a container that is still there is not reported dead"
+        assert handle in base.live_handles(), "still tracked, so session cleanup tries again"
+    finally:
+        base.untrack(handle)
+
+
+def test_leftover_that_cannot_be_removed_is_named_in_the_log():
+    import socket
+
+    stuck = StuckContainer("stuck", {dl.LABEL_SESSION: "old", dl.LABEL_OWNER_PID: "999999999",
+                                     dl.LABEL_HOST: socket.gethostname()})
+    log = io.StringIO()
+    assert dl.remove_leftovers(FakeClient(leftovers=[stuck]), log=log) == []
+    assert "could not remove leftover container stuck" in log.getvalue() and "docker rm -f stuck" in log.getvalue()
+
+
 def test_missing_image_pulled_with_progress(tmp_path, capsys):
     client = FakeClient(have_image=False)
     log = io.StringIO()

@@ -71,14 +71,16 @@ class LlamaCppEngine(Engine):
         cmd = [binary, *model, "--host", host, "--port", str(port), "--metrics", *cfg.args]
         if "--slot-save-path" not in cfg.args:
             # The slot erase action (our cache flush) is only enabled when a save path is set.
-            cmd += ["--slot-save-path", self._slot_dir(cfg)]
+            cmd += ["--slot-save-path", self._slot_dir(cfg, port)]
         return cmd
 
     @staticmethod
-    def _slot_dir(cfg: "ServerConfig") -> str:
+    def _slot_dir(cfg: "ServerConfig", port: int) -> str:
+        """Nothing is ever saved there (erase only needs a path set), but a folder per port keeps two
+        sessions on one machine from sharing one."""
         if cfg.launcher == "docker":
-            return "/tmp"  # inside the container; nothing is saved there, erase only needs it set
-        slots = cache_dir() / "slots"
+            return "/tmp"  # inside the container
+        slots = cache_dir() / "slots" / str(port)
         slots.mkdir(parents=True, exist_ok=True)
         return str(slots)
 

@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from pytest_llmbench import redact
 from pytest_llmbench.engines.base import Engine, SpecStats, fetch_metrics, sum_series
 
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
 
-# Server-info keys whose values must never reach results (server args include api keys).
-_SECRET_KEY = re.compile(r"(api_key|secret|password|hf_token|access_token|auth)", re.I)
 
 # Log lines the seeds read by hand; the last occurrence wins (a log may hold several starts).
 _LOG_FACTS: dict[str, tuple[re.Pattern[str], type]] = {
@@ -47,17 +46,6 @@ def parse_log_facts(log_text: str) -> dict[str, Any]:
         found = pattern.findall(log_text)
         if found:
             out[key] = cast(found[-1])
-    return out
-
-
-def redact(info: dict[str, Any]) -> dict[str, Any]:
-    """Server info with secret-looking string values masked (results files are shared)."""
-    out: dict[str, Any] = {}
-    for k, v in info.items():
-        if isinstance(v, str) and v and _SECRET_KEY.search(k):
-            out[k] = "***"
-        else:
-            out[k] = v
     return out
 
 
@@ -118,7 +106,7 @@ class SGLangEngine(Engine):
         return {}
 
     def server_info(self, client: httpx.Client) -> dict[str, Any]:
-        return redact(self._get_json(client, "/server_info", "/get_server_info"))
+        return redact.mapping(self._get_json(client, "/server_info", "/get_server_info"))
 
     def server_facts(self, client: httpx.Client, log_text: str) -> dict[str, Any]:
         facts = parse_log_facts(log_text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import signal
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,29 @@ class LaunchRequest:
     env: dict[str, str] = field(default_factory=dict)
     gpu_ids: tuple[str, ...] = ()
     image: str | None = None
+
+
+#: What a death by signal usually means for a serving process, said next to the exit code.
+_SIGNAL_HINTS = {
+    "SIGILL": "illegal instruction: the binary uses CPU instructions this machine cannot run; rebuild it here",
+    "SIGKILL": "killed from outside, often by the kernel's out-of-memory killer (see dmesg)",
+    "SIGSEGV": "the engine crashed",
+    "SIGABRT": "the engine aborted (see the log tail)",
+}
+
+
+def describe_exit(code: int | None) -> str:
+    """``code -9 (SIGKILL: killed from outside…)``: a process's exit as people read it."""
+    if code is None:
+        return "exit code unknown"
+    if code >= 0:
+        return f"code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"code {code}"
+    hint = _SIGNAL_HINTS.get(name)
+    return f"code {code}, {name}" + (f": {hint}" if hint else "")
 
 
 class Handle(Protocol):
@@ -72,13 +96,19 @@ def live_handles() -> list[Handle]:
         return list(_live)
 
 
-def stop_all(grace: float = 5.0) -> None:
-    """Stop every server this process started and has not stopped yet."""
+def stop_all(grace: float = 5.0) -> list[str]:
+    """Stop every server this process started and has not stopped yet; one that cannot be stopped does
+    not keep the others running. Returns what could not be stopped (also printed to stderr)."""
+    errors = []
     for h in live_handles():
         try:
             h.stop(grace)
+        except Exception as e:
+            errors.append(f"{h.description}: {e}")
+            print(f"pytest-llmbench: could not stop {h.description}: {e}", file=sys.stderr)
         finally:
             untrack(h)
+    return errors
 
 
 def _on_signal(signum, frame):  # pragma: no cover - exercised through subprocess tests

@@ -19,7 +19,6 @@ cleaning up (SIGKILL, power loss) has its containers removed at the next start b
 from __future__ import annotations
 
 import os
-import re
 import socket
 import sys
 import threading
@@ -29,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from pytest_llmbench import redact
 from pytest_llmbench.launchers.base import Handle, LaunchRequest, track, untrack
 
 LABEL = "pytest-llmbench"
@@ -45,16 +45,7 @@ CONTAINER_LLAMA_CACHE = "/root/.cache/llama.cpp"
 #: Host variables a container inherits when set (model downloads need the token; offline flags).
 PASS_THROUGH = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_ENABLE_HF_TRANSFER",
                 "TRANSFORMERS_OFFLINE", "HF_ENDPOINT")
-_SECRET_NAME = re.compile(r"(^HF_TOKEN$|^HUGGING_FACE_HUB_TOKEN$|_API_KEY$|API_KEY|_TOKEN$|SECRET|PASSWORD)", re.I)
 DEFAULT_SHM = "16g"
-
-
-def is_secret(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
-
-
-def mask_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("***" if is_secret(k) and v else v) for k, v in env.items()}
 
 
 class ContainerSpec(dict):
@@ -62,7 +53,9 @@ class ContainerSpec(dict):
 
     def redacted(self) -> dict[str, Any]:
         out = dict(self)
-        out["environment"] = mask_env(self.get("environment", {}))
+        out["environment"] = redact.env(self.get("environment", {}))
+        if isinstance(self.get("command"), (list, tuple)):
+            out["command"] = redact.args(self["command"])
         return out
 
     def __repr__(self) -> str:
@@ -199,8 +192,10 @@ def remove_leftovers(client: Any, *, log: TextIO | None = None) -> list[str]:
         try:
             c.remove(force=True)
             removed.append(c.name)
-        except Exception:
-            continue
+        except Exception as e:
+            if log is not None:
+                log.write(f"[llmbench] could not remove leftover container {c.name} ({e}); "
+                          f"run `docker rm -f {c.name}`\n")
     if removed and log is not None:
         log.write(f"[llmbench] removed leftover containers of dead sessions: {', '.join(removed)}\n")
     return removed
@@ -290,21 +285,44 @@ class DockerHandle:
             return None
 
     def stop(self, grace: float = 15.0) -> None:
+        """Stop (SIGTERM, SIGKILL after ``grace``) and remove the container. A container that is still
+        there afterwards is an error naming it: it may hold a GPU, and ``alive()`` must keep saying so."""
         try:
             if not self._removed:
+                failures = []
                 try:
-                    self.container.stop(timeout=int(max(1, grace)))  # SIGTERM, SIGKILL after grace
-                except Exception:
-                    pass
+                    self.container.stop(timeout=int(max(1, grace)))
+                except Exception as e:
+                    failures.append(f"stop: {e}")
                 try:
                     self.container.remove(force=True)
-                except Exception:
-                    pass
-                self._removed = True
+                except Exception as e:
+                    failures.append(f"remove: {e}")
+                self._removed = self._gone()
+                if not self._removed:
+                    raise ContainerCleanupError(
+                        f"container {self.container.name} could not be removed ({'; '.join(failures)}); it may still "
+                        f"hold its GPUs: run `docker rm -f {self.container.name}`")
             if self.log_thread is not None:
                 self.log_thread.join(timeout=5)
         finally:
-            untrack(self)
+            if self._removed:
+                untrack(self)
+
+    def _gone(self) -> bool:
+        import docker
+
+        try:
+            self.container.reload()
+        except docker.errors.NotFound:
+            return True
+        except Exception:
+            return False  # cannot tell: assume it is still there
+        return False
+
+
+class ContainerCleanupError(RuntimeError):
+    """A container outlived its stop: the message names it and the command that removes it."""
 
 
 def _follow_logs(container: Any, log_path: Path) -> threading.Thread:
@@ -314,8 +332,12 @@ def _follow_logs(container: Any, log_path: Path) -> threading.Thread:
                 for chunk in container.logs(stream=True, follow=True):
                     f.write(chunk)
                     f.flush()
-        except Exception:
-            pass  # the container went away: the stream ends
+        except Exception as e:  # the container went away (the stream ends) or the daemon failed
+            import docker
+
+            if not isinstance(e, docker.errors.NotFound):
+                with open(log_path, "a") as f:
+                    f.write(f"[llmbench] stopped following the container's log: {type(e).__name__}: {e}\n")
 
     t = threading.Thread(target=run, name=f"llmbench-logs-{container.name}", daemon=True)
     t.start()

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+from pytest_llmbench import redact
 from pytest_llmbench.launchers.base import Handle, LaunchRequest, track, untrack
 
 _PR_SET_PDEATHSIG = 1
@@ -47,6 +48,7 @@ class ProcessHandle:
         try:
             if self.pids() or self.alive():
                 _signal_group(self.pgid, signal.SIGTERM)
+                _signal_group(self.pgid, signal.SIGCONT)  # a paused (hung) server handles SIGTERM only once resumed
                 deadline = time.monotonic() + grace
                 while time.monotonic() < deadline and (self.alive() or self.pids()):
                     self.proc.poll()
@@ -104,6 +106,6 @@ class SubprocessLauncher:
             raise RuntimeError(f"cannot start {cmd[0]}: {e.strerror}") from e
         finally:
             log.close()
-        handle = ProcessHandle(proc, f"pid {proc.pid}: {' '.join(cmd)}")
+        handle = ProcessHandle(proc, f"pid {proc.pid}: {' '.join(redact.args(cmd))}")
         track(handle)
         return handle

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_llmbench import redact
 from pytest_llmbench.jsonl import iter_jsonl
 
 if TYPE_CHECKING:
@@ -24,14 +25,6 @@ if TYPE_CHECKING:
     from pytest_llmbench.fixtures import Bench
     from pytest_llmbench.server import LLMServer
     from pytest_llmbench.workload.scenario import ScenarioResult
-
-SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "APIKEY", "CREDENTIAL")
-
-
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """Environment with secret-looking values masked, for anything that leaves the process."""
-    return {k: ("***" if any(m in k.upper() for m in SECRET_MARKERS) else v) for k, v in env.items()}
-
 
 def _clean(value: Any) -> Any:
     """JSON-safe: NaN/inf → None, tuples → lists, unknown objects → str."""
@@ -54,6 +47,20 @@ class ResultsWriter:
         self.path = self.dir / (f"results.{worker}.jsonl" if worker else "results.jsonl")
         self._lock = threading.Lock()
 
+    def unwritable(self) -> str | None:
+        """Why results could not be written here (checked before any server starts), or None. Checks
+        without creating anything: a run that measures nothing leaves no folder."""
+        p = self.dir
+        while not p.exists():
+            if p.parent == p:
+                return f"{self.dir}: no existing parent folder"
+            p = p.parent
+        if not p.is_dir():
+            return f"{self.dir}: {p} is a file, not a folder"
+        if not os.access(p, os.W_OK | os.X_OK):
+            return f"{self.dir}: {p} is not writable by this user"
+        return None
+
     def server_dir(self, config_name: str) -> Path:
         d = self.dir / config_name
         d.mkdir(parents=True, exist_ok=True)
@@ -61,7 +68,7 @@ class ResultsWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         """Append one JSON line and flush it to disk now."""
-        line = json.dumps(_clean(record), sort_keys=True)
+        line = redact.scrub(json.dumps(_clean(record), sort_keys=True))
         self.dir.mkdir(parents=True, exist_ok=True)
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
             f.write(line + "\n")
@@ -73,7 +80,7 @@ class ResultsWriter:
         self.write({
             "record": "server", "config": server.name, "engine": server.config.engine,
             "launcher": server.config.launcher, "model": server.config.model.describe(),
-            "server_args": list(server.config.args), "env": redact_env(dict(server.config.env)),
+            "server_args": redact.args(server.config.args), "env": redact.env(server.config.env),
             "startup_s": server.startup_s, "server_info": server.info, "gpu_ids": list(server.gpu_ids),
             "pids": server.handle.pids(),
             "time": _now(),
@@ -86,7 +93,7 @@ class ResultsWriter:
             "record": "scenario", "config": bench.config_name, "test": bench.nodeid, "test_key": bench.test_key,
             "scenario": sc.name, "scenario_params": sc.as_dict(),
             "engine": cfg.engine if cfg else None, "model": cfg.model.describe() if cfg else None,
-            "server_args": list(cfg.args) if cfg else [], "server_info": result.server_info,
+            "server_args": redact.args(cfg.args) if cfg else [], "server_info": result.server_info,
             "backend": cfg.engine if cfg else None, "dataset_name": sc.dataset,
             "max_concurrency": sc.concurrency, "random_input_len": sc.input_len, "random_output_len": sc.output_len,
             "num_prompts": sc.num_prompts, "notes": result.notes, "errors": result.errors[:20],

@@ -219,6 +219,14 @@ class StreamClient:
     host: str
     port: int
     _idle: list[_StreamProtocol] = field(default_factory=list)
+    _active: set[_StreamProtocol] = field(default_factory=set)
+
+    def quiet_for(self) -> float | None:
+        """Seconds since any in-flight request last received a byte (None: nothing in flight) — how a
+        scenario tells a hung server from one slow request."""
+        if not self._active:
+            return None
+        return perf_counter() - max(p.last_t for p in self._active)
 
     async def _connect(self) -> _StreamProtocol:
         loop = asyncio.get_running_loop()
@@ -252,6 +260,7 @@ class StreamClient:
     async def _exchange(self, proto: _StreamProtocol, request: bytes, timeout: float, stall: float) -> RawResponse:
         loop = asyncio.get_running_loop()
         proto.begin(loop)
+        self._active.add(proto)
         t_start = perf_counter()
         proto.transport.write(request)  # type: ignore[union-attr]
         deadline = t_start + timeout
@@ -280,6 +289,7 @@ class StreamClient:
             raise
         finally:
             timer.cancel()
+            self._active.discard(proto)
         t_end = perf_counter()
         if proto.keep_alive and not proto.closed:
             self._idle.append(proto)

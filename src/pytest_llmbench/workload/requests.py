@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_llmbench.launchers.base import describe_exit
 from pytest_llmbench.workload.client import StreamClient, StreamError
 from pytest_llmbench.workload.records import RequestRecord, record_from_response
 
@@ -24,9 +25,17 @@ def streaming_body(server: "LLMServer", body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: How often a running scenario checks that its server is still there.
+WATCH_INTERVAL_S = 0.25
+
+
 async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any]], *, concurrency: int = 1,
                              path: str | None = None, timeout_s: float = 600.0, stall_timeout_s: float = 120.0,
                              on_done: Callable[[RequestRecord], None] | None = None) -> list[RequestRecord]:
+    """Every body gets a record, in order. A request that fails is recorded with its reason; a server
+    that exits, or sends nothing on any connection for ``stall_timeout_s``, ends the whole run at once:
+    the requests in flight and those not yet sent are recorded with that reason (one stall budget per
+    run, not one per request)."""
     path = path or server.engine.chat_path
     client = StreamClient("127.0.0.1", server.port)
     payloads = [json.dumps(streaming_body(server, b)).encode() for b in bodies]
@@ -34,28 +43,62 @@ async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(len(payloads)):
         queue.put_nowait(i)
+    gone: list[str] = []  # why the run was ended early (at most one reason)
+
+    def finish(rec: RequestRecord) -> None:
+        records[rec.index] = rec
+        if on_done is not None:
+            on_done(rec)
 
     async def worker() -> None:
-        while True:
+        while not gone:
             try:
                 i = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
             try:
-                raw = await client.post(path, payloads[i], timeout=timeout_s, stall_timeout=stall_timeout_s)
+                # The per-request stall limit sits just past the scenario's, so that when every connection
+                # is silent the scenario-level watch (which ends the whole run) fires first.
+                raw = await client.post(path, payloads[i], timeout=timeout_s,
+                                        stall_timeout=stall_timeout_s + 4 * WATCH_INTERVAL_S)
                 rec = record_from_response(i, raw, server.engine)
+            except asyncio.CancelledError:
+                if not gone:
+                    raise
+                rec = RequestRecord(index=i, error=gone[0])
             except StreamError as e:
                 rec = RequestRecord(index=i, error=str(e))
             except OSError as e:
                 rec = RequestRecord(index=i, error=f"connection error: {e}")
-            records[i] = rec
-            if on_done is not None:
-                on_done(rec)
+            finish(rec)
 
+    async def watch(tasks: list[asyncio.Task]) -> None:
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL_S)
+            if not server.alive():
+                gone.append(f"server exited ({describe_exit(server.handle.exit_code())})")
+            elif (quiet := client.quiet_for()) is not None and quiet >= stall_timeout_s:
+                gone.append(f"server not responding: no data on any connection for {quiet:.0f} s "
+                            f"(stall_timeout_s={stall_timeout_s:g})")
+            if gone:
+                for t in tasks:
+                    t.cancel()
+                return
+
+    tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(payloads))))]
+    watcher = asyncio.ensure_future(watch(tasks))
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(payloads))))))
+        await asyncio.gather(*tasks, return_exceptions=bool(gone))
+    except asyncio.CancelledError:
+        if not gone:
+            raise
     finally:
+        watcher.cancel()
         client.close()
+    if gone:
+        for i, rec in enumerate(records):
+            if rec is None:
+                finish(RequestRecord(index=i, error=f"not sent: {gone[0]}"))
     return [r for r in records if r is not None]
 
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench.engines.base import SpecStats
+from pytest_llmbench.launchers.base import describe_exit
 from pytest_llmbench.metrics import scenario_metrics
 from pytest_llmbench.workload.progress import Progress
 from pytest_llmbench.workload.prompts import Prompt, exact_length_prompts, sharegpt_prompts
@@ -33,7 +34,12 @@ class WorkloadError(Exception):
 @dataclass(frozen=True)
 class Scenario:
     """What to send. ``dataset``: "sharegpt" (real first turns), "random" (one ShareGPT prompt
-    repeated to exactly ``input_len`` tokens), or "prompts" (the caller passes them to run_scenario)."""
+    repeated to exactly ``input_len`` tokens), or "prompts" (the caller passes them to run_scenario).
+
+    ``timeout_s`` bounds one request. ``stall_timeout_s`` is the scenario's stall budget: when no byte
+    arrives on any of its connections for that long, the server is "not responding" and the whole
+    scenario ends (requests in flight and not yet sent are recorded with that reason); set it above
+    the longest expected time to first token (a 120k-token prefill at 4 users)."""
 
     name: str
     dataset: str = "sharegpt"
@@ -102,7 +108,11 @@ def build_prompts(server: "LLMServer", sc: Scenario) -> list[Prompt]:
 
 def run_scenario(server: "LLMServer", sc: Scenario, *, prompts: Sequence[Prompt | str] | None = None,
                  reporter: Any = None) -> ScenarioResult:
-    """Run ``sc`` against ``server``; failed requests are recorded, never raised."""
+    """Run ``sc`` against ``server``; failed requests are recorded, never raised.
+
+    Interrupted (Ctrl-C, a failing control-plane call), the exception carries the requests that did
+    finish as ``exc.llmbench_partial`` (a ScenarioResult), so the caller can still write them.
+    """
     notes: list[str] = []
     plist = [p if isinstance(p, Prompt) else Prompt(p) for p in prompts] if prompts is not None else build_prompts(server, sc)
     if not plist:
@@ -122,17 +132,41 @@ def run_scenario(server: "LLMServer", sc: Scenario, *, prompts: Sequence[Prompt 
 
     before = server.spec_counters()
     progress = Progress(reporter, sc.name, len(plist))
+    done: list[RequestRecord] = []
+
+    def on_done(rec: RequestRecord) -> None:
+        done.append(rec)
+        progress.update(rec)
+
     t0 = time.perf_counter()
-    records = run_requests(server, [sc.body(p) for p in plist], concurrency=sc.concurrency,
-                           timeout_s=sc.timeout_s, stall_timeout_s=sc.stall_timeout_s, on_done=progress.update)
+    try:
+        records = run_requests(server, [sc.body(p) for p in plist], concurrency=sc.concurrency,
+                               timeout_s=sc.timeout_s, stall_timeout_s=sc.stall_timeout_s, on_done=on_done)
+    except BaseException as exc:
+        progress.close()
+        kept = sorted(done, key=lambda r: r.index)
+        exc.llmbench_partial = _result(sc, kept, plist, time.perf_counter() - t0, None, [  # type: ignore[attr-defined]
+            *notes, f"interrupted ({type(exc).__name__}) after {len(kept)} of {len(plist)} requests"], {})
+        raise
     duration = time.perf_counter() - t0
     progress.close()
-    spec_server = server.spec_between(before, server.spec_counters()) if server.alive() else None
-    metrics = scenario_metrics(records, duration, spec_server)
-    for r, p in zip(records, plist):
-        if r.prompt_tokens is None and p.input_tokens is not None:
+    # A dying process resets its sockets before it can be reaped: failed requests wait for it to settle.
+    alive = server.settled_alive() if any(not r.ok for r in records) else server.alive()
+    hung = alive and any((r.error or "").startswith(("server not responding", "not sent: server not responding"))
+                         for r in records)
+    if not alive:
+        notes.append(f"server exited during the scenario ({describe_exit(server.handle.exit_code())})")
+    elif hung:
+        notes.append("server stopped responding during the scenario")
+    responding = alive and not hung  # a hung server would hang each control-plane call too
+    spec_server = server.spec_between(before, server.spec_counters()) if responding else None
+    return _result(sc, records, plist, duration, spec_server, notes, server.server_info() if responding else {})
+
+
+def _result(sc: Scenario, records: list[RequestRecord], plist: list[Prompt], duration: float,
+            spec_server: SpecStats | None, notes: list[str], info: dict[str, Any]) -> ScenarioResult:
+    for r in records:
+        p = plist[r.index] if r.index < len(plist) else None
+        if r.prompt_tokens is None and p is not None and p.input_tokens is not None:
             r.prompt_tokens = p.input_tokens
-    info = server.server_info() if server.alive() else {}
-    if not server.alive():
-        notes.append(f"server exited during the scenario (code {server.handle.exit_code()})")
-    return ScenarioResult(sc, records, metrics, notes, info, spec_server)
+    return ScenarioResult(sc, records, scenario_metrics(records, duration, spec_server), notes, info, spec_server)

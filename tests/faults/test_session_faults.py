@@ -1,0 +1,44 @@
+"""Faults in the pytest session itself: Ctrl-C mid-scenario, an xdist worker killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from .conftest import assert_nothing_left_running, records
+
+pytestmark = pytest.mark.integration
+
+
+def test_ctrl_c_mid_scenario_keeps_finished_requests_and_stops_the_server(session):
+    session.makepyfile(test_x="""
+        import os, signal, threading
+        from pytest_llmbench import Scenario
+
+        def test_x(llm_server, bench):
+            threading.Timer(4.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+            bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1))
+    """)
+    result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    [sc] = records(session.results, "scenario")
+    assert 0 < sc["metrics"]["completed"] < 60, "the requests that finished before Ctrl-C are written"
+    assert any(n.startswith("interrupted (KeyboardInterrupt) after") for n in sc["notes"])
+    assert_nothing_left_running(session.results)
+
+
+def test_killed_xdist_worker_takes_its_server_with_it(session):
+    pytest.importorskip("xdist")
+    session.makepyfile(test_x="""
+        import os, signal
+
+        def test_x(llm_server):
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    result = session.runpytest_subprocess("-n", "1", f"--results-dir={session.results}", "-p", "no:cacheprovider")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*worker 'gw0' crashed*"])
+    assert_nothing_left_running(session.results)
