@@ -31,6 +31,14 @@ def test_self_contained(page: str) -> None:
     assert page.count("<figure") == page.count("<svg") >= 1
 
 
+def test_ids_unique_and_references_resolve(page: str) -> None:
+    """Several inline SVGs share one document: matplotlib's per-figure ids must not collide."""
+    ids = re.findall(r' id="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    refs = set(re.findall(r"url\(#([^)]+)\)", page)) | set(re.findall(r'href="#([^"]+)"', page))
+    assert refs and refs <= set(ids)
+
+
 def test_expected_figures(page: str) -> None:
     """The CPU suite has serving scenarios, accept length, BFCL, decisions and gated baselines."""
     folder = read_folder(RUN)

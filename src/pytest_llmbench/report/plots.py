@@ -41,10 +41,14 @@ def _svg(fig, plot_id: str) -> str:
     import matplotlib
 
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": plot_id, "svg.fonttype": "path", "svg.id": plot_id}):
+    with matplotlib.rc_context({"svg.hashsalt": plot_id, "svg.fonttype": "path"}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: the SVG is inlined in HTML
+    text = text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: the SVG is inlined in HTML
+    # matplotlib numbers its groups per figure (figure_1, axes_1 …): prefix every id and reference
+    for old, new in (('id="', f'id="{plot_id}-'), ('url(#', f'url(#{plot_id}-'), ('href="#', f'href="#{plot_id}-')):
+        text = text.replace(old, new)
+    return text
 
 
 def _colors(folder: ResultsFolder) -> dict[str, str]:
