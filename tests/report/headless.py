@@ -159,10 +159,13 @@ def blank_fraction(png: bytes, box: dict[str, float]) -> tuple[float, int]:
 
     from PIL import Image
 
+    import numpy as np
+
     img = Image.open(io.BytesIO(png)).convert("RGB")
-    crop = img.crop((int(box["x"]), int(box["y"]), int(box["x"] + box["width"]), int(box["y"] + box["height"])))
-    pixels = list(crop.getdata())
-    if not pixels:
+    crop = np.asarray(img.crop((int(box["x"]), int(box["y"]), int(box["x"] + box["width"]),
+                                int(box["y"] + box["height"]))))
+    pixels = crop.reshape(-1, 3)
+    if not len(pixels):
         return 1.0, 0
-    white = sum(1 for r, g, b in pixels if r > 245 and g > 245 and b > 245)
-    return white / len(pixels), len(set(pixels))
+    white = int(np.all(pixels > 245, axis=1).sum())
+    return white / len(pixels), len(np.unique(pixels, axis=0))

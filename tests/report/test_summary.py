@@ -65,7 +65,7 @@ def test_optional_columns_only_when_present(tmp_path: Path) -> None:
     text = summary.render(read_folder(_with_extra_fields(tmp_path)))
     header = text.split("### Verdicts\n", 1)[1].split("\n| verdict")[1].split("\n")[0]
     assert "| p | q | paired | family |" in header
-    assert "| 0.0004 | 0.003 | yes | serving |" in text
+    assert "| 4.0e-04 | 0.003 | yes | serving |" in text
     comp = _table(text, "Comparisons (candidate / reference)")
     assert comp == [["**REGRESSED**", "smol-nospec", "output_throughput", "50", "45", "0.900", "[0.850, 0.950]", "3"]]
 

@@ -146,9 +146,10 @@ def eval_table(folder: ResultsFolder) -> Table | None:
         if parts:
             rows.append([str(r.get("config")), "decisions", str(r.get("dataset") or "-"), "; ".join(parts)])
     for r in folder.kind("tokens_per_answer"):
-        total = r.get("total") if isinstance(r.get("total"), dict) else None
+        total, think = r.get("total_tokens") or {}, r.get("thinking_tokens") or {}
         rows.append([str(r.get("config")), "tokens per answer", "-",
-                     f"{_num(total.get('mean'), '.1f')} ± {_num(total.get('se'), '.1f')}" if total else "recorded"])
+                     f"total {_num(total.get('mean'), '.1f')} ± {_num(total.get('se'), '.1f')}, thinking "
+                     f"{_num(think.get('mean'), '.1f')}; {r.get('answers')} answers, {r.get('cut')} cut at max_tokens"])
     if not rows:
         return None
     return Table("Evals", ["config", "eval", "set", "result"], rows)
