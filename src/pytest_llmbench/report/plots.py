@@ -192,7 +192,7 @@ def bfcl_categories(folder: ResultsFolder) -> list[Plot]:
                  _svg(fig, "plot-bfcl"))]
 
 
-def reliability(folder: ResultsFolder, bins: int = 10) -> list[Plot]:
+def reliability(folder: ResultsFolder, bins: int | None = None) -> list[Plot]:
     """Reliability diagram per config's decisions: accuracy against confidence, before and after calibration.
 
     "After" re-applies the bench's cross-fitted temperatures (k folds from calibration.json, seed 0)
@@ -203,9 +203,12 @@ def reliability(folder: ResultsFolder, bins: int = 10) -> list[Plot]:
     import numpy as np
 
     from pytest_llmbench.evals.decisions.calibration import crossfit
+    from pytest_llmbench.evals.decisions.metrics import ECE_BINS
+    from pytest_llmbench.evals.decisions.metrics import ece as ece_of
     from pytest_llmbench.evals.decisions.metrics import scored
     from pytest_llmbench.evals.decisions.results import read_answers
 
+    bins = bins or ECE_BINS  # the same bins as the ECE the bench gates
     panels = []
     for rec in folder.kind("decisions"):
         if rec.get("pass") or "calibrated" not in (rec.get("metrics") or {}):
@@ -244,7 +247,7 @@ def reliability(folder: ResultsFolder, bins: int = 10) -> list[Plot]:
                     xs.append(arr[sel, 0].mean())
                     ys.append(arr[sel, 1].mean())
                     ns.append(int(sel.sum()))
-            ece = sum(n * abs(x - y) for x, y, n in zip(xs, ys, ns)) / max(1, sum(ns))
+            ece = ece_of(arr[:, 0], arr[:, 1], bins)
             ax.plot(xs, ys, "-o", color=color, markersize=4, label=f"{name} (ECE {ece:.3f}, n={sum(ns)})")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
