@@ -153,8 +153,8 @@ def compare(a: ResultsFolder, b: ResultsFolder) -> Comparison:
         else:
             per = [{c.get("id"): (None, float(bool(c.get("passed")))) for c in r.get("cases") or []} for r in (ra, rb)]
             rows.append(_row(config, f"BFCL · {name}", "passed", ra.get("passed"), rb.get("passed"), *per))
-    ka = set(sa) | {k[::2] for k in ea}
-    kb = set(sb) | {k[::2] for k in eb}
+    ka = set(sa) | {(k[0], f"{k[1]} {k[2]}") for k in ea}
+    kb = set(sb) | {(k[0], f"{k[1]} {k[2]}") for k in eb}
     return Comparison(a, b, rows, sorted(" · ".join(k) for k in ka - kb), sorted(" · ".join(k) for k in kb - ka))
 
 
