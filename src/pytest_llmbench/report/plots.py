@@ -192,23 +192,20 @@ def bfcl_categories(folder: ResultsFolder) -> list[Plot]:
                  _svg(fig, "plot-bfcl"))]
 
 
-def reliability(folder: ResultsFolder, bins: int | None = None) -> list[Plot]:
-    """Reliability diagram per config's decisions: accuracy against confidence, before and after calibration.
+def calibration_curves(folder: ResultsFolder) -> list[tuple[str, str, list[tuple[str, Any]]]]:
+    """Per calibrated decisions record: (config, dataset, [("before"|"after", array of (confidence, target))]).
 
-    "After" re-applies the bench's cross-fitted temperatures (k folds from calibration.json, seed 0)
-    to the raw answers in ``<config>/decisions/<dataset>.answers.jsonl``.
+    "After" re-applies the bench's cross-fitting (k folds from calibration.json, seed 0, as
+    benches/test_decisions_cpu.py calls it) to the raw answers in ``<config>/decisions/<dataset>.answers.jsonl``.
     """
     import json
 
     import numpy as np
 
     from pytest_llmbench.evals.decisions.calibration import crossfit
-    from pytest_llmbench.evals.decisions.metrics import ECE_BINS
-    from pytest_llmbench.evals.decisions.metrics import ece as ece_of
     from pytest_llmbench.evals.decisions.metrics import scored
     from pytest_llmbench.evals.decisions.results import read_answers
 
-    bins = bins or ECE_BINS  # the same bins as the ECE the bench gates
     panels = []
     for rec in folder.kind("decisions"):
         if rec.get("pass") or "calibrated" not in (rec.get("metrics") or {}):
@@ -231,6 +228,18 @@ def reliability(folder: ResultsFolder, bins: int | None = None) -> list[Plot]:
                 curves.append((name, np.array(pairs)))
         if curves:
             panels.append((config, dataset, curves))
+    return panels
+
+
+def reliability(folder: ResultsFolder, bins: int | None = None) -> list[Plot]:
+    """Reliability diagram per config's decisions: accuracy against confidence, before and after calibration."""
+    import numpy as np
+
+    from pytest_llmbench.evals.decisions.metrics import ECE_BINS
+    from pytest_llmbench.evals.decisions.metrics import ece as ece_of
+
+    bins = bins or ECE_BINS  # the same bins as the ECE the bench gates
+    panels = calibration_curves(folder)
     if not panels:
         return []
     fig = _figure(4.2 * len(panels) + 0.5, 3.8)
