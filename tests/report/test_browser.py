@@ -15,7 +15,7 @@ import pytest
 
 from pytest_llmbench.report import html
 from pytest_llmbench.report.folder import read_folder
-from tests.report.headless import Chromium, blank_fraction, find_chromium
+from .headless import Chromium, blank_fraction, find_chromium
 
 DATA = Path(__file__).parent / "data"
 RUN = DATA / "cpu-run-a"
