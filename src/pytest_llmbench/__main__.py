@@ -10,7 +10,10 @@ import importlib
 import sys
 
 #: command name → (module under pytest_llmbench.cli, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "report": ("report", "write report.html and summary.md for a results folder"),
+    "compare": ("compare", "compare the same scenarios in two results folders (markdown, --html)"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:

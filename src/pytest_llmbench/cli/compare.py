@@ -1,0 +1,36 @@
+"""``python -m pytest_llmbench compare DIR_A DIR_B``: the same scenarios of two runs side by side."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pytest_llmbench.report.compare import compare, html_page, markdown
+from pytest_llmbench.report.folder import ResultsFolderError, read_folder
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pytest_llmbench compare",
+                                     description="Ratios B / A with bootstrap intervals; markdown to stdout.")
+    parser.add_argument("dir_a", type=Path, metavar="DIR_A")
+    parser.add_argument("dir_b", type=Path, metavar="DIR_B")
+    parser.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as an HTML page")
+    args = parser.parse_args(argv)
+    try:
+        result = compare(read_folder(args.dir_a), read_folder(args.dir_b))
+    except ResultsFolderError as e:
+        print(f"compare: {e}", file=sys.stderr)
+        return 1
+    if not result.rows:
+        print(f"compare: {args.dir_a} and {args.dir_b} have no scenario or eval in common", file=sys.stderr)
+        return 1
+    sys.stdout.write(markdown(result))
+    if args.html:
+        try:
+            args.html.write_text(html_page(result), encoding="utf-8")
+        except RuntimeError as e:  # plotting stack missing
+            print(f"compare: {e}", file=sys.stderr)
+            return 1
+        print(f"\nhtml: {args.html}", file=sys.stderr)
+    return 0

@@ -1,0 +1,34 @@
+"""``python -m pytest_llmbench report RESULTS_DIR``: write report.html and summary.md into the folder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pytest_llmbench.report.build import write_report
+from pytest_llmbench.report.folder import ResultsFolderError
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pytest_llmbench report",
+                                     description="Write RESULTS_DIR/report.html and RESULTS_DIR/summary.md.")
+    parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
+    parser.add_argument("--baselines-dir", type=Path, default=Path("baselines"),
+                        help="baseline files for the history plots (default: ./baselines; skipped if absent)")
+    parser.add_argument("--no-step-summary", action="store_true",
+                        help="do not append summary.md to $GITHUB_STEP_SUMMARY even when it is set")
+    args = parser.parse_args(argv)
+    try:
+        written = write_report(args.results_dir, args.baselines_dir, step_summary=not args.no_step_summary)
+    except ResultsFolderError as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 1
+    print(f"summary: {written.summary}")
+    if written.step_summary:
+        print(f"appended to $GITHUB_STEP_SUMMARY: {written.step_summary}")
+    if written.html is None:
+        print(f"report: {written.html_error}", file=sys.stderr)
+        return 1
+    print(f"report:  {written.html}")
+    return 0

@@ -1,0 +1,82 @@
+"""A results folder read once into plain lists, for the report, the summary and compare.
+
+Every reader of a finished session starts here, so a folder that is not a results folder fails once,
+naming the path, and newer record fields (p/q values, comparison records) are read with ``.get`` so an
+older folder still renders.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_llmbench.gate.verdict import STATUSES
+from pytest_llmbench.report.results import iter_records
+
+
+class ResultsFolderError(Exception):
+    """The path is not a readable results folder; the message names it."""
+
+
+@dataclass
+class ResultsFolder:
+    """The records of one session, by kind, in the order they were written."""
+
+    path: Path
+    records: list[dict[str, Any]] = field(default_factory=list)
+    resources: dict[str, dict[str, Any]] = field(default_factory=dict)  # config → resources.json
+
+    def kind(self, name: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("record") == name]
+
+    @property
+    def configs(self) -> list[str]:
+        """Configs in the order they first appear (server starts first, then anything else)."""
+        seen: dict[str, None] = {}
+        for r in self.records:
+            if r.get("config"):
+                seen.setdefault(str(r["config"]), None)
+        for name in self.resources:
+            seen.setdefault(name, None)
+        return list(seen)
+
+    def verdicts(self) -> list[dict[str, Any]]:
+        """Verdict records, regressions first, then improved, new, pass (run order within each)."""
+        order = {s: i for i, s in enumerate(STATUSES)}
+        return sorted(self.kind("verdict"), key=lambda v: order.get(v.get("status"), len(order)))
+
+    def server(self, config: str) -> dict[str, Any]:
+        """The last server record of ``config`` (a restarted server writes a new one)."""
+        found = [r for r in self.kind("server") if r.get("config") == config]
+        return found[-1] if found else {}
+
+    def facts(self, config: str) -> dict[str, Any]:
+        """resources.json of ``config``; else the facts record in results.jsonl."""
+        if config in self.resources:
+            return self.resources[config]
+        found = [r for r in self.kind("facts") if r.get("config") == config]
+        return (found[-1].get("facts") or {}) if found else {}
+
+
+def read_folder(path: Path | str) -> ResultsFolder:
+    """Read ``results*.jsonl`` and each ``<config>/resources.json`` under ``path``."""
+    root = Path(path)
+    if not root.is_dir():
+        raise ResultsFolderError(f"{root}: not a folder (expected a results folder with results.jsonl)")
+    try:
+        records = list(iter_records(root))
+    except FileNotFoundError:
+        raise ResultsFolderError(f"{root}: no results*.jsonl here; is this a results folder?") from None
+    except ValueError as e:  # iter_jsonl names file:line
+        raise ResultsFolderError(str(e)) from None
+    out = ResultsFolder(root, records)
+    for res in sorted(root.glob("*/resources.json")):
+        try:
+            data = json.loads(res.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ResultsFolderError(f"{res}: not valid JSON ({e})") from None
+        if isinstance(data, dict):
+            out.resources[res.parent.name] = data
+    return out

@@ -1,0 +1,75 @@
+"""report.html: one self-contained page (inline SVG figures, inline CSS, no scripts) for a results folder.
+
+Layout lives in ``templates/report.html.j2`` (Jinja2, autoescaped: config names, rules and test ids are
+user text); what goes in it comes from :mod:`rows` (tables) and :mod:`plots` (figures).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_llmbench.report import rows as R
+from pytest_llmbench.report.folder import ResultsFolder
+
+NUMERIC = {"baseline", "observed", "delta %", "tolerance", "p", "q", "reference", "candidate", "ratio", "interval",
+           "rounds", "ok/n", "prompt tok", "accept len", "startup s", "out tok/s", "req/s", "TTFT med ms",
+           "TTFT p99 ms", "TPOT med ms", "ITL p99 ms", "A", "B", "B / A"}
+INSTALL_HINT = "report.html needs matplotlib and jinja2: pip install 'pytest-llmbench[report]'"
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    table: R.Table | None = None
+    plots: list = field(default_factory=list)
+
+
+def _environment():
+    try:
+        import jinja2
+        import matplotlib  # noqa: F401  (fail here, with the hint, rather than mid-render)
+    except ImportError as e:
+        raise RuntimeError(f"{INSTALL_HINT} ({e})") from None
+    return jinja2.Environment(loader=jinja2.PackageLoader("pytest_llmbench.report", "templates"),
+                              autoescape=True, trim_blocks=False, lstrip_blocks=False)
+
+
+def render_page(title: str, folder_label: str, sections: list[Section], *, banner: str, bad: bool,
+                configs: list[str], n_records: int, baselines: str | None = None) -> str:
+    """The page shell shared by ``report`` and ``compare --html``."""
+    from pytest_llmbench import __version__
+
+    template = _environment().get_template("report.html.j2")
+    return template.render(title=title, folder=folder_label, sections=[s for s in sections if s.table or s.plots],
+                           banner=banner, bad=bad, configs=configs, n_records=n_records,
+                           baselines=baselines, numeric=NUMERIC, version=__version__)
+
+
+def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
+    from pytest_llmbench.report import plots as P
+
+    _environment()
+    verdicts = R.verdict_table(folder)
+    sections = [
+        Section("verdicts", "Verdicts (regressions first)", verdicts if verdicts.rows else None),
+        Section("comparisons", "Comparisons", R.comparison_table(folder)),
+        Section("serving", "Serving", R.scenario_table(folder),
+                [*P.throughput_vs_prompt(folder), *P.ttft_vs_decode(folder)]),
+        Section("quality", "Quality", R.eval_table(folder),
+                [*P.accept_length(folder), *P.bfcl_categories(folder), *P.reliability(folder)]),
+        Section("history", "Baseline history", None, P.history(folder, baselines_dir)),
+        Section("servers", "Servers and provenance", R.facts_table(folder)),
+    ]
+    regressed = any(k == "REGRESSED" for k in verdicts.kinds)
+    return render_page(folder.path.name, str(folder.path), sections,
+                       banner=f"{'Regressions' if regressed else 'No regressions'}: {verdicts.note}", bad=regressed,
+                       configs=folder.configs, n_records=len(folder.records),
+                       baselines=str(baselines_dir) if baselines_dir else None)
+
+
+def write(folder: ResultsFolder, baselines_dir: Path | None = None, path: Path | None = None) -> Path:
+    path = Path(path) if path else folder.path / "report.html"
+    path.write_text(render(folder, baselines_dir), encoding="utf-8")
+    return path

@@ -1,0 +1,203 @@
+"""The report's tables as rows of display strings: one definition shared by summary.md and report.html.
+
+Each function returns a :class:`Table` (title, header, rows); the renderers only decide markup. Fields
+other branches add later (``p_value``, ``q_value``, ``paired``, ``family`` on verdicts; ``comparison``
+records) are read with ``.get`` and their columns appear only when some row has them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_llmbench.gate.verdict import fmt
+from pytest_llmbench.report.folder import ResultsFolder
+
+STATUS_LABEL = {"REGRESSED": "REGRESSED", "improved": "improved", "new": "new", "pass": "pass"}
+
+
+@dataclass
+class Table:
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    #: per row, a CSS-ish class for the renderer (the verdict status), "" when none
+    kinds: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+def _num(x: Any, spec: str = "") -> str:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return "-" if x is None else str(x)
+    return format(x, spec) if spec else fmt(x)
+
+
+def _pct(x: Any) -> str:
+    return f"{x:+.1f}%" if isinstance(x, (int, float)) else "-"
+
+
+def _p(x: Any) -> str:
+    if not isinstance(x, (int, float)):
+        return "-"
+    return f"{x:.2g}" if x >= 1e-3 else f"{x:.1e}"
+
+
+def verdict_table(folder: ResultsFolder) -> Table:
+    verdicts = folder.verdicts()
+    extra = [(key, title, show) for key, title, show in (
+        ("p_value", "p", _p), ("q_value", "q", _p),
+        ("paired", "paired", lambda v: "-" if v is None else ("yes" if v else "no")),
+        ("family", "family", lambda v: "-" if v is None else str(v)),
+    ) if any(v.get(key) is not None for v in verdicts)]
+    header = ["verdict", "config", "test", "metric", "baseline", "observed", "delta %", "tolerance",
+              *(t for _, t, _ in extra), "rule"]
+    rows, kinds = [], []
+    for v in verdicts:
+        status = str(v.get("status", "?"))
+        rows.append([STATUS_LABEL.get(status, status), str(v.get("config") or "-"), str(v.get("test_key") or "-"),
+                     str(v.get("metric")), _num(v.get("baseline")), _num(v.get("observed")), _pct(v.get("delta_pct")),
+                     _num(v.get("tolerance")), *(show(v.get(k)) for k, _, show in extra), str(v.get("rule") or "")])
+        kinds.append(status)
+    return Table("Verdicts", header, rows, kinds, note=counts(verdicts))
+
+
+def counts(verdicts: list[dict[str, Any]]) -> str:
+    """``1 REGRESSED, 3 new, 40 pass`` in table order."""
+    parts = []
+    for s in STATUS_LABEL:
+        n = sum(v.get("status") == s for v in verdicts)
+        if n:
+            parts.append(f"{n} {s}")
+    return ", ".join(parts) or "no verdicts"
+
+
+def comparison_table(folder: ResultsFolder) -> Table | None:
+    """Arms compared in the run (``comparison`` records): ratio candidate/reference with its interval."""
+    comps = folder.kind("comparison")
+    if not comps:
+        return None
+    header = ["verdict", "config", "metric", "reference", "candidate", "ratio", "interval", "rounds"]
+    rows, kinds = [], []
+    for c in comps:
+        lo, hi = c.get("ci_low"), c.get("ci_high")
+        interval = f"[{_num(lo, '.3f')}, {_num(hi, '.3f')}]" if lo is not None and hi is not None else "-"
+        verdict = str(c.get("verdict") or "-")
+        rows.append([verdict, str(c.get("config") or "-"), str(c.get("metric") or "-"),
+                     _num(c.get("reference")), _num(c.get("candidate")), _num(c.get("ratio"), ".3f"), interval,
+                     _num(c.get("rounds"))])
+        kinds.append(verdict)
+    return Table("Comparisons (candidate / reference)", header, rows, kinds)
+
+
+SCENARIO_COLUMNS = (
+    ("out tok/s", "output_throughput", ",.1f"),
+    ("req/s", "request_throughput", ".2f"),
+    ("TTFT med ms", "median_ttft_ms", ",.1f"),
+    ("TTFT p99 ms", "p99_ttft_ms", ",.1f"),
+    ("TPOT med ms", "median_tpot_ms", ".2f"),
+    ("ITL p99 ms", "p99_itl_ms", ".2f"),
+)
+
+
+def scenario_table(folder: ResultsFolder) -> Table | None:
+    scenarios = folder.kind("scenario")
+    if not scenarios:
+        return None
+    header = ["config", "scenario", "ok/n", "prompt tok", *(c[0] for c in SCENARIO_COLUMNS), "accept len"]
+    rows = []
+    for s in scenarios:
+        m = s.get("metrics") or {}
+        ok, failed = m.get("completed", 0) or 0, m.get("failed", 0) or 0
+        prompt = mean_prompt_tokens(s)
+        acc = m.get("accept_length")
+        acc_s = "-" if acc is None else (f"{acc:.2f} ± {m['accept_length_se']:.2f}"
+                                         if m.get("accept_length_se") is not None else f"{acc:.2f}")
+        rows.append([str(s.get("config") or "-"), str(s.get("scenario") or "-"), f"{ok}/{ok + failed}",
+                     "-" if prompt is None else f"{prompt:,.0f}",
+                     *(_num(m.get(key), spec) for _, key, spec in SCENARIO_COLUMNS), acc_s])
+    return Table("Serving scenarios", header, rows)
+
+
+def mean_prompt_tokens(scenario: dict[str, Any]) -> float | None:
+    """Mean prompt length of a scenario's successful requests (what the x axis of the plots shows)."""
+    got = [r["prompt_tokens"] for r in scenario.get("requests") or []
+           if r.get("ok") and isinstance(r.get("prompt_tokens"), (int, float))]
+    return sum(got) / len(got) if got else None
+
+
+def eval_table(folder: ResultsFolder) -> Table | None:
+    """One row per eval result: accept length per set, BFCL totals, decision accuracy/ECE before and after."""
+    rows = []
+    for r in folder.kind("accept_length"):
+        a = r.get("accept_length") or {}
+        rows.append([str(r.get("config")), "accept length", str(r.get("set") or "-"),
+                     f"{_num(a.get('mean'), '.3f')} ± {_num(a.get('se'), '.3f')} (n={a.get('n')})"])
+    for r in folder.kind("bfcl"):
+        cats = ", ".join(f"{c} {v.get('passed')}/{v.get('total')}" for c, v in sorted((r.get("per_category") or {}).items()))
+        rows.append([str(r.get("config")), "BFCL", str(r.get("mode") or "-"),
+                     f"{r.get('passed')}/{r.get('total')} ({cats})"])
+    for r in folder.kind("decisions"):
+        m = r.get("metrics") or {}
+        parts = []
+        for stage in ("raw", "calibrated", "priors"):
+            a = (m.get(stage) or {}).get("all") or {}
+            if a:
+                parts.append(f"{stage}: acc {_num(a.get('accuracy'), '.3f')}, ECE {_num(a.get('ece'), '.3f')}")
+        if parts:
+            rows.append([str(r.get("config")), "decisions", str(r.get("dataset") or "-"), "; ".join(parts)])
+    for r in folder.kind("tokens_per_answer"):
+        total, think = r.get("total_tokens") or {}, r.get("thinking_tokens") or {}
+        rows.append([str(r.get("config")), "tokens per answer", "-",
+                     f"total {_num(total.get('mean'), '.1f')} ± {_num(total.get('se'), '.1f')}, thinking "
+                     f"{_num(think.get('mean'), '.1f')}; {r.get('answers')} answers, {r.get('cut')} cut at max_tokens"])
+    if not rows:
+        return None
+    return Table("Evals", ["config", "eval", "set", "result"], rows)
+
+
+FACT_KEYS = (
+    ("startup s", ("startup_s",)),
+    ("GPU GB after load", ("gpu_memory_used_gb",)),
+    ("host RSS GiB", ("host_rss_gib",)),
+    ("KV pool tokens", ("kv_cache_tokens", "max_total_num_tokens")),
+    ("mamba slots", ("max_mamba_cache_size",)),
+    ("context", ("n_ctx", "context_len")),
+    ("slots", ("slots", "max_running_requests")),
+)
+
+
+def facts_table(folder: ResultsFolder) -> Table | None:
+    """Per config: startup, memory, KV pool (resources.json) and provenance (engine, build, model, runner)."""
+    if not folder.configs:
+        return None
+    runners = {}
+    for v in folder.kind("verdict"):
+        if v.get("runner"):
+            runners.setdefault(v.get("config"), v["runner"])
+    rows = []
+    for name in folder.configs:
+        facts, server = folder.facts(name), folder.server(name)
+        if not facts and not server:
+            continue
+        info = server.get("server_info") or {}
+        build = info.get("build_info") or info.get("version") or facts.get("engine_build")
+        cells = [name, str(server.get("engine") or facts.get("engine") or "-"),
+                 str(server.get("image") or facts.get("image") or build or "-"), str(server.get("model") or "-"),
+                 runners.get(name, "-")]
+        for _, keys in FACT_KEYS:
+            val = next((facts[k] for k in keys if facts.get(k) is not None), None)
+            if val is None and keys[0] == "startup_s":
+                val = server.get("startup_s")
+            cells.append(_summarise(val))
+        rows.append(cells)
+    if not rows:
+        return None
+    return Table("Servers", ["config", "engine", "image / build", "model", "runner", *(k for k, _ in FACT_KEYS)], rows)
+
+
+def _summarise(val: Any) -> str:
+    if isinstance(val, dict):
+        return ", ".join(f"{k}: {_summarise(v)}" for k, v in val.items())
+    if isinstance(val, float):
+        return fmt(val)
+    return "-" if val is None else str(val)

@@ -1,0 +1,64 @@
+"""summary.md: the verdicts and the numbers of a results folder as GitHub-flavoured markdown.
+
+What a CI page shows (``$GITHUB_STEP_SUMMARY``) and what a reviewer pastes into a PR: regressions first,
+then comparisons, scenarios, evals and the servers they ran on. No plots, so it needs no plotting stack.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pytest_llmbench.report import rows as R
+from pytest_llmbench.report.folder import ResultsFolder
+
+SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(table: R.Table) -> str:
+    lines = [f"### {table.title}", ""]
+    if table.note:
+        lines += [table.note, ""]
+    lines.append("| " + " | ".join(_cell(h) for h in table.header) + " |")
+    lines.append("|" + "|".join("---" for _ in table.header) + "|")
+    for i, row in enumerate(table.rows):
+        cells = [_cell(c) for c in row]
+        if table.kinds and table.kinds[i] == "REGRESSED":
+            cells[0] = f"**{cells[0]}**"
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def render(folder: ResultsFolder) -> str:
+    """The whole summary; sections without data are left out."""
+    verdicts = R.verdict_table(folder)
+    regressed = sum(k == "REGRESSED" for k in verdicts.kinds)
+    head = "❌ regressions" if regressed else "✅ no regressions"
+    parts = [f"## llmbench: {head} — {verdicts.note}", "", f"Results: `{folder.path}`"]
+    if verdicts.rows:
+        parts += ["", markdown_table(verdicts)]
+    for table in (R.comparison_table(folder), R.scenario_table(folder), R.eval_table(folder), R.facts_table(folder)):
+        if table is not None and table.rows:
+            parts += ["", markdown_table(table)]
+    return "\n".join(parts) + "\n"
+
+
+def write(folder: ResultsFolder, path: Path | None = None) -> Path:
+    """Write summary.md (default: into the results folder) and return its path."""
+    path = Path(path) if path else folder.path / "summary.md"
+    path.write_text(render(folder), encoding="utf-8")
+    return path
+
+
+def append_to_step_summary(text: str, environ: dict[str, str] | None = None) -> Path | None:
+    """Append ``text`` to ``$GITHUB_STEP_SUMMARY`` when it is set (GitHub Actions); the file it names."""
+    target = (os.environ if environ is None else environ).get(SUMMARY_ENV)
+    if not target:
+        return None
+    with open(target, "a", encoding="utf-8") as f:
+        f.write(text if text.endswith("\n") else text + "\n")
+    return Path(target)

@@ -1,0 +1,96 @@
+"""compare: ratios B / A and their bootstrap intervals, paired where both runs measured the same items."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_llmbench.__main__ import main
+from pytest_llmbench.report.compare import compare, markdown, ratio_interval
+from pytest_llmbench.report.folder import read_folder
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_paired_interval_sees_a_shift_that_the_unpaired_one_cannot() -> None:
+    """Prompts differ 10× in cost; B is 5% slower on every one: only pairing separates that from 1."""
+    rng = np.random.default_rng(3)
+    a = rng.lognormal(0.0, 1.0, size=40)
+    b = a * 1.05 * rng.normal(1.0, 0.005, size=40)
+    lo, hi = ratio_interval(a, b, "mean", paired=True)
+    assert 1.0 < lo < 1.05 < hi < 1.1
+    lo_u, hi_u = ratio_interval(a, b, "mean", paired=False)
+    assert lo_u < 1.0 < hi_u
+
+
+def test_interval_needs_enough_items() -> None:
+    assert ratio_interval([1.0, 2.0], [1.0, 2.0], "median", paired=True) is None
+
+
+def _copy_with_slower_ttft(src: Path, dst: Path, factor: float) -> Path:
+    shutil.copytree(src, dst)
+    lines = []
+    for line in (dst / "results.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("record") == "scenario":
+            for r in rec["requests"]:
+                if r.get("ttft_s") is not None:
+                    r["ttft_s"] *= factor
+            rec["metrics"]["median_ttft_ms"] *= factor
+        lines.append(json.dumps(rec))
+    (dst / "results.jsonl").write_text("\n".join(lines) + "\n")
+    return dst
+
+
+@pytest.fixture
+def run_a() -> Path:
+    return DATA / "cpu-run-a"
+
+
+def test_same_scenarios_side_by_side_with_paired_intervals(run_a: Path, tmp_path: Path) -> None:
+    """A real run against a copy whose TTFT is 20% higher on every request."""
+    b = _copy_with_slower_ttft(run_a, tmp_path / "b", 1.2)
+    result = compare(read_folder(run_a), read_folder(b))
+    scenarios = {(s["config"], s["scenario"]) for s in read_folder(run_a).kind("scenario")}
+    ttft = [r for r in result.rows if r.metric == "median_ttft_ms"]
+    assert {(r.config, r.item) for r in ttft} == scenarios
+    for r in ttft:
+        assert r.ratio == pytest.approx(1.2)
+        if r.low is not None:  # scenarios with ≥ 3 successful requests
+            assert r.paired and r.low == pytest.approx(1.2) and r.high == pytest.approx(1.2)
+    tput = [r for r in result.rows if r.metric == "output_throughput"]
+    assert tput and all(r.ratio == pytest.approx(1.0) and r.low is None for r in tput)
+    assert not result.only_a and not result.only_b
+
+
+def test_two_real_runs(run_a: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Two real CPU-suite runs (see data/README.md): every shared scenario and eval gets a row."""
+    run_b = DATA / "cpu-run-b"
+    assert main(["compare", str(run_a), str(run_b), "--html", str(tmp_path / "c.html")]) == 0
+    out = capsys.readouterr().out
+    shared = {(s["config"], s["scenario"]) for s in read_folder(run_a).kind("scenario")} & \
+             {(s["config"], s["scenario"]) for s in read_folder(run_b).kind("scenario")}
+    assert shared
+    for config, scenario in shared:
+        assert f"| {config} | {scenario} | output_throughput |" in out
+    page = (tmp_path / "c.html").read_text()
+    assert 'id="plot-ratios"' in page and "<script" not in page
+
+
+def test_markdown_names_what_only_one_run_has(run_a: Path, tmp_path: Path) -> None:
+    b = tmp_path / "b"
+    shutil.copytree(run_a, b)
+    kept = [line for line in (b / "results.jsonl").read_text().splitlines()
+            if json.loads(line).get("scenario") != "chat-4u"]
+    (b / "results.jsonl").write_text("\n".join(kept) + "\n")
+    text = markdown(compare(read_folder(run_a), read_folder(b)))
+    assert "only in A: " in text and "chat-4u" in text.split("only in A: ")[1]
+
+
+def test_cli_errors_name_the_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(tmp_path), str(tmp_path)]) == 1
+    assert f"{tmp_path}: no results*.jsonl here" in capsys.readouterr().err

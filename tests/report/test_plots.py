@@ -1,0 +1,36 @@
+"""The figures' data, checked against what the benches recorded (data/cpu-run-a, a real CPU-suite run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_llmbench.evals.decisions.metrics import ece
+from pytest_llmbench.report import plots
+from pytest_llmbench.report.folder import ResultsFolder, read_folder
+
+RUN = Path(__file__).parent / "data" / "cpu-run-a"
+
+
+def test_reliability_reproduces_the_benchs_calibration() -> None:
+    """The "after" curve is the bench's own cross-fit: its ECE equals the calibrated ECE it recorded."""
+    folder = read_folder(RUN)
+    [(config, dataset, curves)] = plots.calibration_curves(folder)
+    [rec] = [r for r in folder.kind("decisions") if r.get("dataset") == dataset]
+    got = {name: ece(arr[:, 0], arr[:, 1]) for name, arr in curves}
+    assert got["before"] == pytest.approx(rec["metrics"]["raw"]["all"]["ece"], abs=1e-9)
+    assert got["after"] == pytest.approx(rec["metrics"]["calibrated"]["all"]["ece"], abs=1e-9)
+
+
+def test_no_data_no_figure(tmp_path: Path) -> None:
+    empty = ResultsFolder(tmp_path, [{"record": "server", "config": "c"}])
+    assert plots.all_plots(empty) == []
+
+
+def test_history_without_baseline_files_uses_the_verdicts_baseline() -> None:
+    folder = read_folder(RUN)
+    with_base = {v["config"] for v in folder.kind("verdict") if v.get("baseline") is not None}
+    figs = plots.history(folder, None)
+    assert {f.id for f in figs} == {f"plot-history-{c}" for c in with_base}
+    assert all(f.svg.startswith("<svg") for f in figs)
