@@ -44,9 +44,11 @@ def _add_component_options(parser: pytest.Parser) -> None:
     """Options owned by the gate and the launchers (each module declares its own)."""
     from pytest_llmbench.gate.options import add_options as gate_options
     from pytest_llmbench.launchers.gpus import add_options as gpu_options
+    from pytest_llmbench.shard import add_options as shard_options
 
     gate_options(parser)
     gpu_options(parser)
+    shard_options(parser)
 
 
 def _config_paths(config: pytest.Config) -> list[Path]:
@@ -101,6 +103,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_llmbench.gate.session import GateSession
 
     config.pluginmanager.register(GateSession(config), "llmbench-gate")  # stores itself at stash.GATE
+    from pytest_llmbench.shard import ShardSelector
+
+    config.pluginmanager.register(ShardSelector(config), "llmbench-shard")  # --llmbench-shard; results origin
     from pytest_llmbench.launchers.gpus import apply_options
 
     apply_options(config)

@@ -53,6 +53,8 @@ class ResultsWriter:
         self.dir = Path(root)  # created on first write: a run that measures nothing leaves no folder
         self.path = self.dir / (f"results.{worker}.jsonl" if worker else "results.jsonl")
         self._lock = threading.Lock()
+        #: who wrote these lines (runner profile, host, shard), on every line so merged folders keep it
+        self.origin: dict[str, Any] | None = None
 
     def server_dir(self, config_name: str) -> Path:
         d = self.dir / config_name
@@ -61,6 +63,8 @@ class ResultsWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         """Append one JSON line and flush it to disk now."""
+        if self.origin is not None:
+            record = {**record, "origin": self.origin}
         line = json.dumps(_clean(record), sort_keys=True)
         self.dir.mkdir(parents=True, exist_ok=True)
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
