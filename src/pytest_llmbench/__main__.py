@@ -10,7 +10,9 @@ import importlib
 import sys
 
 #: command name → (module under pytest_llmbench.cli, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "merge": ("merge", "merge the results (or --baselines) folders of --llmbench-shard runs into one"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
