@@ -186,10 +186,11 @@ class ShardSelector:
 
     def describe(self) -> list[str]:
         """One line per shard: its configs and expected cost (``*`` marks this one)."""
-        unit = "s" if self.config.getoption("llmbench_durations", None) else " tests"
+        timed = bool(self.config.getoption("llmbench_durations", None))
         lines = []
         for i, names in enumerate(self.assignment, start=1):
             cost = sum(self.costs[n] for n in names)
+            unit = "s" if timed else " test" if round(cost) == 1 else " tests"
             mark = "*" if self.shard and i == self.shard.index else " "
             lines.append(f"{mark}shard {i}/{len(self.assignment)}: {', '.join(names) or '(no configs)'} "
                          f"(expected {cost:.0f}{unit})")
