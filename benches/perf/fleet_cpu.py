@@ -74,7 +74,8 @@ def main() -> int:
         shutil.copytree(ROOT / "baselines", work / name)
     lines = ["# CPU suite: 3 shards in parallel, merged, vs unsharded", "",
              f"`flock /tmp/llmbench-heavy.lock python benches/perf/fleet_cpu.py{' -k ' + repr(args.k_expr) if args.k_expr else ''}`",
-             f"(llama-server `-t 1` on both sides; {os.cpu_count()} cores; work folder {work})", ""]
+             f"(llama-server `-t 1` on both sides; {os.cpu_count()} cores; work folder {work})"
+             + ("; the same -k subset of the CPU suite on both sides" if args.k_expr else ""), ""]
 
     t0 = time.monotonic()
     cmd = pytest_cmd(configs, work / "b0", work / "unsharded", args.k_expr, None)
