@@ -45,10 +45,12 @@ def _add_component_options(parser: pytest.Parser) -> None:
     from pytest_llmbench.gate.options import add_options as gate_options
     from pytest_llmbench.launchers.gpus import add_options as gpu_options
     from pytest_llmbench.report.session import add_options as report_options
+    from pytest_llmbench.shard import add_options as shard_options
 
     gate_options(parser)
     gpu_options(parser)
     report_options(parser)
+    shard_options(parser)
 
 
 def _config_paths(config: pytest.Config) -> list[Path]:
@@ -111,6 +113,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_llmbench.report.session import ReportSession
 
     config.pluginmanager.register(ReportSession(config), "llmbench-report")  # --llmbench-report, pytest-html
+    from pytest_llmbench.shard import ShardSelector
+
+    config.pluginmanager.register(ShardSelector(config), "llmbench-shard")  # --llmbench-shard; results origin
     from pytest_llmbench.launchers.gpus import apply_options
 
     apply_options(config)

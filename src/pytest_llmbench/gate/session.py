@@ -35,6 +35,7 @@ from pytest_llmbench.gate.noise import Binomial, NoiseModel, NoiseModelError, Re
 from pytest_llmbench.gate.options import baselines_dir
 from pytest_llmbench.gate.runner import RunnerProfile, check_name, detect
 from pytest_llmbench.gate.verdict import Verdict
+from pytest_llmbench.shard import provenance_fields
 
 NO_SERVER = "_noserver_"  # the config key of checks in tests that use no llm_server
 DEFAULT_RELATIVE = 0.05
@@ -167,6 +168,7 @@ class GateSession:
     def _provenance(self, bench: Any, hw: bool) -> dict[str, Any]:
         """Where the number came from: engine build or image, model, date (no time: it diffs), runner."""
         p: dict[str, Any] = {"date": _dt.date.today().isoformat(), "runner": self.runner.slug}
+        p.update(provenance_fields(self.config))  # host and shard that measured it
         server = getattr(bench, "server", None)
         cfg = getattr(server, "config", None)
         if cfg is not None:

@@ -46,6 +46,8 @@ class ResultsWriter:
         self.dir = Path(root)  # created on first write: a run that measures nothing leaves no folder
         self.path = self.dir / (f"results.{worker}.jsonl" if worker else "results.jsonl")
         self._lock = threading.Lock()
+        #: who wrote these lines (runner profile, host, shard), on every line so merged folders keep it
+        self.origin: dict[str, Any] | None = None
 
     def unwritable(self) -> str | None:
         """Why results could not be written here (checked before any server starts), or None. Checks
@@ -68,6 +70,8 @@ class ResultsWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         """Append one JSON line and flush it to disk now."""
+        if self.origin is not None:
+            record = {**record, "origin": self.origin}
         line = redact.scrub(json.dumps(_clean(record), sort_keys=True))
         self.dir.mkdir(parents=True, exist_ok=True)
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
