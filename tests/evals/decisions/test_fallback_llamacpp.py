@@ -107,7 +107,7 @@ def test_one_in_flight_and_cold_passes_as_the_post_ran_them(smol, devset):
     client = client_for(smol, concurrency=1)
     client.run(devset[:4])  # warm the slots
     (cold, note), busy = _max_busy_slots(smol, lambda: cold_pass(smol, client, devset[:4]))
-    assert note is None and all(d.ok for d in cold) or [d.reason for d in cold if not d.ok]
+    assert note is None and len(cold) == sum(len(c.questions) for c in devset[:4])
     assert busy <= 1, f"{busy} slots processing at once with concurrency=1"
     # control: the same probe does see parallel work when the client allows it
     _, busy4 = _max_busy_slots(smol, lambda: client_for(smol, concurrency=4).run(devset[:8]))
