@@ -85,7 +85,7 @@ def test_speed_bench_accept_length(llm_server, bench, request, split, key):
     # the Swift post: median TPOT 4.49 vs 4.47 ms, the 110 prompts in 1,016 s vs 913 s
     bench.record("total_time_s", total_s)
     bench.check("median_tpot_ms", result.median_tpot_ms())
-    bench.check("total_time_s", total_s, direction="lower")
+    bench.check("total_time_s", total_s, direction="lower", hardware_bound=True)
     write_eval(bench, "accept_length", result.as_dict(group_keys=[key]))
     for group, s in result.by(key).items():  # reported per group, gated on the whole set
         bench.record(f"accept_length.{key}={group}", f"{s.mean:.3f}±{s.se:.3f} (n={s.n})")
@@ -99,7 +99,9 @@ def test_bfcl_205(llm_server, bench, snapshot, mode):
     result = bfcl.run_bfcl(llm_server, bfcl.subset_cases(bfcl.SUBSET_205), mode, "bfcl-qwen-fc")
     write_eval(bench, "bfcl", result.as_dict())
     for category, (passed, total) in result.per_category().items():
-        bench.record(f"bfcl.{category}", f"{passed}/{total}")  # reported, not gated
+        bench.record(f"bfcl.{category}", f"{passed}/{total}")
+        # the posts compare categories of 20 ("irrelevance 12 → 18, multi_turn_base 14 → 16"): a count of n
+        bench.check(f"bfcl_passed.{category}", passed, n=total, noise=Binomial(alpha=0.01))
     bench.record("bfcl_mean_latency_s", result.mean_latency_s())
     # the spec-decode post: 3.24 s (DSpark), 2.53 s (no drafter), 0.91 s (DFlash2 8) mean per call
     bench.check("bfcl_mean_latency_s", result.mean_latency_s(), direction="lower")
