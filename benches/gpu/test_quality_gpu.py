@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from pytest_llmbench.evals import bfcl, datasets, gsm8k, thinking
+from pytest_llmbench.evals import bfcl, bfcl_multi_turn, datasets, gsm8k, thinking
 from pytest_llmbench.evals.accept_length import run_accept_length
 from pytest_llmbench.evals.protocols import get_protocol
 from pytest_llmbench.evals.record import write_eval
@@ -96,7 +96,12 @@ def test_speed_bench_accept_length(llm_server, bench, request, split, key):
 @pytest.mark.llm_configs("gpu")
 @pytest.mark.parametrize("mode", bfcl.MODES)
 def test_bfcl_205(llm_server, bench, snapshot, mode):
+    """The posts' 205 cases: 185 single-turn and 20 multi_turn_base. Multi-turn cases are asked in the Qwen
+    FC handler's prompt format only (the posts' handler); in ``tools`` mode the 185 single-turn ones run."""
     result = bfcl.run_bfcl(llm_server, bfcl.subset_cases(bfcl.SUBSET_205), mode, "bfcl-qwen-fc")
+    if mode == "qwen-fc":
+        multi = [i for i in bfcl.read_subset(bfcl.SUBSET_205) if bfcl_multi_turn.is_multi_turn(i)]
+        result.verdicts += bfcl_multi_turn.run_multi_turn(llm_server, bfcl_multi_turn.load_multi_turn_cases(multi))
     write_eval(bench, "bfcl", result.as_dict())
     for category, (passed, total) in result.per_category().items():
         bench.record(f"bfcl.{category}", f"{passed}/{total}")
