@@ -83,3 +83,18 @@ def test_ratios_point_the_better_way_and_unknown_posts_are_named():
 def test_an_empty_folder_is_one_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no results"):
         render_post(tmp_path, "spec")
+
+
+def test_decisions_table_from_decision_records(tmp_path):
+    """The decisions post's Typed Decisions table: Swift NVFP4 0.683 vs stock 0.666 agreement, KL 0.676 vs 0.542."""
+    w = ResultsWriter(tmp_path)
+    for config, acc, kl in [("stock-nvfp4-nospec", 0.666, 0.542), ("swift-nvfp4-nospec", 0.683, 0.676)]:
+        w.write({"record": "decisions", "config": config, "dataset": "typed-decisions.pass1",
+                 "metrics": {"all": {"accuracy": acc, "kl": kl, "brier": 0.4, "log_loss": 0.9}}})
+    w.write({"record": "decisions", "config": "stock-nvfp4-nospec", "dataset": "typed-decisions.pass2",
+             "metrics": {"all": {"accuracy": 0.1}}})  # another pass: not in this table
+    text = render_post(tmp_path, "decisions")
+    # a tie is bold in both rows, as the Flash-Next post marks its 40k tie
+    assert "| stock NVFP4 | 0.666 | **0.542** | **0.400** | **0.900** |" in text
+    assert "| Swift NVFP4 | **0.683** | 0.676 | **0.400** | **0.900** |" in text
+    assert text.index("stock NVFP4") < text.index("Swift NVFP4")  # the post's row order

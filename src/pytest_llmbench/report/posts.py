@@ -207,20 +207,54 @@ def ratio_summary(ratio: Ratio, ratios: Sequence[tuple[str, float]]) -> str:
             f"{ROW_LABELS.get(last_row, last_row)} (range {lo:.2f}–{hi:.2f}x).")
 
 
+# The decisions post's Typed Decisions table: one row per config, the dataset scorer's columns.
+DECISION_CONFIGS = (("stock-bf16-nospec", "stock BF16"), ("stock-fp8-nospec", "stock FP8"),
+                    ("stock-nvfp4-nospec", "stock NVFP4"), ("swift-bf16-nospec", "Swift BF16"),
+                    ("swift-fp8-nospec", "Swift FP8"), ("swift-nvfp4-nospec", "Swift NVFP4"),
+                    ("stock-nvfp4-dflash8", "stock NVFP4 + DFlash2"))
+DECISION_COLUMNS = (("accuracy", "agreement", "higher"), ("kl", "KL", "lower"), ("brier", "Brier", "lower"),
+                    ("log_loss", "log loss", "lower"))
+
+
+def render_decisions(records: Iterable[Mapping[str, Any]], dataset: str = "typed-decisions.pass1") -> str:
+    """The decisions post's table for ``dataset``: agreement, KL, Brier and log loss per config, best in bold
+    (the last record of a config wins when a folder holds several)."""
+    latest = {r.get("config"): (r.get("metrics") or {}).get("all") or {} for r in records
+              if r.get("record") == "decisions" and r.get("dataset") == dataset}
+    rows = [(c, label) for c, label in DECISION_CONFIGS if c in latest]
+    rows += [(c, c) for c in latest if c not in dict(DECISION_CONFIGS)]
+    header = ["", *[label for _, label, _ in DECISION_COLUMNS]]
+    lines = [f"### {dataset}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    best = {}
+    for key, _, better in DECISION_COLUMNS:
+        values = [latest[c][key] for c, _ in rows if isinstance(latest[c].get(key), (int, float))]
+        best[key] = (max if better == "higher" else min)(values) if len(values) > 1 else None
+    for config, label in rows:
+        cells = []
+        for key, _, _ in DECISION_COLUMNS:
+            v = latest[config].get(key)
+            text = "—" if not isinstance(v, (int, float)) else f"{v:.3f}"
+            cells.append(f"**{text}**" if v is not None and v == best[key] else text)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def render_post(results_dir: Path | str, post: str) -> str:
-    """Every table of one post (``spec``, ``fp8``, ``swift``, ``flashnext``) from a results folder."""
+    """Every table of one post (``spec``, ``fp8``, ``swift``, ``flashnext``, ``decisions``) from a results folder."""
+    if post == "decisions":
+        return render_decisions(iter_records(results_dir, "decisions"))
     tables = [t for t in POST_TABLES if t.post == post]
     if not tables:
-        known = sorted({t.post for t in POST_TABLES})
+        known = sorted({t.post for t in POST_TABLES} | {"decisions"})
         raise ValueError(f"unknown post {post!r} (known: {', '.join(known)})")
     records = list(iter_records(results_dir, "scenario"))
     return "\n".join(render_table(t, scenario_cells(records, t.metric)) for t in tables)
 
 
 def render_all(results_dir: Path | str) -> str:
-    posts = dict.fromkeys(t.post for t in POST_TABLES)
+    posts = [*dict.fromkeys(t.post for t in POST_TABLES), "decisions"]
     return "\n".join(f"## {post}\n\n{render_post(results_dir, post)}" for post in posts)
 
 
 __all__ = ["METRICS", "POST_TABLES", "Cell", "Metric", "PostTable", "Ratio", "ratio_of", "ratio_summary",
-           "render_all", "render_post", "render_table", "scenario_cells"]
+           "render_all", "render_decisions", "render_post", "render_table", "scenario_cells"]
