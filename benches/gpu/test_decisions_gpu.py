@@ -2,13 +2,18 @@
 
 * Typed Decisions test split through ``/v1/systemone`` twice (pass-to-pass noise) and once through
   ``/v1/decisions``, scored against the teacher (agreement, KL, Brier, log loss, ECE, DecisionScore).
+  As the post ran them: one request per case, 1 in flight, every pass cold (flushed first); latency per
+  case and the share of prompt tokens served from cache (SGLang's prefill log) recorded per pass.
 * Calibration in the client: temperatures per question type (and priors) fitted on the train split,
   scored once on test, ``calibration.json`` beside the results; Typed Decision Bench by 5-fold
-  cross-fitting (no train split); Calibrated Typed Decisions train → test; PubMedQA with the
-  Calibrated Typed Decisions temperatures only (a task the fit never saw).
+  cross-fitting (no train split); Calibrated Typed Decisions validation → test; Procedural Typed
+  Decisions (a fixed 10 per task and level) validation → test; PubMedQA with the Calibrated Typed
+  Decisions fit (a task the fit never saw). Each with temperatures only and with priors.
 * Paired bootstrap intervals over cases: Swift − stock at each precision, FP8/NVFP4 − BF16, and each
   run against its baseline answers; a gap fails only when its interval excludes zero on the bad side.
-* Prefix-cache determinism: 50 cases cold (flushed) then warm; changed top answers gated with a spread.
+* Prefix-cache determinism: 50 cases cold (flushed) then warm; changed top answers gated with a spread;
+  two warm passes through the two routes; the post's cache-ablation configs run the same cold/warm test.
+* Drafter vs no drafter (DFlash2 row vs stock NVFP4): top answers changed, as a pair in one session.
 
 The data sets are not shipped: point ``$LLMBENCH_DATA_DIR`` (or ``$LLMBENCH_TYPED_DECISIONS`` and
 friends) at local copies; without them each test is skipped naming the path it looked for.
@@ -20,10 +25,11 @@ from pytest_llmbench.evals.decisions import datasets as D
 from pytest_llmbench.evals.decisions import results as R
 from pytest_llmbench.evals.decisions.calibration import crossfit, fit
 from pytest_llmbench.evals.decisions.clients import client_for
-from pytest_llmbench.evals.decisions.determinism import cold_warm, compare_passes
-from pytest_llmbench.evals.decisions.metrics import decision_values, flat, summary_by
+from pytest_llmbench.evals.decisions.determinism import cold_pass, cold_warm, compare_passes
+from pytest_llmbench.evals.decisions.metrics import decision_values, flat, latency_summary, summary_by
 from pytest_llmbench.evals.decisions.paired import changed_answers, paired_gap
 from pytest_llmbench.gate import Binomial, History, Spread, StdErr
+from pytest_llmbench.workload.prompt_cache import LogWindow, sglang_log_share
 
 # The seven configs of the decisions post: six checkpoints without a drafter, and the DFlash2 row.
 DECISION_CONFIGS = [
@@ -38,13 +44,23 @@ PAIRS = [
     ("swift-bf16-nospec", "stock-bf16-nospec"),
     ("stock-fp8-nospec", "stock-bf16-nospec"), ("stock-nvfp4-nospec", "stock-bf16-nospec"),
     ("swift-fp8-nospec", "swift-bf16-nospec"), ("swift-nvfp4-nospec", "swift-bf16-nospec"),
+    # drafter vs no drafter: "at most 3 of 2,000 top answers move, the same as a repeat of the same pass"
+    ("stock-nvfp4-dflash8", "stock-nvfp4-nospec"),
 ]
-CONCURRENCY = 4  # --max-running-requests 4
+DRAFTER_PAIR = ("stock-nvfp4-dflash8", "stock-nvfp4-nospec")
+# The post's cache-ablation follow-up on Swift NVFP4 (hierarchical cache off, BF16 KV, deterministic
+# inference with Triton attention): the same cold/warm check, one config per variant.
+CACHE_ABLATION = ["swift-nvfp4-nohicache", "swift-nvfp4-bf16kv", "swift-nvfp4-deterministic"]
+CONCURRENCY = 1  # the post: "one request per case … 1 in flight"
 CACHE_CASES = 50
+# Where each real-answer set's calibration is fitted (the post: "validation for the fit"; Typed Decision
+# Bench has no other split, so 5-fold cross-fitting; PubMedQA is scored with the CTD fit).
+FIT_SPLIT = {"calibrated-typed-decisions": "validation", "procedural-typed-decisions": "validation"}
 
 pytestmark = pytest.mark.gpu
 every_config = pytest.mark.llm_configs("gpu", names=DECISION_CONFIGS)
 nvfp4_only = pytest.mark.llm_configs("gpu", names=NVFP4)
+cache_configs = pytest.mark.llm_configs(names=DECISION_CONFIGS + CACHE_ABLATION)  # ablations lack "gpu"
 
 
 def answered(decisions, metric):
@@ -66,23 +82,42 @@ def split_answers(bench, server, name, split):
     done = R.config_answers(bench, server.name, key)
     if done is not None:
         return done
-    out = systemone(server).run(D.load_split_or_skip(name, split))
-    R.save_run(bench, key, out, summary_by(out))
+    cases = D.load_split_or_skip(name, split)
+    if name == "procedural-typed-decisions":
+        cases = D.procedural_sample(cases)
+    out, extra = timed_pass(bench, server, systemone(server), cases, key, cold=False)
+    R.save_run(bench, key, out, summary_by(out), extra)
     return out
+
+
+def timed_pass(bench, server, client, cases, label, *, cold=True):
+    """One pass (cold: flushed first, as the post's noise passes); records latency per case and the share
+    of prompt tokens the server served from its cache during the pass."""
+    window = LogWindow(server.log_path)
+    if cold:
+        out, note = cold_pass(server, client, cases)
+    else:
+        out, note = client.run(cases), None
+    lat = latency_summary(out)
+    share = sglang_log_share(window.text()) if server.config.engine == "sglang" else None
+    bench.record(f"{label}.case_latency_median_ms", lat["median_ms"])
+    bench.record(f"{label}.cached_prompt_share", share)
+    return out, {"latency_per_case": lat, "cached_prompt_share": share, "flush_note": note}
 
 
 @every_config
 def test_typed_decisions_systemone(llm_server, bench):
     cases = D.load_split_or_skip("typed-decisions", "test")
     client = systemone(llm_server)
-    pass1 = client.run(cases)
-    pass2 = client.run(cases)
+    pass1, info1 = timed_pass(bench, llm_server, client, cases, "pass1")
+    pass2, info2 = timed_pass(bench, llm_server, client, cases, "pass2")
     s = summary_by(pass1)
     repeat_changes = changed_answers(pass1, pass2)
-    R.save_run(bench, "typed-decisions.pass1", pass1, s)
-    R.save_run(bench, "typed-decisions.pass2", pass2, summary_by(pass2), {"changed_vs_pass1": repeat_changes})
+    R.save_run(bench, "typed-decisions.pass1", pass1, s, info1)
+    R.save_run(bench, "typed-decisions.pass2", pass2, summary_by(pass2), {"changed_vs_pass1": repeat_changes, **info2})
     record_summary(bench, s)
     bench.record("pass_to_pass_changes", repeat_changes)
+    assert info1["flush_note"] is None, f"pass 1 is not cold: {info1['flush_note']}"
     baseline = R.baseline_answers(bench, "typed-decisions.pass1")
     if baseline is not None:
         gap = paired_gap(pass1, baseline, "correct", names=("run", "baseline"))
@@ -95,14 +130,17 @@ def test_typed_decisions_systemone(llm_server, bench):
     bench.check("kl", answered(pass1, "kl"), noise=StdErr(k=2))
     # the seeds: at most 3 of 2,000 top answers move between two cold passes
     bench.check("pass_to_pass_changes", repeat_changes, noise=History(k=3, fallback=Spread(5)), direction="lower")
+    # the post: NVFP4 answers in 166 ms per case, BF16 in 386 ms (1 in flight)
+    bench.check("case_latency_median_ms", info1["latency_per_case"]["median_ms"])
 
 
 @every_config
 def test_typed_decisions_native_route(llm_server, bench):
     cases = D.load_split_or_skip("typed-decisions", "test")
-    native = client_for(llm_server, "decisions", concurrency=CONCURRENCY).run(cases)
+    client = client_for(llm_server, "decisions", concurrency=CONCURRENCY)
+    native, info = timed_pass(bench, llm_server, client, cases, "native1")
     s = summary_by(native)
-    R.save_run(bench, "typed-decisions.native1", native, s)
+    R.save_run(bench, "typed-decisions.native1", native, s, info)
     record_summary(bench, s)
     pass1 = R.config_answers(bench, llm_server.name, "typed-decisions.pass1")
     if pass1 is not None:  # /v1/decisions vs /v1/systemone on the same server
@@ -135,22 +173,27 @@ def test_typed_decisions_calibration(llm_server, bench, priors):
 
 
 @nvfp4_only
-@pytest.mark.parametrize("name", ["typed-decision-bench", "calibrated-typed-decisions", "pubmedqa"])
-def test_real_answer_sets(llm_server, bench, name):
+@pytest.mark.parametrize("priors", [False, True], ids=["temperatures", "priors"])
+@pytest.mark.parametrize("name", ["typed-decision-bench", "calibrated-typed-decisions",
+                                  "procedural-typed-decisions", "pubmedqa"])
+def test_real_answer_sets(llm_server, bench, name, priors):
     test_answers = split_answers(bench, llm_server, name, "test")
     if name == "typed-decision-bench":  # no train split: 5 folds, each scored by a fit on the other four
-        cf = crossfit(test_answers, k=5, seed=0)
+        cf = crossfit(test_answers, k=5, seed=0, priors=priors)
         after, payload = cf.decisions, cf.to_json()
-    elif name == "calibrated-typed-decisions":
-        cal = fit(split_answers(bench, llm_server, name, "train"))
-        after, payload = cal.apply(test_answers), {"fit": "train", **cal.to_json()}
-    else:  # unseen task: only the Calibrated Typed Decisions choice temperature applies
-        cal = fit(split_answers(bench, llm_server, "calibrated-typed-decisions", "train"))
-        after, payload = cal.apply(test_answers), {"fit": "calibrated-typed-decisions train", **cal.to_json()}
+    elif name in FIT_SPLIT:
+        cal = fit(split_answers(bench, llm_server, name, FIT_SPLIT[name]), priors=priors)
+        after, payload = cal.apply(test_answers), {"fit": FIT_SPLIT[name], **cal.to_json()}
+    else:  # unseen task: no prior applies; only the Calibrated Typed Decisions choice temperature acts
+        ctd = "calibrated-typed-decisions"
+        cal = fit(split_answers(bench, llm_server, ctd, FIT_SPLIT[ctd]), priors=priors)
+        after, payload = cal.apply(test_answers), {"fit": f"{ctd} {FIT_SPLIT[ctd]}", **cal.to_json()}
+    variant = "priors" if priors else "temperatures"
     before_s, after_s = summary_by(test_answers), summary_by(after)
-    R.save_run(bench, f"{name}.calibrated", after, {"raw": before_s, "calibrated": after_s})
-    R.save_calibration(bench, {"dataset": name, **payload, "metrics": {"before": before_s, "after": after_s}},
-                       f"calibration.{name}.json")
+    R.save_run(bench, f"{name}.calibrated.{variant}", after, {"raw": before_s, "calibrated": after_s})
+    R.save_calibration(bench, {"dataset": name, "variant": variant, **payload,
+                               "metrics": {"before": before_s, "after": after_s}},
+                       f"calibration.{name}.{variant}.json")
     record_summary(bench, before_s)
     record_summary(bench, after_s, "calibrated.")
     gain = paired_gap(after, test_answers, "decision_score", names=("calibrated", "raw"))
@@ -185,21 +228,45 @@ def test_paired_gaps_between_configs(llm_server, bench, dataset):
         bench.record(f"gap.{cand}.vs.{ref}", gap.gap)
         bench.record(f"gap.{cand}.vs.{ref}.interval", [gap.low, gap.high])
         bench.record(f"top_answers_changed.{cand}.vs.{ref}", changed_answers(a, b))
+        if (cand, ref) == DRAFTER_PAIR:  # a decision is prefill only: the drafter should move nothing
+            bench.check("drafter_answer_changes", changed_answers(a, b), noise=History(k=3, fallback=Spread(5)),
+                        direction="lower")
     if not gaps:
         pytest.skip(f"no partner config of {llm_server.name} has {dataset} answers yet in this session")
     worse = [g.describe() for g in gaps if g.worse]
     assert not worse, "; ".join(worse)
 
 
-@every_config
+@cache_configs
 def test_prefix_cache_determinism(llm_server, bench):
     cases = D.load_split_or_skip("typed-decisions", "test")[:CACHE_CASES]
+    window = LogWindow(llm_server.log_path)
     cold, warm, note = cold_warm(llm_server, systemone(llm_server), cases)
     diff = compare_passes(cold, warm)
+    # the post: 68–76% of prompt tokens cached when warm; 0.9% on every pass with the hierarchical cache off
+    bench.record("cached_prompt_share", sglang_log_share(window.text()) if llm_server.config.engine == "sglang" else None)
     R.save_run(bench, "cache-cold", cold, {"pass": "cold", "flush_note": note})
     R.save_run(bench, "cache-warm", warm, {"pass": "warm", **diff.as_dict(), "changed": diff.changed})
     bench.record("decisions_compared", diff.n)
     bench.record("max_prob_shift", diff.max_prob_shift)
     assert note is None, f"the cold pass is not cold: {note}"
     # the seeds: 25–34 of 250 with a warm hierarchical cache, 0 without it
+    bench.check("answers_changed", diff.answers_changed, noise=History(k=3, fallback=Spread(5)), direction="lower")
+
+
+@every_config
+def test_warm_passes_through_both_routes(llm_server, bench):
+    """The post's warm-cache rerun: 50 cases warmed, then one warm pass through each route; their top
+    answers differ (8 and 10 of 250 in the post) though the prompts are the same."""
+    cases = D.load_split_or_skip("typed-decisions", "test")[:CACHE_CASES]
+    client = systemone(llm_server)
+    window = LogWindow(llm_server.log_path)
+    client.run(cases)  # warms the cache
+    warm_systemone = client.run(cases)
+    warm_native = client_for(llm_server, "decisions", concurrency=CONCURRENCY).run(cases)
+    diff = compare_passes(warm_systemone, warm_native)
+    share = sglang_log_share(window.text()) if llm_server.config.engine == "sglang" else None
+    R.save_run(bench, "cache-warm-native", warm_native, {"pass": "warm", **diff.as_dict(), "changed": diff.changed,
+                                                         "cached_prompt_share": share})
+    bench.record("cached_prompt_share", share)
     bench.check("answers_changed", diff.answers_changed, noise=History(k=3, fallback=Spread(5)), direction="lower")

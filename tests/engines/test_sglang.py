@@ -9,6 +9,7 @@ sglang.launch_server --model-path … --host … --port …``) through the real 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import httpx
@@ -156,3 +157,36 @@ def test_command_and_validation():
         "--tp", "1"]
     bad = make_config("sglang", args=["--port", "1"])
     assert SGLangEngine.validate(bad)[0] == "args"
+
+
+def test_pinned_target_and_drafter_revisions_reach_the_command():
+    """The posts pin the target (@319f741c) and DFlash2 (@50307d4c); SGLang takes both as flags."""
+    from pytest_llmbench.models import ModelRef
+
+    draft = ModelRef("hub", "z-lab/Qwen3.8-27B-DFlash2@50307d4c", revision="50307d4c")
+    cfg = make_config("sglang", model="RadixArk/Qwen3.8-27B-NVFP4", launcher="docker", image="img",
+                      args=["--speculative-draft-model-path", "z-lab/Qwen3.8-27B-DFlash2"])
+    cfg = dataclasses.replace(cfg, model=ModelRef("hub", "RadixArk/Qwen3.8-27B-NVFP4@319f741c", revision="319f741c"),
+                              models={"dflash2": draft})
+    cmd = SGLangEngine().command(cfg, "0.0.0.0", 30000)
+    assert cmd[4] == "RadixArk/Qwen3.8-27B-NVFP4"
+    assert cmd[-4:] == ["--revision", "319f741c", "--speculative-draft-model-revision", "50307d4c"]
+    unpinned = make_config("sglang", model="org/m", launcher="docker", image="img")
+    assert "--revision" not in SGLangEngine().command(unpinned, "h", 1)
+
+
+def test_revision_through_the_launcher_to_the_protocol_double(tmp_path, fake_sglang):
+    """Protocol double: the launched server sees --revision and still answers to the plain id."""
+    from pytest_llmbench.models import ModelRef
+
+    cfg = make_config("sglang", env=fake_sglang, engine_options={"python": sys.executable})
+    cfg = dataclasses.replace(cfg, model=ModelRef("hub", "RadixArk/Qwen3.8-27B-NVFP4@319f741c", revision="319f741c"))
+    server = start_server(cfg, tmp_path / cfg.name, poll_interval=0.05)
+    try:
+        assert "--model-path RadixArk/Qwen3.8-27B-NVFP4 " in server.log_path.read_text()
+        assert "--revision 319f741c" in server.log_path.read_text()
+        result = run_scenario(server, Scenario("chat", dataset="random", input_len=20, output_len=4, num_prompts=1,
+                                               warmup=0))
+        assert result.records[0].ok, result.errors
+    finally:
+        server.stop(grace=5)

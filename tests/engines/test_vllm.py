@@ -99,3 +99,14 @@ def test_not_ready_when_refused():
     e = VLLMEngine()
     with httpx.Client(base_url="http://127.0.0.1:9", timeout=1) as client:
         assert e.is_ready(client) is False
+
+
+def test_pinned_revision_is_passed_to_vllm_serve():
+    import dataclasses
+
+    from pytest_llmbench.models import ModelRef
+
+    cfg = dataclasses.replace(make_config("vllm"), model=ModelRef("hub", "Qwen/Qwen3-8B@abc123", revision="abc123"))
+    cmd = VLLMEngine().command(cfg, "127.0.0.1", 8000)
+    assert cmd[:3] == ["vllm", "serve", "Qwen/Qwen3-8B"] and cmd[-2:] == ["--revision", "abc123"]
+    assert "--revision" not in VLLMEngine().command(make_config("vllm"), "127.0.0.1", 8000)

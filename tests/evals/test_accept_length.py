@@ -78,3 +78,19 @@ def test_grouped_by_domain_each_with_its_se():
     assert by["chat"].n == 2
     d = res.as_dict(group_keys=["domain"])
     assert d["by_domain"]["code"]["n"] == 3 and d["accept_length"]["n"] == 5
+
+
+def test_median_tpot_over_requests_skips_failed_and_one_token_answers():
+    """SPEED-Bench's "median time per output token 4.49 vs 4.47 ms": (e2e − ttft) / (n − 1) per request."""
+    from pytest_llmbench.workload.records import RequestRecord
+
+    def rec(ttft, e2e, n, ok=True):
+        return RequestRecord(index=0, ok=ok, ttft_s=ttft, e2e_s=e2e, completion_tokens=n)
+
+    p = Prompt("a", "s", ("x",))
+    turns = [TurnResult(p, 0, rec(0.1, 1.1, 201)), TurnResult(p, 0, rec(0.2, 0.8, 101)),
+             TurnResult(p, 0, rec(0.1, 9.0, 3, ok=False)), TurnResult(p, 0, rec(0.1, 0.2, 1)),
+             TurnResult(p, 0, rec(0.0, 0.9, 101))]
+    res = AcceptLengthResult("s", "speed-bench", turns)
+    assert res.median_tpot_ms() == pytest.approx(6.0)  # of 5, 6, 9 ms
+    assert AcceptLengthResult("s", "speed-bench", []).median_tpot_ms() is None

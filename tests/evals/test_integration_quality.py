@@ -62,3 +62,25 @@ def test_bfcl_cpu_subset_per_category(nospec_server):
     assert {c: t for c, (p, t) in per.items()} == {c: 1 for c in bfcl.QUOTAS_CPU}
     assert not [v for v in result.verdicts if v.error.startswith("request failed")]
     assert result.mean_latency_s() > 0
+
+
+def test_thinking_counted_on_common_stops_of_two_real_runs(nospec_server):
+    """Two runs of the same prompts on llama-server, one with a tight token limit: only the prompts that
+    stopped on their own in both are compared (the real finish_reason decides, not the client)."""
+    from pytest_llmbench.evals.thinking import common_stops, count_tokens
+    from pytest_llmbench.workload.requests import run_requests
+
+    prompts = ["Say hi.", "Write a long story about a dragon and a knight.", "What is 2+2? Answer briefly.",
+               "Describe the history of Rome in detail."]
+    runs = []
+    for limit in (96, 12):
+        body = lambda p: {"messages": [{"role": "user", "content": p}], "max_tokens": limit, "temperature": 0.0}
+        records = run_requests(nospec_server, [body(p) for p in prompts], concurrency=1)
+        runs.append(count_tokens(nospec_server, [(str(i), "t", r) for i, r in enumerate(records)], limit))
+    long_run, short_run = runs
+    assert short_run.cut() >= 1, "the 12-token limit cut nothing; the check needs a cut answer"
+    a, b = common_stops(long_run, short_run)
+    both = {x.id for x in long_run.answers if x.stopped} & {x.id for x in short_run.answers if x.stopped}
+    assert {x.id for x in a.answers} == {x.id for x in b.answers} == both
+    assert all(x.thinking_tokens is not None for x in a.answers + b.answers)
+    assert not ({x.id for x in short_run.answers if x.cut} & both)

@@ -56,6 +56,9 @@ class LlamaCppEngine(Engine):
 
     @classmethod
     def validate(cls, cfg: "ServerConfig") -> tuple[str, str] | None:
+        if cfg.model.kind == "hub" and cfg.model.revision:
+            return "model", (f"llama.cpp cannot pin hub revision @{cfg.model.revision} (-hf takes none); pin the "
+                             "GGUF by a local path to the file of that revision (its sha256 names it exactly)")
         if cfg.model.kind == "hub" and cfg.launcher != "docker":
             return "model", "llama.cpp needs a local .gguf file (a path or dist:// reference), not a hub id"
         # A docker-launched config may name a hub repo: llama-server downloads it (-hf) into the mounted cache.

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from pytest_llmbench import redact
-from pytest_llmbench.engines.base import Engine, SpecStats, fetch_metrics, sum_series
+from pytest_llmbench.engines.base import Engine, SpecStats, fetch_metrics, flag_value, sum_series
 
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
@@ -60,7 +60,18 @@ class SGLangEngine(Engine):
     def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
         python = cfg.engine_options.get("python") or ("python3" if cfg.launcher == "docker" else sys.executable)
         return [str(python), "-m", "sglang.launch_server", "--model-path", cfg.model.placeholder(),
-                "--host", host, "--port", str(port), *cfg.args]
+                "--host", host, "--port", str(port), *cfg.args, *self.revision_flags(cfg)]
+
+    @staticmethod
+    def revision_flags(cfg: "ServerConfig") -> list[str]:
+        """``--revision`` for a pinned target, ``--speculative-draft-model-revision`` for a pinned drafter
+        (the config's ``models`` entry whose id follows ``--speculative-draft-model-path``)."""
+        out = ["--revision", cfg.model.revision] if cfg.model.revision else []
+        draft = flag_value(cfg.args, "--speculative-draft-model-path")
+        pinned = [m.revision for m in cfg.models.values() if m.kind == "hub" and m.revision and m.placeholder() == draft]
+        if draft and pinned:
+            out += ["--speculative-draft-model-revision", pinned[0]]
+        return out
 
     # ---- readiness and control plane --------------------------------------------------------
     def is_ready(self, client: httpx.Client) -> bool:

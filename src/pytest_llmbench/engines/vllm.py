@@ -40,7 +40,9 @@ class VLLMEngine(Engine):
 
     def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
         binary = cfg.engine_options.get("binary") or "vllm"
-        return [str(binary), "serve", cfg.model.placeholder(), "--host", host, "--port", str(port), *cfg.args]
+        revision = ["--revision", cfg.model.revision] if cfg.model.revision else []
+        return [str(binary), "serve", cfg.model.placeholder(), "--host", host, "--port", str(port), *cfg.args,
+                *revision]
 
     def child_env(self, cfg: "ServerConfig") -> dict[str, str]:
         # Dev mode exposes /reset_prefix_cache, which the scenarios use as SGLang's --flush-cache.

@@ -45,14 +45,20 @@ DATA = Path(__file__).parent / "data"
 SUBSET_205 = DATA / "bfcl_subset_205.txt"
 SUBSET_CPU = DATA / "bfcl_subset_cpu.txt"
 SUBSET_SEED = 20261030
-# The single-turn categories and how many cases of each the 205 subset takes (10–25 per category, as
-# the seeds describe theirs); the CPU subset takes 5 of each.
+# The posts' subset: "a fixed 205-case subset across 10 categories", 10–25 cases each, of which they name
+# irrelevance, multi_turn_base, parallel and parallel_multiple at 20 each; they publish no case ids. Ours
+# is a seeded draw with those four at 20 and the other six at the sizes below (the mix is inferred: it
+# is the earlier single-turn draw with multi_turn_base in place of `multiple`, the one category of 20).
 QUOTAS_205: dict[str, int] = {
-    "simple_python": 25, "multiple": 20, "parallel": 20, "parallel_multiple": 20, "irrelevance": 20,
+    "simple_python": 25, "multi_turn_base": 20, "parallel": 20, "parallel_multiple": 20, "irrelevance": 20,
     "live_simple": 25, "live_multiple": 25, "live_parallel": 10, "live_parallel_multiple": 15,
     "live_irrelevance": 25,
 }
-QUOTAS_CPU: dict[str, int] = {c: 5 for c in QUOTAS_205}
+# The CPU subset stays single-turn: 5 of each category of the first (single-turn) 205 draw, drawn within it.
+SINGLE_TURN_205: dict[str, int] = {**{c: n for c, n in QUOTAS_205.items() if c != "multi_turn_base"}, "multiple": 20}
+QUOTAS_CPU: dict[str, int] = {c: 5 for c in ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance",
+                                             "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
+                                             "live_irrelevance")}
 # The model name handed to the checker: its registry entry exists in the real config too, with
 # underscore_to_dot=False (names are mapped back to the originals before grading in tools mode).
 CHECKER_MODEL = "Qwen/Qwen3-32B-FC"
@@ -201,7 +207,8 @@ def read_subset(path: Path = SUBSET_205) -> list[str]:
 
 
 def write_subset(path: Path, ids: Sequence[str], quotas: Mapping[str, int], seed: int) -> None:
-    header = (f"# BFCL single-turn subset: {len(ids)} cases of bfcl-eval 2026.3.23, drawn by "
+    kind = "BFCL subset" if any(category_of(i).startswith("multi_turn") for i in ids) else "BFCL single-turn subset"
+    header = (f"# {kind}: {len(ids)} cases of bfcl-eval 2026.3.23, drawn by "
               f"pytest_llmbench.evals.bfcl.choose_subset(seed={seed}); regenerate with "
               f"python -m pytest_llmbench.evals.bfcl\n"
               f"# per category: {', '.join(f'{c} {n}' for c, n in quotas.items())}\n")
@@ -440,12 +447,14 @@ def run_bfcl(server: "LLMServer", cases: Sequence[Case], mode: Mode = "tools", p
 
 
 def subset_cases(path: Path = SUBSET_205) -> list[Case]:
-    return load_cases(read_subset(path))
+    """The subset's single-turn cases (its multi-turn ones: :mod:`~pytest_llmbench.evals.bfcl_multi_turn`)."""
+    return load_cases([i for i in read_subset(path) if not category_of(i).startswith("multi_turn")])
 
 
 if __name__ == "__main__":  # regenerate the committed subset files: python -m pytest_llmbench.evals.bfcl
     DATA.mkdir(exist_ok=True)
     ids_205 = choose_subset(QUOTAS_205)
     write_subset(SUBSET_205, ids_205, QUOTAS_205, SUBSET_SEED)
-    write_subset(SUBSET_CPU, choose_subset(QUOTAS_CPU, within=ids_205), QUOTAS_CPU, SUBSET_SEED)
+    single_turn = choose_subset(SINGLE_TURN_205)
+    write_subset(SUBSET_CPU, choose_subset(QUOTAS_CPU, within=single_turn), QUOTAS_CPU, SUBSET_SEED)
     print(f"wrote {SUBSET_205} and {SUBSET_CPU}")

@@ -9,7 +9,7 @@ answer; an answer cut at the limit counts as the limit and is flagged, since its
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench.evals.accept_length import Summary
@@ -113,3 +113,24 @@ def from_turns(server: "LLMServer", turns: Sequence[Any], max_tokens: int | None
     items = [(t.prompt.id, t.prompt.set, t.record) for t in turns if t.turn == 0]
     return count_tokens(server, items, max_tokens)
 
+
+
+def common_stops(a: ThinkingResult, b: ThinkingResult) -> tuple[ThinkingResult, ThinkingResult]:
+    """Both results cut to the prompts where *both* answers stopped on their own (the Swift post's
+    "125 of 142 turns where both models stopped"), so thinking tokens compare the same prompts."""
+    stopped_a = {(x.set, x.id) for x in a.answers if x.stopped}
+    both = stopped_a & {(x.set, x.id) for x in b.answers if x.stopped}
+    return (ThinkingResult([x for x in a.answers if (x.set, x.id) in both]),
+            ThinkingResult([x for x in b.answers if (x.set, x.id) in both]))
+
+
+def answers_json(result: ThinkingResult) -> list[dict[str, Any]]:
+    """Per-answer counts, saved beside a config's results so a later config can pair with them."""
+    return [asdict(x) for x in result.answers]
+
+
+def from_answers_json(rows: Sequence[dict[str, Any]], *, where: str = "") -> ThinkingResult:
+    try:
+        return ThinkingResult([AnswerTokens(**row) for row in rows])
+    except TypeError as e:
+        raise ValueError(f"{where}: not a per-answer thinking-token list ({e})") from None

@@ -93,3 +93,23 @@ def test_bad_rows_name_file_and_line(tmp_path):
     write_jsonl(tmp_path / "test.jsonl", [TYPED_ROW, bad])
     with pytest.raises(D.DatasetError, match=r"test.jsonl:2.*'x'.*not one of the options"):
         D.load_split("typed-decision-bench", "test", root=tmp_path)
+
+
+def test_procedural_rows_group_by_task_and_level_and_sample_ten_per_group(tmp_path, monkeypatch):
+    """The post scores "a fixed sample of up to 10 states per task and level"."""
+    rows = [{**TYPED_ROW, "case_id": f"{task}-{level}-{i}", "task": task, "level": level}
+            for task in ("refund", "escalate") for level in (1, 2) for i in range(12 if level == 1 else 4)]
+    write_jsonl(tmp_path / "proc" / "test.jsonl", rows)
+    monkeypatch.setenv("LLMBENCH_PROCEDURAL_TYPED_DECISIONS", str(tmp_path / "proc"))
+    cases = D.load_split("procedural-typed-decisions", "test")
+    assert {c.group for c in cases} == {"refund/1", "refund/2", "escalate/1", "escalate/2"}
+    sample = D.procedural_sample(cases)
+    sizes = Counter(c.group for c in sample)
+    assert sizes == {"refund/1": 10, "refund/2": 4, "escalate/1": 10, "escalate/2": 4}
+    assert [c.case_id for c in D.procedural_sample(list(reversed(cases)))] == [c.case_id for c in sample]
+
+
+def test_other_sets_keep_their_own_group_even_with_task_and_level(tmp_path, monkeypatch):
+    write_jsonl(tmp_path / "td" / "test.jsonl", [{**TYPED_ROW, "task": "t", "level": 1}])
+    monkeypatch.setenv("LLMBENCH_TYPED_DECISIONS", str(tmp_path / "td"))
+    assert D.load_split("typed-decisions", "test")[0].group == "invoices"

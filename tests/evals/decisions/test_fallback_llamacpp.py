@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+import httpx
 import pytest
 
 from pytest_llmbench.evals.decisions import datasets as D
 from pytest_llmbench.evals.decisions.clients import LETTERS, client_for
-from pytest_llmbench.evals.decisions.determinism import cold_warm, compare_passes, greedy_cached_vs_uncached
+from pytest_llmbench.evals.decisions.determinism import cold_pass, cold_warm, compare_passes, greedy_cached_vs_uncached
 from pytest_llmbench.evals.decisions.metrics import summary
 
 pytestmark = pytest.mark.integration
@@ -73,3 +74,41 @@ def test_cold_and_warm_passes_and_cached_greedy_text(smol, devset):
     print(f"greedy cached vs uncached: {g.as_dict()} {g.examples}")
     assert g.failed == 0 and g.n == 2
     assert g.cache_hits == 2  # the second request really reused the cached prefix
+
+
+def _max_busy_slots(server, run):
+    """Run ``run()`` while polling /slots; the most slots llama-server had processing at once."""
+    import threading
+
+    seen, stop = [0], threading.Event()
+
+    def poll():
+        with httpx.Client(base_url=server.base_url, timeout=5.0) as http:
+            while not stop.is_set():
+                try:
+                    busy = sum(1 for s in http.get("/slots").json() if s.get("is_processing"))
+                except (httpx.HTTPError, ValueError):
+                    continue
+                seen[0] = max(seen[0], busy)
+
+    t = threading.Thread(target=poll, daemon=True)
+    t.start()
+    try:
+        out = run()
+    finally:
+        stop.set()
+        t.join(10)
+    return out, seen[0]
+
+
+def test_one_in_flight_and_cold_passes_as_the_post_ran_them(smol, devset):
+    """The decisions post: one request per case, 1 in flight, passes cold. The server (4 slots) never sees
+    two of our requests at once, and a cold pass after a warm one reuses no prompt prefix."""
+    client = client_for(smol, concurrency=1)
+    client.run(devset[:4])  # warm the slots
+    (cold, note), busy = _max_busy_slots(smol, lambda: cold_pass(smol, client, devset[:4]))
+    assert note is None and len(cold) == sum(len(c.questions) for c in devset[:4])
+    assert busy <= 1, f"{busy} slots processing at once with concurrency=1"
+    # control: the same probe does see parallel work when the client allows it
+    _, busy4 = _max_busy_slots(smol, lambda: client_for(smol, concurrency=4).run(devset[:8]))
+    assert busy4 >= 2, "the /slots probe never saw two requests at once; it cannot check 1 in flight"

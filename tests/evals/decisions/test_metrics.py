@@ -77,3 +77,18 @@ def test_decision_values_for_pairing():
     assert decision_values(DECISIONS, "log_loss")[("c4", "q")] is None
     with pytest.raises(ValueError, match="unknown per-decision metric"):
         decision_values(DECISIONS, "ece")
+
+
+def test_latency_per_case_one_request_per_case_or_one_per_question():
+    """A route answers a case in one request (shared latency); the fallback asks each question in turn."""
+    from pytest_llmbench.evals.decisions.metrics import case_latencies, latency_summary
+
+    route = [Decision("c1", q, "noul", "g", ("yes", "no"), (0.5, 0.5), latency_s=0.166) for q in "abcde"]
+    fallback = [Decision("c2", q, "noul", "g", ("yes", "no"), (0.5, 0.5), latency_s=t)
+                for q, t in zip("ab", (0.1, 0.3))]
+    untimed = [Decision("c3", "a", "noul", "g", ("yes", "no"), None, ok=False, reason="HTTP 500")]
+    lat = case_latencies(route + fallback + untimed)
+    assert lat == pytest.approx({"c1": 0.166, "c2": 0.4})
+    s = latency_summary(route + fallback)
+    assert s["cases"] == 2 and s["median_ms"] == pytest.approx(283.0) and s["mean_ms"] == pytest.approx(283.0)
+    assert latency_summary(untimed) == {"cases": 0, "median_ms": None, "mean_ms": None}

@@ -1,9 +1,10 @@
-"""Decision datasets → :class:`Case` lists: two shipped in wheels, four read from a local path.
+"""Decision datasets → :class:`Case` lists: two shipped in wheels, five read from a local path.
 
 * sys1bench's canary set (``sys1bench/data/canary/canary.jsonl``: 200 tasks, 1,100 questions with
   generator ground truth) and typed-gguf's 60-item devset (``typed_gguf/bench/devset.jsonl``) are found
   through their wheel's RECORD, never imported (their packages pull heavy dependencies).
-* Typed Decisions, Typed Decision Bench, Calibrated Typed Decisions and PubMedQA cannot be had offline:
+* Typed Decisions, Typed Decision Bench, Calibrated Typed Decisions, Procedural Typed Decisions and
+  PubMedQA cannot be had offline:
   they are read from a folder the user names (``$LLMBENCH_<SET>`` or ``$LLMBENCH_DATA_DIR/<set>``) with
   one file per split; when it is absent the test is skipped with the path that was looked for.
 
@@ -36,7 +37,12 @@ LOCAL_SETS: dict[str, tuple[str, str]] = {
     "typed-decision-bench": ("LLMBENCH_TYPED_DECISION_BENCH", "typed-decision-bench"),
     "calibrated-typed-decisions": ("LLMBENCH_CALIBRATED_TYPED_DECISIONS", "calibrated-typed-decisions"),
     "pubmedqa": ("LLMBENCH_PUBMEDQA", "pubmedqa"),
+    "procedural-typed-decisions": ("LLMBENCH_PROCEDURAL_TYPED_DECISIONS", "procedural-typed-decisions"),
 }
+#: Procedural Typed Decisions: the post scores "a fixed sample of up to 10 states per task and level"
+#: (874 test, 880 validation) of its 18,000 states; rows are grouped by task/level for that draw.
+PROCEDURAL_PER_GROUP = 10
+PROCEDURAL_SEED = 0
 SPLITS = ("train", "validation", "test")
 _SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "val", "valid"), "test": ("test",)}
 _GOLD_KEYS = ("gold", "ground_truth", "answer", "label", "probabilities", "gold_probabilities", "soft_label")
@@ -301,8 +307,20 @@ def load_split(name: str, split: str, root: Path | str | None = None) -> list[Ca
         if name == "pubmedqa" and pubmed_shaped:
             out.append(pubmedqa_case(row, where=where, split=split))
         else:
-            out.append(case_from_row(row, where=where, split=split))
+            out.append(case_from_row(row, where=where, split=split, group=_task_level(name, row)))
     return out
+
+
+def _task_level(name: str, row: Mapping[str, Any]) -> str | None:
+    """Procedural rows are grouped by task and level (the unit of the post's fixed sample)."""
+    if name != "procedural-typed-decisions" or row.get("task") is None or row.get("level") is None:
+        return None
+    return f"{row['task']}/{row['level']}"
+
+
+def procedural_sample(cases: Sequence[Case]) -> list[Case]:
+    """The post's fixed draw: up to 10 states per task and level, the same on every machine."""
+    return stratified_subset(cases, PROCEDURAL_PER_GROUP, seed=PROCEDURAL_SEED)
 
 
 def load_split_or_skip(name: str, split: str, root: Path | str | None = None) -> list[Case]:

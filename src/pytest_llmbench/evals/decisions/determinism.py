@@ -70,6 +70,13 @@ def uncached_fields(server: Any) -> dict[str, Any]:
     return {"cache_prompt": False} if server.config.engine == "llamacpp" else {}
 
 
+def cold_pass(server: Any, client: DecisionClient, cases: Sequence[Case]) -> tuple[list[Decision], str | None]:
+    """One pass with a cold prefix cache, as the posts' noise passes ran: flushed first, and on an engine
+    without a flush route every request asks for no prompt reuse. Returns (decisions, flush note)."""
+    note = server.flush_cache()
+    return _with_extra(client, uncached_fields(server)).run(cases), note
+
+
 def cold_warm(server: Any, client: DecisionClient, cases: Sequence[Case]) -> tuple[list[Decision], list[Decision], str | None]:
     """(cold pass, warm pass, flush note): the cache is flushed before the cold pass only."""
     note = server.flush_cache()
