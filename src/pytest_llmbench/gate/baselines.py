@@ -294,31 +294,3 @@ def write_atomic(path: Path, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
-
-
-class BaselineStore:
-    """The baselines folder; reads each config's file once per process."""
-
-    def __init__(self, directory: Path) -> None:
-        self.dir = Path(directory)
-        self._files: dict[str, BaselineFile | BaselineFileError] = {}
-
-    def path_for(self, config: str) -> Path:
-        return self.dir / config_filename(config)
-
-    def file(self, config: str) -> BaselineFile:
-        """The config's baselines (empty when there is no file); raises BaselineFileError every time."""
-        got = self._files.get(config)
-        if got is None:
-            try:
-                got = load(self.path_for(config), config)
-            except BaselineFileError as e:
-                got = e
-            self._files[config] = got
-        if isinstance(got, BaselineFileError):
-            raise got
-        return got
-
-    def reload(self, config: str) -> BaselineFile:
-        self._files.pop(config, None)
-        return self.file(config)
