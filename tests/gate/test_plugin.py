@@ -413,3 +413,16 @@ def test_b(bench):
     bench.check("output_throughput", 92.0)  # the stored model: 2·5% band
 """)
     gate.runpytest_subprocess(*args, "--runner", "ci-a", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_reference_check_is_judged_against_a_value_of_this_run_and_never_written(gate):
+    gate.makepyfile(test_b="""
+from pytest_llmbench.gate import Relative
+
+def test_b(bench):
+    bench.check("paired_accuracy_gap", -0.2, noise=Relative(0.5), reference=0.1, direction="higher")
+""")
+    r = run(gate, "--update-baselines")
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*paired_accuracy_gap REGRESSED: observed -0.2 vs baseline 0.1*"])
+    assert not (gate.path / BASE).exists()

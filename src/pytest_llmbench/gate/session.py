@@ -30,6 +30,7 @@ import pytest
 from pytest_llmbench import stash
 from pytest_llmbench.gate import table, transport
 from pytest_llmbench.gate.baselines import BaselineFileError, Key
+from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.budget import FAMILIES, Budget, holm, parse_alpha
 from pytest_llmbench.gate.judge import beyond_band, default_noise, direction_for, family_of, judge
 from pytest_llmbench.gate.metric import Observation, default_hardware_bound
@@ -82,7 +83,8 @@ class GateSession:
 
     def check(self, bench: Any, metric: str, observed: float | Sequence[float], *,
               noise: NoiseModel | None = None, n: int | None = None, direction: str | None = None,
-              hardware_bound: bool | None = None, se: float | None = None, family: str | None = None) -> Verdict:
+              hardware_bound: bool | None = None, se: float | None = None, family: str | None = None,
+              reference: float | None = None) -> Verdict:
         """Gate one metric of ``bench``'s test against its baseline; never stops the test.
 
         ``observed`` is a number, a sequence of per-sample values (mean, SE and n come from them), or a
@@ -90,6 +92,8 @@ class GateSession:
         default from the observation (see ``judge.default_noise``). A regression is recorded and fails
         the test when it ends; a missing baseline is "new" (a failure only with --strict-baselines).
         Arguments that cannot be judged (a NaN ``se=``, an unknown family) fail the test at once.
+        ``reference=`` judges against a value measured in this run instead of a stored entry (a paired gap
+        against the baseline's own answers is judged against 0); nothing is written for it.
         """
         config_name = bench.config_name or NO_SERVER
         test_key = bench.test_key
@@ -105,7 +109,7 @@ class GateSession:
         path = self.store.path_for(config_name)
         where = f"{path} › {f'runners › {runner}' if runner else 'shared'} › {test_key} › {metric}"
         try:
-            entry = self.store.file(config_name).get(runner, test_key, metric)
+            entry = self.store.file(config_name).get(runner, test_key, metric) if reference is None else None
             dirn = direction_for(metric, direction, entry, overwrite=self.update == "all")
         except BaselineFileError as e:
             pytest.fail(f"{call}: {e}", pytrace=False)
@@ -115,6 +119,9 @@ class GateSession:
             model = noise or (noise_from_dict(entry.noise) if entry else None) or default_noise(obs)
         except ValueError as e:
             pytest.fail(f"{call}: {where}: noise: {e}", pytrace=False)
+        if reference is not None:
+            entry = BaselineEntry(value=float(reference), direction=dirn, noise=model.to_dict(),
+                                  provenance={"source": "reference measured in this run"})
         fam = family_of(test_key, hw, family)
         threshold = self.budget.threshold(fam) if self.budget else None
         missing = (f"no baseline ({f'runner {runner}' if runner else 'shared'}) in {path}; "
@@ -125,7 +132,7 @@ class GateSession:
             pytest.fail(f"{call[:-1]}, noise={model.describe()}): {e}", pytrace=False)
         v = replace(v, metric=metric, config=config_name, test_key=test_key, runner=runner, family=fam)
         self._record(bench, v)
-        if self.update and not (self.update == "new" and entry is not None):
+        if self.update and reference is None and not (self.update == "new" and entry is not None):
             self._measure(bench, v, obs, model, hw)
         if v.status == "REGRESSED":
             self._failing.setdefault(bench.item.nodeid, []).append(v.message())
