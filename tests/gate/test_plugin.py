@@ -426,3 +426,25 @@ def test_b(bench):
     r.assert_outcomes(failed=1)
     r.stdout.fnmatch_lines(["*paired_accuracy_gap REGRESSED: observed -0.2 vs baseline 0.1*"])
     assert not (gate.path / BASE).exists()
+
+
+def test_timing_entry_from_another_machine_is_not_comparable_instead_of_a_verdict(gate, monkeypatch):
+    """Issue 10: a machine 2.7x faster said "improved +135…+261%" on all 27 timing checks."""
+    (gate.path / "baselines").mkdir()
+    (gate.path / BASE).write_text("""
+runners:
+  ci-a:
+    test_b.py::test_b:
+      output_throughput: {value: 100, direction: higher, noise: {name: Relative, frac: 0.05},
+                          provenance: {calibration: 4.0}}
+""")
+    bench_test(gate, THROUGHPUT.format(v=270.0))
+    monkeypatch.setattr("pytest_llmbench.gate.session.measure", lambda: 10.8)
+    r = run(gate)
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines(["*output_throughput*new"])
+    run(gate, "--strict-baselines").stdout.fnmatch_lines([
+        "*not comparable — recorded on a machine calibrated at 4 GB/s, this one at 10.8 (×2.70, beyond ±25%): "
+        "re-record on this machine*"])
+    monkeypatch.setattr("pytest_llmbench.gate.session.measure", lambda: 4.4)
+    run(gate).stdout.fnmatch_lines(["*output_throughput*improved*"])

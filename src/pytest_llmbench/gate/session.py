@@ -31,6 +31,7 @@ from pytest_llmbench import stash
 from pytest_llmbench.gate import table, transport
 from pytest_llmbench.gate.baselines import BaselineFileError, Key
 from pytest_llmbench.gate.entry import BaselineEntry
+from pytest_llmbench.gate.calibration import TOLERANCE, comparable, measure
 from pytest_llmbench.gate.budget import FAMILIES, Budget, holm, parse_alpha
 from pytest_llmbench.gate.judge import beyond_band, default_noise, direction_for, family_of, judge
 from pytest_llmbench.gate.metric import Observation, default_hardware_bound
@@ -60,6 +61,7 @@ class GateSession:
             raise pytest.UsageError(str(e)) from None
         self.budget = Budget(alphas) if alphas else None
         self._runner: RunnerProfile | None = None
+        self._calibration: float | None = None
         self.is_worker = hasattr(config, "workerinput")
         self.checks: list[tuple[str, Verdict]] = []  # (nodeid, verdict), in run order
         self.measurements: dict[tuple[str, str | None, str, str], Measurement] = {}
@@ -78,6 +80,13 @@ class GateSession:
         if self._runner is None:
             self._runner = detect(self._runner_name)
         return self._runner
+
+    @property
+    def calibration(self) -> float:
+        """This process's machine calibration (see gate.calibration), measured at its first timing check."""
+        if self._calibration is None:
+            self._calibration = measure()
+        return self._calibration
 
     # --- the check --------------------------------------------------------------------------------------
 
@@ -119,13 +128,24 @@ class GateSession:
             model = noise or (noise_from_dict(entry.noise) if entry else None) or default_noise(obs)
         except ValueError as e:
             pytest.fail(f"{call}: {where}: noise: {e}", pytrace=False)
+        missing = (f"no baseline ({f'runner {runner}' if runner else 'shared'}) in {path}; "
+                   f"record one with --update-baselines")
+        # measured for tests with a server (recorded with their timing values) and for any entry that
+        # carries one; serverless checks of the gate's own tests skip the second it costs
+        calibrated = entry is not None and bool(entry.provenance.get("calibration"))
+        calibration = self.calibration if hw and (config_name != NO_SERVER or calibrated) else None
+        if entry is not None and hw:
+            ok, ratio = comparable(entry.provenance.get("calibration"), calibration)
+            if not ok:
+                missing = (f"not comparable — recorded on a machine calibrated at {entry.provenance['calibration']:g} "
+                           f"GB/s, this one at {calibration:g} (×{ratio:.2f}, beyond ±{TOLERANCE:.0%}): re-record on "
+                           f"this machine (--update-baselines) or use a reference run")
+                entry = None
         if reference is not None:
             entry = BaselineEntry(value=float(reference), direction=dirn, noise=model.to_dict(),
                                   provenance={"source": "reference measured in this run"})
         fam = family_of(test_key, hw, family)
         threshold = self.budget.threshold(fam) if self.budget else None
-        missing = (f"no baseline ({f'runner {runner}' if runner else 'shared'}) in {path}; "
-                   f"record one with --update-baselines")
         try:
             v = judge(entry, obs, model, dirn, threshold=threshold, missing=missing)
         except NoiseModelError as e:
@@ -133,7 +153,7 @@ class GateSession:
         v = replace(v, metric=metric, config=config_name, test_key=test_key, runner=runner, family=fam)
         self._record(bench, v)
         if self.update and reference is None and not (self.update == "new" and entry is not None):
-            self._measure(bench, v, obs, model, hw)
+            self._measure(bench, v, obs, model, hw, calibration)
         if v.status == "REGRESSED":
             self._failing.setdefault(bench.item.nodeid, []).append(v.message())
         if v.status == "new" and self.strict and not self.update:
@@ -153,10 +173,14 @@ class GateSession:
         if self.is_worker:
             transport.send_check(self.config, bench.item.nodeid, v)
 
-    def _measure(self, bench: Any, v: Verdict, obs: Observation, model: NoiseModel, hw: bool) -> None:
+    def _measure(self, bench: Any, v: Verdict, obs: Observation, model: NoiseModel, hw: bool,
+                 calibration: float | None) -> None:
+        provenance = self._provenance(bench, hw)
+        if calibration:
+            provenance["calibration"] = calibration
         m = Measurement(config=v.config, runner=v.runner, test_key=v.test_key, metric=v.metric,
                         value=obs.value, direction=v.direction, noise=model.to_dict(), n=obs.n, se=obs.se,
-                        provenance=self._provenance(bench, hw), status=v.status)
+                        provenance=provenance, status=v.status)
         self.measurements[m.key] = m
         if self.is_worker:
             transport.send_measurement(self.config, m)
