@@ -448,3 +448,26 @@ runners:
         "re-record on this machine*"])
     monkeypatch.setattr("pytest_llmbench.gate.session.measure", lambda: 4.4)
     run(gate).stdout.fnmatch_lines(["*output_throughput*improved*"])
+
+
+def test_budget_under_xdist_controller_adjusts_and_writes_p_and_q(gate, monkeypatch):
+    gate.makepyfile(test_x="""
+import os
+import pytest
+from pytest_llmbench.gate import StdErr
+DROP = float(os.environ.get("DROP", "0"))
+
+@pytest.mark.parametrize("i", range(4))
+def test_x(bench, i):
+    bench.check("accept_length", 3.4 - (DROP if i == 0 else 0.0), se=0.1, n=30, noise=StdErr(k=2))
+""")
+    args = ["-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider"]
+    gate.runpytest_subprocess(*args, "--update-baselines").assert_outcomes(passed=4)
+    monkeypatch.setenv("DROP", "0.6")
+    r = gate.runpytest_subprocess(*args, "--results-dir=res")
+    r.assert_outcomes(passed=3, failed=1)
+    r.stdout.fnmatch_lines(["*accept_length*REGRESSED", "error budget: quality α=0.02 over 4 gates*"])
+    recs = [json.loads(ln) for f in (gate.path / "res").glob("results*.jsonl") for ln in f.read_text().splitlines()]
+    final = [x for x in recs if x["record"] == "verdict"]
+    assert len(final) == 4 and all(x["q_value"] is not None for x in final)
+    assert next(x for x in recs if x["record"] == "gate_budget")["counted"]["quality"] == 4

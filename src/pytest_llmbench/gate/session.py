@@ -245,6 +245,8 @@ class GateSession:
                 if cls is None or cls.gives_p:
                     counts[family_of(test_key, runner is not None)] += 1
         self.budget.counts = counts
+        if self.is_worker:
+            transport.send_counts(self.config, counts)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
@@ -264,8 +266,11 @@ class GateSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """Controller side of xdist: merge what a worker judged and measured (never written by the worker)."""
-        checks, measurements = transport.receive(node)
+        checks, measurements, counts = transport.receive(node)
         self.checks.extend(checks)
+        if self.budget is not None:
+            for fam, c in counts.items():
+                self.budget.counts[fam] = max(self.budget.counts.get(fam, 0), c)
         for m in measurements:
             self.measurements[m.key] = m
 

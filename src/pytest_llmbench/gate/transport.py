@@ -29,11 +29,16 @@ def send_measurement(config: Any, m: Measurement) -> None:
     outbox(config)["measurements"].append(asdict(m))
 
 
-def receive(node: Any) -> tuple[list[tuple[str, Verdict]], list[Measurement]]:
+def send_counts(config: Any, counts: dict[str, int]) -> None:
+    """The budget's gate counts (every worker collects the whole selection, so they agree)."""
+    outbox(config)["counts"] = dict(counts)  # type: ignore[assignment]
+
+
+def receive(node: Any) -> tuple[list[tuple[str, Verdict]], list[Measurement], dict[str, int]]:
     """What one finished worker sent (nothing when it sent nothing, e.g. it crashed before any check)."""
     data = getattr(node, "workeroutput", {}).get(WIRE)
     if not data:
-        return [], []
+        return [], [], {}
     checks = [(c["nodeid"], Verdict(**{k: v for k, v in c["verdict"].items() if k in _VERDICT_FIELDS}))
               for c in data["checks"]]
-    return checks, [Measurement(**d) for d in data["measurements"]]
+    return checks, [Measurement(**d) for d in data["measurements"]], dict(data.get("counts") or {})
