@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,9 @@ import pytest
 from pytest_llmbench import stash
 from pytest_llmbench.gate import table, transport
 from pytest_llmbench.gate.baselines import BaselineFileError, Key
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.calibration import TOLERANCE, comparable, measure
 from pytest_llmbench.gate.budget import FAMILIES, Budget, holm, parse_alpha
+from pytest_llmbench.gate.calibration import TOLERANCE, comparable, measure
+from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.judge import beyond_band, default_noise, direction_for, family_of, judge
 from pytest_llmbench.gate.metric import Observation, default_hardware_bound
 from pytest_llmbench.gate.noise import NOISE_MODELS, NoiseModel, NoiseModelError, noise_from_dict
@@ -130,17 +130,10 @@ class GateSession:
             pytest.fail(f"{call}: {where}: noise: {e}", pytrace=False)
         missing = (f"no baseline ({f'runner {runner}' if runner else 'shared'}) in {path}; "
                    f"record one with --update-baselines")
-        # measured for tests with a server (recorded with their timing values) and for any entry that
-        # carries one; serverless checks of the gate's own tests skip the second it costs
-        calibrated = entry is not None and bool(entry.provenance.get("calibration"))
-        calibration = self.calibration if hw and (config_name != NO_SERVER or calibrated) else None
-        if entry is not None and hw:
-            ok, ratio = comparable(entry.provenance.get("calibration"), calibration)
-            if not ok:
-                missing = (f"not comparable — recorded on a machine calibrated at {entry.provenance['calibration']:g} "
-                           f"GB/s, this one at {calibration:g} (×{ratio:.2f}, beyond ±{TOLERANCE:.0%}): re-record on "
-                           f"this machine (--update-baselines) or use a reference run")
-                entry = None
+        calibration = None
+        if hw:
+            entry, calibration, why = self._comparable(entry, config_name)
+            missing = why or missing
         if reference is not None:
             entry = BaselineEntry(value=float(reference), direction=dirn, noise=model.to_dict(),
                                   provenance={"source": "reference measured in this run"})
@@ -160,6 +153,22 @@ class GateSession:
             self._failing.setdefault(bench.item.nodeid, []).append(
                 f"{v.message()} — --strict-baselines makes a missing baseline a failure")
         return v
+
+    def _comparable(self, entry: BaselineEntry | None, config_name: str
+                    ) -> tuple[BaselineEntry | None, float | None, str | None]:
+        """(the entry, or None when it was recorded on a machine calibrated elsewhere; this machine's
+        calibration; why not comparable). Measured for tests with a server (it is recorded with their
+        timing values) and for any entry that carries one; the gate's own serverless tests skip it."""
+        recorded = entry.provenance.get("calibration") if entry is not None else None
+        if config_name == NO_SERVER and not recorded:
+            return entry, None, None
+        now = self.calibration
+        ok, ratio = comparable(recorded, now)
+        if ok:
+            return entry, now, None
+        return None, now, (f"not comparable — recorded on a machine calibrated at {recorded:g} GB/s, this one at "
+                           f"{now:g} (×{ratio:.2f}, beyond ±{TOLERANCE:.0%}): re-record on this machine "
+                           f"(--update-baselines) or use a reference run")
 
     def _record(self, bench: Any, v: Verdict) -> None:
         self.checks.append((bench.item.nodeid, v))
