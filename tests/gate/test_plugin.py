@@ -471,3 +471,12 @@ def test_x(bench, i):
     final = [x for x in recs if x["record"] == "verdict"]
     assert len(final) == 4 and all(x["q_value"] is not None for x in final)
     assert next(x for x in recs if x["record"] == "gate_budget")["counted"]["quality"] == 4
+
+
+def test_a_test_that_fails_on_its_own_also_lists_its_regressed_checks(gate):
+    record(gate, THROUGHPUT.format(v=100.0))
+    bench_test(gate, THROUGHPUT.format(v=80.0), 'assert 1 == 2, "the bench itself broke"')
+    r = run(gate)
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*the bench itself broke*", "*llmbench regressed checks*",
+                            "*1 regressed check(s):*", "*output_throughput REGRESSED*"])
