@@ -178,7 +178,8 @@ class GateSession:
         if v.p_value is not None:
             props.append((f"llmbench.verdict.{v.metric}.p_value", v.p_value))
         if stash.RESULTS in self.config.stash:  # as it happens (a crash keeps it); q comes at session end
-            self.config.stash[stash.RESULTS].write({"record": "check", "nodeid": bench.item.nodeid, **v.as_dict()})
+            self.config.stash[stash.RESULTS].write({"record": "check", "nodeid": bench.item.nodeid, **v.as_dict(),
+                                                    "calibration": self._calibration if v.runner else None})
         if self.is_worker:
             transport.send_check(self.config, bench.item.nodeid, v)
 
