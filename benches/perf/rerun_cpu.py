@@ -3,8 +3,9 @@ per clean run before and after the error budget, an injected slower server setti
 
 The part: ``benches/test_serving_cpu.py -m cpu -k "smol-ngram and chat"`` — one config (n-gram
 speculation), two scenarios (chat-1u, chat-4u): 6 timing gates (History(k=3) on tok/s, TTFT, TPOT) and
-2 quality gates (accept length per request, StdErr(k=2)). Steps, each one pytest run under
-``flock /tmp/llmbench-heavy.lock`` (other engineers share the 2 cores: their load is in every number):
+2 quality gates (accept length per request, StdErr(k=2)). Run the whole script under
+``flock /tmp/llmbench-heavy.lock`` (one turn for all its runs; other engineers share the 2 cores and
+their load, between turns, is in every number). Steps, each one pytest run:
 
 1. record: ``--record`` runs with ``--update-baselines`` into a temporary ``--baselines-dir`` (History
    needs 3 accepted runs before it learns a spread);
@@ -16,8 +17,8 @@ speculation), two scenarios (chat-1u, chat-4u): 6 timing gates (History(k=3) on 
 4. loaded: ``--loaded`` runs with a busy loop pinned to one core (another machine state): what the
    calibration check says, and what the verdict would have been without it.
 
-Run: ``python benches/perf/rerun_cpu.py [--record 3] [--runs 10] [--injected 2] [--loaded 2]``; writes the
-markdown report to stdout (saved as rerun_cpu.out.md).
+Run: ``flock /tmp/llmbench-heavy.lock python benches/perf/rerun_cpu.py [--record 3] [--runs 10]
+[--injected 2] [--loaded 2]``; writes the markdown report to stdout (saved as rerun_cpu.out.md).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ _FIELDS = set(Verdict.__dataclass_fields__)
 
 def pytest_run(tmp: Path, label: str, *extra: str, configs: Path | None = None) -> dict:
     res = tmp / "results" / label
-    cmd = ["flock", "/tmp/llmbench-heavy.lock", sys.executable, "-m", "pytest", *SELECT, "-p", "no:cacheprovider",
+    cmd = [sys.executable, "-m", "pytest", *SELECT, "-p", "no:cacheprovider",
            "-q", f"--baselines-dir={tmp / 'baselines'}", f"--results-dir={res}", *extra]
     if configs:
         cmd.append(f"--llmbench-configs={configs}")
