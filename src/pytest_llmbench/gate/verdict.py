@@ -57,6 +57,8 @@ class Verdict:
         """What a failing (or reported) check says: metric, both values, tolerance and the rule."""
         where = f"[config {self.config}, test {self.test_key}" + (f", runner {self.runner}]" if self.runner else "]")
         if self.baseline is None:
+            if self.rule.startswith("not comparable"):
+                return f"{self.metric}: {fmt(self.observed)} has no comparable baseline: {self.rule} {where}"
             return f"{self.metric}: {fmt(self.observed)} has no baseline ({self.rule}) {where}"
         head = {
             "REGRESSED": "REGRESSED",
