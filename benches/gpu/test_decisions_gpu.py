@@ -121,8 +121,8 @@ def test_typed_decisions_systemone(llm_server, bench):
     baseline = R.baseline_answers(bench, "typed-decisions.pass1")
     if baseline is not None:
         gap = paired_gap(pass1, baseline, "correct", names=("run", "baseline"))
-        bench.record("paired_agreement_gap", gap.gap)
-        assert not gap.worse, gap.describe()
+        bench.check("paired_agreement_gap", gap.gap, noise=gap.gate(), reference=0.0, direction=gap.direction,
+                    family="decisions", hardware_bound=False)
     R.maybe_update_baseline_answers(bench, "typed-decisions.pass1", pass1)
     n = s["all"]["n"]
     bench.check("failed", s["all"]["failed"], noise=Spread(max(2.0, 0.001 * n)), direction="lower")

@@ -17,7 +17,12 @@ A/A: baseline and new run drawn from the same distribution; false alarm = REGRES
 drawn with the effect; power = REGRESSED. Targets: <= 1% false alarms, >= 95% power. Where a row misses,
 the smallest sample size on a grid that meets both (checked by the same simulation) is given.
 
-Run: ``python benches/perf/simulate_gates.py [--reps 20000] [--seed 0]`` (a minute or two on 2 cores).
+History's rule is the t prediction bound (issue 10), so its rows changed from the fixed k·s of 8fab55e.
+The second part is the suite level (``simulate_suite.py``): the CPU suite's 46 gates together, with a
+session drift term and same-prompt correlation, before and after the error budget.
+
+Run: ``python benches/perf/simulate_gates.py [--reps 20000] [--seed 0] [--suite-reps 500]`` (~15 min on
+2 shared cores).
 """
 
 from __future__ import annotations
@@ -107,8 +112,10 @@ def regressed(model: NoiseModel, b: Batch) -> np.ndarray:
     """The models' rules, vectorised (checked against the gate code on CHECKED replicates per cell)."""
     if isinstance(model, History):
         m = b.base.shape[1]
-        tol = model.k * b.base.std(axis=1, ddof=1) * np.sqrt(1 + 1 / m)
-        return b.base.mean(axis=1) - b.new > tol
+        sd = b.base.std(axis=1, ddof=1)
+        tol = stats.t.ppf(1 - model.alpha, m - 1) * sd * np.sqrt(1 + 1 / m)
+        flat = regressed(model.fallback, Batch(b.base[:, -1:], b.new, b.n))  # no spread: the fallback judges
+        return np.where(sd > 0, b.base.mean(axis=1) - b.new > tol, flat)
     if isinstance(model, StdErr):
         se_b, se_n = stats.sem(b.base, axis=1), stats.sem(b.new, axis=1)
         n_b, n_n = b.base.shape[1], b.new.shape[1]
@@ -195,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=20000, help="replicates per cell (A/A and shifted)")
     ap.add_argument("--search-reps", type=int, default=4000, help="replicates per size while searching")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--suite-reps", type=int, default=500,
+                    help="clean runs per row of the suite-level table (simulate_suite.py); 0 skips it")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
@@ -219,7 +228,11 @@ def main(argv: list[str] | None = None) -> int:
           "model and the same effect (BFCL: the same 10/205 drop as a proportion), found with "
           f"{args.search_reps} replicates per size. 'runs/side (mean)': the mean of that many runs on each "
           "side; 'history runs': accepted runs in the baseline's history, one new run.")
-    print(f"\n({time.perf_counter() - t0:.0f} s)")
+    print(f"\n({time.perf_counter() - t0:.0f} s)\n")
+    if args.suite_reps:
+        import simulate_suite  # beside this script
+
+        simulate_suite.main(["--reps", str(args.suite_reps), "--drift", "0.02", "--rho", "0", "0.5"])
     return 0
 
 

@@ -113,3 +113,73 @@ def test_atomic_write_never_exposes_a_partial_file(tmp_path, monkeypatch):
     write_atomic(path, "new\n" * 1000)
     assert seen == [("new\n" * 1000, "old\n")]
     assert path.read_text() == "new\n" * 1000
+
+
+# --- issue 10 / issue 9: bad numbers, truncation, file mode ---------------------------------------------
+
+@pytest.mark.parametrize(("field", "text", "message"), [
+    ("se", "se: .nan", "'se' must be a finite number, found nan"),
+    ("value", "value: .nan", "'value' must be a finite number, found nan"),
+    ("se", "se: -0.1", "'se' must be >= 0, found -0.1"),
+    ("spread", "spread: -2", "'spread' must be >= 0"),
+    ("se", "se: abc", "'se' must be a number, found 'abc'"),
+    ("history", "history: [1, .inf]", "'history' must be a list of finite numbers"),
+    ("n", "n: 0", "'n' must be a whole number >= 1, found 0"),
+])
+def test_bad_numbers_are_an_error_naming_file_and_key(tmp_path, field, text, message):
+    """Defect at 8fab55e: se: .nan / value: .nan loaded, the tolerance became NaN and every check passed."""
+    path = tmp_path / "c.yaml"
+    entry = {"value": "value: 3.4", "se": "se: 0.1", "spread": "spread: 1", "history": "history: [3.4]",
+             "n": "n: 32"}
+    entry[field] = text
+    body = ", ".join(entry.values())
+    path.write_text(f"shared:\n  t.py::test_a:\n    accept_length: {{{body}, direction: higher, "
+                    f"noise: {{name: StdErr}}}}\n")
+    with pytest.raises(BaselineFileError) as e:
+        load(path, "c")
+    assert str(path) in str(e.value) and "shared › t.py::test_a › accept_length" in str(e.value)
+    assert message in str(e.value)
+
+
+def test_file_cut_at_a_line_boundary_is_an_error_not_fewer_entries(tmp_path):
+    """Issue 9: a file cut short loaded 8 of its 18 entries silently; the writer's end line catches it."""
+    path = tmp_path / "cpu-nodraft.yaml"
+    write_atomic(path, dumps(sample(path)))
+    lines = path.read_text().splitlines(keepends=True)
+    for cut in (len(lines) - 1, len(lines) - 2, len(lines) // 2):
+        path.write_text("".join(lines[:cut]))
+        with pytest.raises(BaselineFileError, match="cut short"):
+            load(path, "cpu-nodraft")
+
+
+def test_hand_edited_value_still_loads_and_a_wrong_count_says_how_to_fix_it(tmp_path):
+    path = tmp_path / "cpu-nodraft.yaml"
+    write_atomic(path, dumps(sample(path)))
+    path.write_text(path.read_text().replace("value: 176", "value: 175"))
+    assert load(path, "cpu-nodraft").get(None, "t.py::test_bfcl", "bfcl_passed").value == 175
+    path.write_text(path.read_text().replace("# end: 2 entries", "# end: 3 entries"))
+    with pytest.raises(BaselineFileError, match="holds 2 entries but its end line says 3.*correct the number"):
+        load(path, "cpu-nodraft")
+
+
+def test_version_1_files_without_end_line_still_load(tmp_path):
+    path = tmp_path / "old.yaml"
+    path.write_text("# pytest-llmbench baselines for config 'old'.\nconfig: old\nshared:\n  t.py::t:\n"
+                    "    passed: {value: 3, direction: higher, noise: {name: Spread, spread: 1}}\nversion: 1\n")
+    assert load(path, "old").get(None, "t.py::t", "passed").value == 3
+
+
+def test_committed_baselines_load():
+    from pathlib import Path
+
+    files = sorted((Path(__file__).parents[2] / "baselines").glob("*.yaml"))
+    assert files
+    for path in files:
+        assert list(load(path, path.stem).keys(None)) or load(path, path.stem).runners
+
+
+def test_written_files_are_readable_by_everyone(tmp_path):
+    """Issue 9: mkstemp made baseline files 0600 while committed ones are 0644."""
+    path = tmp_path / "x.yaml"
+    write_atomic(path, dumps(sample(path)))
+    assert oct(path.stat().st_mode & 0o777) == oct(0o644)

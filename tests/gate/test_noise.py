@@ -61,10 +61,24 @@ def test_stderr_without_any_se_is_a_usage_error():
         StdErr().verdict(entry(1.0), Observation(1.0), "higher")
 
 
-def test_stderr_missing_baseline_se_borrows_the_observed_one():
-    v = StdErr(k=1).verdict(entry(1.0), Observation(1.0, se=0.1), "higher")
-    assert v.tolerance == pytest.approx(0.1 * math.sqrt(2))
-    assert "baseline SE unknown" in v.rule
+def test_stderr_missing_baseline_se_is_the_observed_one_scaled_by_sample_sizes():
+    # changed with issue 10: the borrowed SE is scaled by √(n_observed / n_baseline), not copied
+    v = StdErr(k=1).verdict(entry(1.0), Observation(1.0, se=0.1, n=32), "higher")
+    assert v.tolerance == pytest.approx(math.hypot(0.1 * math.sqrt(32), 0.1))
+    assert "baseline SE unknown" in v.rule and "√(32/1)" in v.rule
+
+
+def test_stderr_single_value_against_a_32_prompt_baseline_has_the_spread_of_one_prompt():
+    """Defect at 8fab55e: the baseline's SE of a 32-prompt mean was used for one value (31% false alarms)."""
+    base = BaselineEntry(3.4, "higher", {"name": "StdErr"}, n=32, se=0.9 / math.sqrt(32))
+    v = StdErr(k=2).verdict(base, Observation(3.4 - 1.0), "higher")  # one prompt 1.1 SD below the mean
+    assert v.status == "pass"
+    assert v.tolerance == pytest.approx(2 * math.hypot(0.9 / math.sqrt(32), 0.9), rel=1e-6)
+
+
+def test_stderr_without_n_to_scale_by_is_an_error_not_a_guess():
+    with pytest.raises(NoiseModelError, match="no n to scale"):
+        StdErr().verdict(entry(1.0), Observation(1.0, se=0.1), "higher")
 
 
 @pytest.mark.parametrize(("direction", "observed", "status"), [
@@ -121,13 +135,35 @@ def test_binomial_too_few_cases_says_it_cannot_fail():
 
 def test_history_learns_the_spread_from_the_seeds_bfcl_reruns():
     base = entry(176, n=205, history=(168.0, 174.0, 176.0))
-    v = History(k=3).verdict(base, Observation(150), "higher")
+    v = History(k=2).verdict(base, Observation(150), "higher")
     hist = np.array([168, 174, 176])
-    tol = 3 * np.std(hist, ddof=1) * np.sqrt(1 + 1 / 3)
+    # changed with issue 10: a t prediction bound (2 df) at the level k=2 stands for, not 2·s
+    tol = stats.t.ppf(stats.norm.cdf(2), 2) * np.std(hist, ddof=1) * np.sqrt(1 + 1 / 3)
     assert v.baseline == pytest.approx(hist.mean())
     assert v.tolerance == pytest.approx(tol)
     assert v.status == "REGRESSED"
-    assert History(k=3).verdict(base, Observation(165), "higher").status == "pass"
+    assert v.p_value == pytest.approx(stats.t.sf((hist.mean() - 150) / (np.std(hist, ddof=1) * np.sqrt(4 / 3)), 2))
+    assert History(k=2).verdict(base, Observation(160), "higher").status == "pass"
+
+
+def test_history_false_alarm_rate_is_its_level_at_three_runs_not_five_percent():
+    """Defect at 8fab55e: k=3 times s from 3 runs false-alarmed ~5%; the t bound holds its level."""
+    rng = np.random.default_rng(0)
+    runs = rng.normal(100, 2, size=(4000, 4))
+    model = History(k=2, fallback=Spread(0))
+    flags = sum(model.verdict(entry(r[2], history=tuple(r[:3])), Observation(r[3]), "higher").status == "REGRESSED"
+                for r in runs)
+    assert flags / 4000 == pytest.approx(stats.norm.sf(2), abs=0.01)  # 2.3%, vs 9% with a fixed 2·s
+
+
+def test_history_that_never_moved_uses_the_fallback_not_a_zero_tolerance():
+    """Defect at 8fab55e: [0,0,0] failed on 1 (tolerance 0) while [0,0] passed on the fallback."""
+    model = History(k=3, fallback=Spread(2))
+    for hist in ((0.0, 0.0), (0.0, 0.0, 0.0)):
+        v = model.verdict(entry(0.0, "lower", history=hist), Observation(1.0), "lower")
+        assert v.status == "pass" and "fallback Spread 2" in v.rule
+    assert "no spread to learn" in model.verdict(entry(0.0, "lower", history=(0.0,) * 3), Observation(1.0),
+                                                 "lower").rule
 
 
 def test_history_with_too_few_runs_uses_the_fallback_and_says_so():

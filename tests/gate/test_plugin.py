@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -88,15 +89,15 @@ def test_strict_baselines_fails_new(gate):
 
 
 def test_update_keeps_history_and_update_new_only_adds(gate):
-    for v in (100.0, 104.0, 98.0):
+    for v in (100.0, 104.0, 101.0):
         bench_test(gate, THROUGHPUT.format(v=v))
         run(gate, "--update-baselines").assert_outcomes(passed=1)
     entry = baseline(gate)["runners"]["ci-a"]["test_b.py::test_b"]["output_throughput"]
-    assert entry["history"] == [100, 104, 98] and entry["value"] == 98
+    assert entry["history"] == [100, 104, 101] and entry["value"] == 101
     bench_test(gate, THROUGHPUT.format(v=99.0), 'bench.check("accept_length", [3.0, 3.5, 4.0])')
     run(gate, "--update-baselines=new").assert_outcomes(passed=1)
     data = baseline(gate)
-    assert data["runners"]["ci-a"]["test_b.py::test_b"]["output_throughput"]["history"] == [100, 104, 98]
+    assert data["runners"]["ci-a"]["test_b.py::test_b"]["output_throughput"]["history"] == [100, 104, 101]
     al = data["shared"]["test_b.py::test_b"]["accept_length"]
     assert al["value"] == 3.5 and al["n"] == 3 and al["se"] == pytest.approx(0.288675)
     assert al["noise"] == {"name": "StdErr", "k": 2}  # the default for per-sample values; None params omitted
@@ -104,13 +105,14 @@ def test_update_keeps_history_and_update_new_only_adds(gate):
 
 def test_history_noise_learns_from_accepted_runs(gate):
     for v in (168, 174, 176):
-        bench_test(gate, f'bench.check("bfcl_passed", {v}, noise=History(k=3, fallback=Spread(8)))')
+        bench_test(gate, f'bench.check("bfcl_passed", {v}, noise=History(k=2, fallback=Spread(8)))')
         run(gate, "--update-baselines").assert_outcomes(passed=1)
     assert baseline(gate)["shared"]["test_b.py::test_b"]["bfcl_passed"]["history"] == [168, 174, 176]
-    bench_test(gate, 'bench.check("bfcl_passed", 150, noise=History(k=3, fallback=Spread(8)))')
+    bench_test(gate, 'bench.check("bfcl_passed", 140, noise=History(k=2, fallback=Spread(8)))')
     r = run(gate)
     r.assert_outcomes(failed=1)
-    r.stdout.fnmatch_lines(["*rule: History k=3 over 3 runs (mean, SD 4.163): fail if observed < 172.7 − *"])
+    r.stdout.fnmatch_lines(["*rule: History k=2 (prediction bound, t) over 3 runs (mean, SD 4.163): "
+                            "fail if observed < 172.7 − *"])
 
 
 def test_history_is_capped_when_updating(gate):
@@ -135,14 +137,15 @@ def test_binomial_count_with_n(gate):
     r.stdout.fnmatch_lines(["*gsm8k_correct REGRESSED: observed 1240 vs baseline 1280*Fisher exact*of 1319*"])
 
 
-def test_corrupt_baseline_fails_clearly_and_is_never_overwritten(gate):
+def test_corrupt_baseline_is_a_usage_error_before_any_test_and_is_never_overwritten(gate):
+    # changed with issue 9: read at session start (before any server starts), not by the first check
     (gate.path / "baselines").mkdir()
     (gate.path / BASE).write_text("runners: {ci-a: [\n")
     bench_test(gate, THROUGHPUT.format(v=100.0))
     r = run(gate, "--update-baselines")
-    r.assert_outcomes(failed=1)
-    assert r.ret != 0
-    r.stdout.fnmatch_lines([f"*baseline file *{BASE} is unreadable: invalid YAML*never overwrites it*"])
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert "test_b.py" not in r.stdout.str()  # nothing ran
+    r.stderr.fnmatch_lines([f"ERROR: baseline file *{BASE} is unreadable: invalid YAML*never overwrites it*"])
     assert (gate.path / BASE).read_text() == "runners: {ci-a: [\n"
 
 
@@ -221,3 +224,260 @@ def test_written_baseline_file(gate, snapshot):
     text = re.sub(r"date: '\d{4}-\d\d-\d\d'", "date: 'DATE'", (gate.path / BASE).read_text())
     text = re.sub(r"host: .*", "host: HOST", text)
     assert text == snapshot
+
+
+# --- issue 10: every check judged, the error budget, update semantics ------------------------------------
+
+def record(gate, *checks):
+    bench_test(gate, *checks)
+    run(gate, "--update-baselines").assert_outcomes(passed=1)
+
+
+def test_every_check_is_judged_and_the_test_fails_once_listing_all_regressions(gate):
+    """Defect at 8fab55e: the first regressed check stopped the test; later checks were never judged."""
+    checks = ['bench.check("output_throughput", {a}, noise=Relative(0.05))',
+              'bench.check("median_ttft_ms", {b}, noise=Relative(0.05))',
+              'bench.check("accept_length", {c}, noise=Relative(0.05))',
+              'print("after the checks")']
+    record(gate, *[c.format(a=100.0, b=50.0, c=3.0) for c in checks])
+    bench_test(gate, *[c.format(a=80.0, b=70.0, c=3.0) for c in checks])
+    r = run(gate, "-s", "--junitxml=out.xml", "--results-dir=res")
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*after the checks*", "*2 regressed check(s):", "*output_throughput REGRESSED*",
+                            "*median_ttft_ms REGRESSED*"])
+    r.stdout.fnmatch_lines(["*llmbench verdicts*", "*output_throughput*REGRESSED", "*median_ttft_ms*REGRESSED",
+                            "*accept_length*pass", "2 regressed, 1 pass"])
+    xml = (gate.path / "out.xml").read_text()
+    assert xml.count("<failure") == 1 and "2 regressed check(s)" in xml
+    assert 'name="llmbench.verdict.median_ttft_ms" value="REGRESSED"' in xml
+    recs = [json.loads(ln) for f in (gate.path / "res").glob("results*.jsonl") for ln in f.read_text().splitlines()]
+    assert sorted(r["metric"] for r in recs if r["record"] == "verdict") == [
+        "accept_length", "median_ttft_ms", "output_throughput"]
+
+
+def test_soft_failure_under_xdist(gate):
+    checks = ['bench.check("output_throughput", {a}, noise=Relative(0.05))',
+              'bench.check("median_ttft_ms", {b}, noise=Relative(0.05))']
+    record(gate, *[c.format(a=100.0, b=50.0) for c in checks])
+    bench_test(gate, *[c.format(a=80.0, b=70.0) for c in checks])
+    r = gate.runpytest_subprocess("-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider")
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*2 regressed check(s):*"])
+    r.stdout.fnmatch_lines(["*llmbench verdicts*", "2 regressed"])
+
+
+STDERR = 'bench.check("accept_length", {v}, se=0.1, n=30, noise=StdErr(k=2))'
+
+
+def test_p_and_q_reach_results_jsonl_and_the_table(gate):
+    record(gate, STDERR.format(v=3.4))
+    bench_test(gate, STDERR.format(v=3.0))
+    r = run(gate, "--results-dir=res")
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*accept_length*REGRESSED: observed 3 vs baseline 3.4*p=*", "*REGRESSED",
+                            "error budget: quality α=0.02 over 1 gates (Holm per family*"])
+    recs = [json.loads(ln) for f in (gate.path / "res").glob("results*.jsonl") for ln in f.read_text().splitlines()]
+    v = next(x for x in recs if x["record"] == "verdict")
+    assert v["p_value"] < 0.01 and v["q_value"] == pytest.approx(v["p_value"]) and v["family"] == "quality"
+    assert next(x for x in recs if x["record"] == "check")["q_value"] is None
+    budget = next(x for x in recs if x["record"] == "gate_budget")
+    assert budget["counted"]["quality"] == 1 and budget["alphas"]["quality"] == 0.02
+
+
+def gates(n, v):
+    return "\n".join(f'    bench.check("m{i}_accuracy", {v}, se=0.1, n=30, noise=StdErr(k=2))' for i in range(n))
+
+
+def test_budget_counts_gates_up_front_and_holm_flags_at_suite_level(gate):
+    """Ten gates at α=0.05: a test fails at p ≤ 0.005; Holm's later steps still flag the suite."""
+    gate.makepyfile(test_g=f"""
+import os
+from pytest_llmbench.gate import StdErr
+V = float(os.environ.get("V", "3.4"))
+
+def test_a(bench):
+    bench.check("m_accuracy", 3.4 - float(os.environ.get("DROP_A", "0")), se=0.1, n=30, noise=StdErr(k=2))
+
+def test_b(bench):
+{gates(9, "V")}
+""")
+    run(gate, "--update-baselines").assert_outcomes(passed=2)
+    # test_a: z = 0.29/0.1414 = 2.05 → p ≈ 0.025: beyond k=2 but above 0.05/10 → its test passes.
+    # test_b: 9 gates with z = 0.6/0.1414 → p ≈ 1e-5: they fail the test; Holm then reaches test_a's p·1.
+    r = gate.runpytest("--runner", "ci-a", "-p", "no:cacheprovider", "--gate-alpha", "0.05",
+                       "--results-dir=res")
+    r.assert_outcomes(passed=2)
+    assert r.ret == 0
+    import os
+    os.environ["DROP_A"] = "0.29"
+    os.environ["V"] = "2.8"
+    try:
+        r = gate.runpytest("--runner", "ci-a", "-p", "no:cacheprovider", "--gate-alpha", "0.05")
+    finally:
+        del os.environ["DROP_A"], os.environ["V"]
+    r.assert_outcomes(passed=1, failed=1)
+    assert r.ret == pytest.ExitCode.TESTS_FAILED
+    r.stdout.fnmatch_lines(["*test_g.py::test_a  m_accuracy*0.022   0.022  REGRESSED"])
+    r.stdout.fnmatch_lines(["error budget: quality α=0.05 over 10 gates*",
+                            "REGRESSED at suite level (test test_g.py::test_a passed; Holm across the quality "
+                            "family)*within the suite's error budget; Holm q=0.022 ≤ α=0.05: REGRESSED at suite "
+                            "level*"])
+
+
+def test_budget_off_judges_each_gate_at_its_own_level(gate):
+    record(gate, STDERR.format(v=3.4))
+    bench_test(gate, STDERR.format(v=3.1))  # z = 2.12: beyond k=2 with p ≈ 0.018 (> α=0.01 of one gate)
+    run(gate, "--gate-alpha", "0.01").assert_outcomes(passed=1)
+    run(gate, "--gate-alpha", "off").assert_outcomes(failed=1)
+
+
+def test_a_nan_se_argument_is_an_error_naming_the_argument(gate):
+    """Defect at 8fab55e: se=float('nan') made the tolerance NaN and the check passed anything."""
+    record(gate, STDERR.format(v=3.4))
+    bench_test(gate, 'bench.check("accept_length", 0.1, se=float("nan"), n=30, noise=StdErr(k=2))')
+    r = run(gate)
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*bench.check('accept_length'): se= must be a finite number >= 0, got nan*"])
+    bench_test(gate, 'bench.check("accept_length", 3.4, se=-1, n=30)')
+    run(gate).stdout.fnmatch_lines(["*se= must be a finite number >= 0, got -1.0*"])
+
+
+def test_truncated_baseline_is_a_usage_error_before_tests_run(gate):
+    record(gate, THROUGHPUT.format(v=100.0), 'bench.check("failed", 0, noise=Spread(1))')
+    path = gate.path / BASE
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
+    r = run(gate)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["ERROR: baseline file *_noserver_.yaml is unreadable: *cut short*"])
+
+
+def test_update_all_writes_a_regressed_value_but_fails_and_restarts_the_history(gate):
+    """Defect at 8fab55e: --update-baselines=all wrote REGRESSED values into the history silently."""
+    for v in (100.0, 101.0):
+        record(gate, THROUGHPUT.format(v=v))
+    bench_test(gate, THROUGHPUT.format(v=80.0))
+    r = run(gate, "--update-baselines")
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*1 REGRESSED value(s) written as the new baseline (history restarted*"])
+    entry = baseline(gate)["runners"]["ci-a"]["test_b.py::test_b"]["output_throughput"]
+    assert entry["value"] == 80 and entry["history"] == [80]
+
+
+def test_refresh_entries_are_replaced_not_appended(gate):
+    """Defect at 8fab55e: a published one-run figure (refresh: true) stayed in the history."""
+    (gate.path / "baselines").mkdir()
+    (gate.path / BASE).write_text("""
+shared:
+  test_b.py::test_b:
+    bfcl_passed: {value: 190, direction: higher, history: [190], noise: {name: History, k: 3},
+                  provenance: {source: 'published, one run', refresh: true}}
+""")
+    bench_test(gate, 'bench.check("bfcl_passed", 170, noise=History(k=3, fallback=Spread(50)))')
+    run(gate, "--update-baselines").assert_outcomes(passed=1)
+    entry = baseline(gate)["shared"]["test_b.py::test_b"]["bfcl_passed"]
+    assert entry["history"] == [170] and "refresh" not in entry["provenance"]
+
+
+CUSTOM = """
+from dataclasses import dataclass
+from pytest_llmbench.gate import NoiseModel
+from pytest_llmbench.gate.noise.relative import Relative
+
+@dataclass(frozen=True)
+class Twice(NoiseModel):
+    frac: float = 0.05
+    name = "Twice"
+    gives_p = False
+
+    def verdict(self, baseline, observed, direction):
+        return Relative(2 * self.frac).verdict(baseline, observed, direction)
+"""
+
+
+@pytest.mark.parametrize("xdist", [False, True])
+def test_custom_noise_model_from_a_conftest_survives_update(gate, xdist):
+    """Defect at 8fab55e: --update-baselines failed at session end with "unknown noise model"."""
+    gate.makeconftest(CUSTOM)
+    gate.makepyfile(test_b="""
+from conftest import Twice
+
+def test_b(bench):
+    bench.check("output_throughput", 100.0, noise=Twice(0.05))
+""")
+    args = ["-n", "2"] if xdist else []
+    r = gate.runpytest_subprocess(*args, "--runner", "ci-a", "-p", "no:cacheprovider", "--update-baselines")
+    r.assert_outcomes(passed=1)
+    assert baseline(gate)["runners"]["ci-a"]["test_b.py::test_b"]["output_throughput"]["noise"] == {
+        "name": "Twice", "frac": 0.05}
+    gate.makepyfile(test_b="""
+def test_b(bench):
+    bench.check("output_throughput", 92.0)  # the stored model: 2·5% band
+""")
+    gate.runpytest_subprocess(*args, "--runner", "ci-a", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_reference_check_is_judged_against_a_value_of_this_run_and_never_written(gate):
+    gate.makepyfile(test_b="""
+from pytest_llmbench.gate import Relative
+
+def test_b(bench):
+    bench.check("paired_accuracy_gap", -0.2, noise=Relative(0.5), reference=0.1, direction="higher")
+""")
+    r = run(gate, "--update-baselines")
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*paired_accuracy_gap REGRESSED: observed -0.2 vs baseline 0.1*"])
+    assert not (gate.path / BASE).exists()
+
+
+def test_timing_entry_from_another_machine_is_not_comparable_instead_of_a_verdict(gate, monkeypatch):
+    """Issue 10: a machine 2.7x faster said "improved +135…+261%" on all 27 timing checks."""
+    (gate.path / "baselines").mkdir()
+    (gate.path / BASE).write_text("""
+runners:
+  ci-a:
+    test_b.py::test_b:
+      output_throughput: {value: 100, direction: higher, noise: {name: Relative, frac: 0.05},
+                          provenance: {calibration: 4.0}}
+""")
+    bench_test(gate, THROUGHPUT.format(v=270.0))
+    monkeypatch.setattr("pytest_llmbench.gate.session.measure", lambda: 10.8)
+    r = run(gate)
+    r.assert_outcomes(passed=1)
+    r.stdout.fnmatch_lines(["*output_throughput*new"])
+    run(gate, "--strict-baselines").stdout.fnmatch_lines([
+        "*not comparable — recorded on a machine calibrated at 4 GB/s, this one at 10.8 (×2.70, beyond ±25%): "
+        "re-record on this machine*"])
+    monkeypatch.setattr("pytest_llmbench.gate.session.measure", lambda: 4.4)
+    run(gate).stdout.fnmatch_lines(["*output_throughput*improved*"])
+
+
+def test_budget_under_xdist_controller_adjusts_and_writes_p_and_q(gate, monkeypatch):
+    gate.makepyfile(test_x="""
+import os
+import pytest
+from pytest_llmbench.gate import StdErr
+DROP = float(os.environ.get("DROP", "0"))
+
+@pytest.mark.parametrize("i", range(4))
+def test_x(bench, i):
+    bench.check("accept_length", 3.4 - (DROP if i == 0 else 0.0), se=0.1, n=30, noise=StdErr(k=2))
+""")
+    args = ["-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider"]
+    gate.runpytest_subprocess(*args, "--update-baselines").assert_outcomes(passed=4)
+    monkeypatch.setenv("DROP", "0.6")
+    r = gate.runpytest_subprocess(*args, "--results-dir=res")
+    r.assert_outcomes(passed=3, failed=1)
+    r.stdout.fnmatch_lines(["*accept_length*REGRESSED", "error budget: quality α=0.02 over 4 gates*"])
+    recs = [json.loads(ln) for f in (gate.path / "res").glob("results*.jsonl") for ln in f.read_text().splitlines()]
+    final = [x for x in recs if x["record"] == "verdict"]
+    assert len(final) == 4 and all(x["q_value"] is not None for x in final)
+    assert next(x for x in recs if x["record"] == "gate_budget")["counted"]["quality"] == 4
+
+
+def test_a_test_that_fails_on_its_own_also_lists_its_regressed_checks(gate):
+    record(gate, THROUGHPUT.format(v=100.0))
+    bench_test(gate, THROUGHPUT.format(v=80.0), 'assert 1 == 2, "the bench itself broke"')
+    r = run(gate)
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*the bench itself broke*", "*llmbench regressed checks*",
+                            "*1 regressed check(s):*", "*output_throughput REGRESSED*"])

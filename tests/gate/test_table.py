@@ -6,16 +6,18 @@ from pytest_llmbench.gate.table import counts, ordered, render
 from pytest_llmbench.gate.verdict import Verdict
 
 
-def v(metric, observed, baseline, tol, status, direction="higher", test="benches/test_serving.py::test_chat[1user]"):
+def v(metric, observed, baseline, tol, status, direction="higher", test="benches/test_serving.py::test_chat[1user]",
+      p=None, q=None, paired=False):
     return Verdict(metric=metric, observed=observed, baseline=baseline, tolerance=tol, rule="r", status=status,
-                   direction=direction, noise="n", config="cpu-nodraft", test_key=test)
+                   direction=direction, noise="n", config="cpu-nodraft", test_key=test, p_value=p, q_value=q,
+                   paired=paired)
 
 
 VERDICTS = [
-    v("accept_length", 3.41, 3.38, 0.45, "pass"),
+    v("accept_length", 3.41, 3.38, 0.45, "pass", p=0.62, q=1.0, paired=True),
     v("median_ttft_ms", 88.2, 86.0, 8.6, "pass", "lower"),
-    v("output_throughput", 121.7, 148.1, 5.924, "REGRESSED"),
-    v("bfcl_passed", 185, 172.7, 14.42, "improved", test="benches/test_bfcl.py::test_bfcl"),
+    v("output_throughput", 121.7, 148.1, 5.924, "REGRESSED", p=3.1e-7, q=1.2e-6),
+    v("bfcl_passed", 185, 172.7, 14.42, "improved", test="benches/test_bfcl.py::test_bfcl", p=0.99, q=1.0),
     v("failed", 0, None, None, "new", "lower"),
 ]
 

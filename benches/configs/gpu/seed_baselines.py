@@ -16,7 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from pytest_llmbench.gate.baselines import BaselineStore, dumps, write_atomic
+from pytest_llmbench.gate.baselines import dumps, write_atomic
+from pytest_llmbench.gate.store import BaselineStore
 from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.metric import default_hardware_bound, resolve_direction
 from pytest_llmbench.gate.noise import Binomial, History, NoiseModel, Relative, Spread, StdErr

@@ -10,7 +10,13 @@ Layout (sorted keys, 6 significant digits, lists inline so a changed value is a 
     shared:                       # quality metrics, the same on every runner
       <test key>:
         accept_length: {...}
-    version: 1
+    version: 2
+    # end: 18 entries
+
+The last line is the writer's end marker: a file cut short at a line boundary (a full disk, a
+half-copied artifact) loses it, and is an error instead of loading 8 of its 18 entries. A person may
+edit values freely; one who adds or removes entries by hand fixes the count (the error says so).
+Version 1 files (no end marker) still load.
 
 A file that cannot be read is an error naming it, and is never rewritten: the gate refuses to touch
 it until a person fixes or deletes it.
@@ -30,9 +36,12 @@ from typing import Any
 import yaml
 
 from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
-from pytest_llmbench.gate.noise import noise_from_dict
+from pytest_llmbench.gate.noise import NOISE_MODELS, noise_from_dict
 
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
+HEADER = "# pytest-llmbench baselines"
+_END = re.compile(r"^# end: (\d+) entr(?:y|ies)\s*$")
 SIG_DIGITS = 6
 _TOP_KEYS = {"version", "config", "shared", "runners"}
 _ENTRY_KEYS = {"value", "direction", "noise", "n", "se", "spread", "history", "provenance"}
@@ -97,8 +106,11 @@ def config_filename(config: str) -> str:
 
 # --- reading -------------------------------------------------------------------------------------------
 
-def load(path: Path, config: str) -> BaselineFile:
-    """Read ``path``; a missing file is an empty baseline, anything unreadable a BaselineFileError."""
+def load(path: Path, config: str, *, known_noise: bool = True) -> BaselineFile:
+    """Read ``path``; a missing file is an empty baseline, anything unreadable a BaselineFileError.
+
+    ``known_noise=False`` lets a noise model name nobody has defined yet pass (the session-start check
+    runs before test conftests, where a user's own model may be defined, are imported)."""
     bf = BaselineFile(path=path, config=config)
     try:
         text = path.read_text(encoding="utf-8")
@@ -118,17 +130,36 @@ def load(path: Path, config: str) -> BaselineFile:
     unknown = set(data) - _TOP_KEYS
     if unknown:
         raise BaselineFileError(path, f"unknown top-level key(s) {sorted(map(str, unknown))}")
-    if data.get("version", VERSION) != VERSION:
-        raise BaselineFileError(path, f"version {data.get('version')!r} is not {VERSION}")
+    version = data.get("version")
+    if version is None and text.startswith(HEADER):
+        raise BaselineFileError(path, "no 'version' line, which the writer puts near the end: the file was cut "
+                                      "short (restore it from version control or delete it)")
+    if version is not None and version not in READABLE_VERSIONS:
+        raise BaselineFileError(path, f"version {version!r} is not one of {list(READABLE_VERSIONS)}")
     for test, metric, raw in _walk(path, data.get("shared"), "shared"):
-        bf.put(None, test, metric, _entry(path, raw, f"shared › {test} › {metric}"))
+        bf.put(None, test, metric, _entry(path, raw, f"shared › {test} › {metric}", known_noise=known_noise))
     runners = data.get("runners") or {}
     if not isinstance(runners, dict):
         raise BaselineFileError(path, "'runners' must map runner profiles to tests")
     for runner, tests in runners.items():
         for test, metric, raw in _walk(path, tests, f"runners › {runner}"):
-            bf.put(str(runner), test, metric, _entry(path, raw, f"runners › {runner} › {test} › {metric}"))
+            bf.put(str(runner), test, metric, _entry(path, raw, f"runners › {runner} › {test} › {metric}",
+                                              known_noise=known_noise))
+    if version == 2:
+        _check_end(path, text, len(list(bf.keys(None))) + sum(len(list(bf.keys(r, include_shared=False)))
+                                                                for r in bf.runners))
     return bf
+
+
+def _check_end(path: Path, text: str, count: int) -> None:
+    lines = text.rstrip("\n").splitlines()
+    m = _END.match(lines[-1]) if lines else None
+    if m is None:
+        raise BaselineFileError(path, "the last line is not the writer's '# end: N entries' marker: the file was "
+                                      "cut short (restore it from version control or delete it)")
+    if int(m.group(1)) != count:
+        raise BaselineFileError(path, f"it holds {count} entries but its end line says {m.group(1)}: entries were "
+                                      f"lost, or added/removed by hand (then correct the number in the last line)")
 
 
 def _walk(path: Path, tests: Any, where: str) -> Iterator[tuple[str, str, Any]]:
@@ -143,16 +174,22 @@ def _walk(path: Path, tests: Any, where: str) -> Iterator[tuple[str, str, Any]]:
             yield str(test), str(metric), raw
 
 
-def _number(path: Path, raw: Any, key: str, where: str, *, optional: bool = True) -> float | None:
+def _number(path: Path, raw: Any, key: str, where: str, *, optional: bool = True,
+            non_negative: bool = False) -> float | None:
+    """A finite number: a NaN value or SE makes the tolerance NaN, and a NaN tolerance passes anything."""
     v = raw.get(key)
     if v is None and optional:
         return None
     if isinstance(v, bool) or not isinstance(v, int | float):
         raise BaselineFileError(path, f"{where}: '{key}' must be a number, found {v!r}")
+    if not math.isfinite(v):
+        raise BaselineFileError(path, f"{where}: '{key}' must be a finite number, found {v!r}")
+    if non_negative and v < 0:
+        raise BaselineFileError(path, f"{where}: '{key}' must be >= 0, found {v!r}")
     return float(v)
 
 
-def _entry(path: Path, raw: Any, where: str) -> BaselineEntry:
+def _entry(path: Path, raw: Any, where: str, *, known_noise: bool = True) -> BaselineEntry:
     if not isinstance(raw, dict):
         raise BaselineFileError(path, f"{where}: expected a mapping with value, direction, noise…")
     unknown = set(raw) - _ENTRY_KEYS
@@ -166,20 +203,23 @@ def _entry(path: Path, raw: Any, where: str) -> BaselineEntry:
     try:
         noise_from_dict(noise)
     except ValueError as e:
-        raise BaselineFileError(path, f"{where}: noise: {e}") from None
+        unknown_name = isinstance(noise, dict) and noise.get("name") not in NOISE_MODELS
+        if known_noise or not unknown_name:
+            raise BaselineFileError(path, f"{where}: noise: {e}") from None
     history = raw.get("history") or []
     if not isinstance(history, list) or any(isinstance(h, bool) or not isinstance(h, int | float)
-                                            for h in history):
-        raise BaselineFileError(path, f"{where}: 'history' must be a list of numbers")
+                                            or not math.isfinite(h) for h in history):
+        raise BaselineFileError(path, f"{where}: 'history' must be a list of finite numbers, found {history!r}")
     n = raw.get("n")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
-        raise BaselineFileError(path, f"{where}: 'n' must be a whole number, found {n!r}")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise BaselineFileError(path, f"{where}: 'n' must be a whole number >= 1, found {n!r}")
     prov = raw.get("provenance") or {}
     if not isinstance(prov, dict):
         raise BaselineFileError(path, f"{where}: 'provenance' must be a mapping")
     return BaselineEntry(
         value=value, direction=direction, noise=noise, n=n,  # type: ignore[arg-type]
-        se=_number(path, raw, "se", where), spread=_number(path, raw, "spread", where),
+        se=_number(path, raw, "se", where, non_negative=True),
+        spread=_number(path, raw, "spread", where, non_negative=True),
         history=tuple(float(h) for h in history), provenance=prov,
     )
 
@@ -229,10 +269,12 @@ def dumps(bf: BaselineFile) -> str:
     runners = {r: t for r, t in runners.items() if t}
     if runners:
         data["runners"] = runners
-    header = (f"# pytest-llmbench baselines for config {bf.config!r}. Written by --update-baselines;\n"
+    header = (f"{HEADER} for config {bf.config!r}. Written by --update-baselines;\n"
               f"# review changes like code. Hardware-bound metrics are under runners/<profile>.\n")
-    return header + yaml.dump(data, Dumper=_Dumper, sort_keys=True, allow_unicode=True, width=110,
-                              default_flow_style=False)
+    count = sum(len(ms) for ms in bf.shared.values()) + sum(len(ms) for t in bf.runners.values()
+                                                            for ms in t.values())
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=True, allow_unicode=True, width=110, default_flow_style=False)
+    return header + body + f"# end: {count} {'entry' if count == 1 else 'entries'}\n"
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -240,6 +282,7 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a baseline is a shared, reviewed file like any source file
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -251,31 +294,3 @@ def write_atomic(path: Path, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
-
-
-class BaselineStore:
-    """The baselines folder; reads each config's file once per process."""
-
-    def __init__(self, directory: Path) -> None:
-        self.dir = Path(directory)
-        self._files: dict[str, BaselineFile | BaselineFileError] = {}
-
-    def path_for(self, config: str) -> Path:
-        return self.dir / config_filename(config)
-
-    def file(self, config: str) -> BaselineFile:
-        """The config's baselines (empty when there is no file); raises BaselineFileError every time."""
-        got = self._files.get(config)
-        if got is None:
-            try:
-                got = load(self.path_for(config), config)
-            except BaselineFileError as e:
-                got = e
-            self._files[config] = got
-        if isinstance(got, BaselineFileError):
-            raise got
-        return got
-
-    def reload(self, config: str) -> BaselineFile:
-        self._files.pop(config, None)
-        return self.file(config)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from pytest_llmbench.gate.verdict import Direction
@@ -23,6 +24,7 @@ class BaselineEntry:
     spread: float | None = None
     history: tuple[float, ...] = ()
     provenance: dict[str, Any] = field(default_factory=dict)
+    cases: Mapping[str, float] | None = None  # per-case values keyed by case id (paired gates)
 
     @property
     def accepted(self) -> tuple[float, ...]:

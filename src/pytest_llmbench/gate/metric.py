@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
 
@@ -74,17 +74,24 @@ class Observation:
     se: float | None = None
     n: int | None = None
     samples: int = 0  # how many per-sample values the value was computed from (0: a single number)
+    cases: Mapping[str, float] | None = None  # per-case values keyed by case id (paired gates)
 
     @classmethod
-    def of(cls, observed: object, *, n: int | None = None, se: float | None = None) -> "Observation":
-        """A number, a sequence of per-sample values (mean, SE, n from them), or a count ``k`` with ``n``."""
+    def of(cls, observed: object, *, n: object = None, se: object = None) -> "Observation":
+        """A number, a sequence of per-sample values (mean, SE, n from them), or a count ``k`` with ``n``.
+
+        ``se`` and ``n`` are checked here, not where they are used: a NaN or negative SE would make the
+        tolerance NaN or negative, and a NaN tolerance passes anything.
+        """
+        se_f = check_se(se, "se=")
+        n_i = check_n(n, "n=")
         if isinstance(observed, bool | str | bytes):
             raise TypeError(f"observed must be a number or a sequence of numbers, not {type(observed).__name__}")
         if isinstance(observed, Real | np.number):
             value = float(observed)
             if not math.isfinite(value):
                 raise ValueError(f"observed value is {value}")
-            return cls(value=value, se=None if se is None else float(se), n=n)
+            return cls(value=value, se=se_f, n=n_i)
         if isinstance(observed, Sequence | np.ndarray):
             arr = np.asarray(observed, dtype=float).ravel()
             if arr.size == 0:
@@ -92,6 +99,27 @@ class Observation:
             if not np.all(np.isfinite(arr)):
                 raise ValueError(f"observed values contain {int(np.sum(~np.isfinite(arr)))} non-finite entries")
             sem = float(stats.sem(arr)) if arr.size > 1 else None
-            return cls(value=float(np.mean(arr)), se=sem if se is None else float(se),
-                       n=int(arr.size) if n is None else n, samples=int(arr.size))
+            return cls(value=float(np.mean(arr)), se=sem if se_f is None else se_f,
+                       n=int(arr.size) if n_i is None else n_i, samples=int(arr.size))
         raise TypeError(f"observed must be a number or a sequence of numbers, not {type(observed).__name__}")
+
+
+def check_se(se: object, what: str) -> float | None:
+    """A standard error is a finite number >= 0 (or absent); anything else is an error naming ``what``."""
+    if se is None:
+        return None
+    if isinstance(se, bool) or not isinstance(se, Real | np.number):
+        raise TypeError(f"{what} must be a number, not {type(se).__name__} ({se!r})")
+    f = float(se)
+    if not math.isfinite(f) or f < 0:
+        raise ValueError(f"{what} must be a finite number >= 0, got {f}")
+    return f
+
+
+def check_n(n: object, what: str) -> int | None:
+    """A sample size is a whole number >= 1 (or absent)."""
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or int(n) < 1:
+        raise ValueError(f"{what} must be a whole number >= 1, got {n!r}")
+    return int(n)

@@ -31,6 +31,13 @@ def add_options(parser: pytest.Parser) -> None:
         "--runner", dest="llmbench_runner", metavar="NAME", default=None,
         help="runner profile that keys hardware-bound baselines (default: detected, e.g. cpu-amd-epyc-2c)",
     )
+    group.addoption(
+        "--gate-alpha", dest="llmbench_gate_alpha", metavar="SPEC", default=None,
+        help="the suite's error budget: alpha per family of gates, e.g. 'timing=0.02,quality=0.02,"
+             "decisions=0.01' (the default: 0.05 in all), one number for every family, or 'off' "
+             "(each gate at its own level). Holm per family; see README 'The verdict table'.",
+    )
+    parser.addini("llmbench_gate_alpha", "the suite's error budget (as --gate-alpha)", default=None)
     parser.addini("llmbench_baselines_dir", "folder of baseline YAML files (relative to the ini file)",
                   default=None)
 
@@ -45,3 +52,7 @@ def baselines_dir(config: pytest.Config) -> Path:
         base = config.inipath.parent if config.inipath else config.rootpath
         return (base / str(ini)).resolve()
     return config.rootpath / "baselines"
+
+
+def alpha_spec(config: pytest.Config) -> str | None:
+    return config.getoption("llmbench_gate_alpha", None) or config.getini("llmbench_gate_alpha") or None

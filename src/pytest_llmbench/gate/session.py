@@ -1,7 +1,8 @@
-"""GateSession: ``bench.check`` → baseline lookup → noise model → verdict; and ``--update-baselines``.
+"""GateSession: the thin pytest layer of the gate — ``bench.check``, the hooks, the summary.
 
-Wiring — the plugin makes exactly these two calls, nothing else (GateSession stores itself at
-``config.stash[stash.GATE]``)::
+The work is elsewhere, one concern per module: the judge (``judge.py``: entry + observation → verdict),
+the baseline store (``store.py``: files, history, refresh), the xdist transport (``transport.py``) and
+the error budget (``budget.py``). Wiring — the plugin makes exactly these two calls::
 
     def pytest_addoption(parser):
         from pytest_llmbench.gate.options import add_options
@@ -11,87 +12,69 @@ Wiring — the plugin makes exactly these two calls, nothing else (GateSession s
         from pytest_llmbench.gate.session import GateSession
         config.pluginmanager.register(GateSession(config), "llmbench-gate")
 
-Under pytest-xdist the workers never write baselines: each check's verdict and measurement go into
-``config.workeroutput``; the controller merges them in ``pytest_testnodedown`` and writes each baseline
-file once, atomically, in ``pytest_sessionfinish``.
+Every check is judged: a regression is recorded and the test fails when it ends, with one message
+listing every regressed metric (``pytest_runtest_makereport`` turns the passed call into a failure,
+so the test — not a teardown — fails, in the terminal, the JUnit XML and under xdist alike).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_llmbench import stash
-from pytest_llmbench.gate import table
-from pytest_llmbench.gate.baselines import BaselineFileError, BaselineStore, Key, dumps, load, write_atomic
-from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
-from pytest_llmbench.gate.metric import Observation, default_hardware_bound, resolve_direction
-from pytest_llmbench.gate.noise import Binomial, NoiseModel, NoiseModelError, Relative, StdErr, noise_from_dict
-from pytest_llmbench.gate.options import baselines_dir
+from pytest_llmbench.gate import table, transport
+from pytest_llmbench.gate.baselines import BaselineFileError, Key
+from pytest_llmbench.gate.budget import FAMILIES, Budget, holm, parse_alpha
+from pytest_llmbench.gate.calibration import TOLERANCE, comparable, measure
+from pytest_llmbench.gate.entry import BaselineEntry
+from pytest_llmbench.gate.judge import beyond_band, default_noise, direction_for, family_of, judge
+from pytest_llmbench.gate.metric import Observation, default_hardware_bound
+from pytest_llmbench.gate.noise import NOISE_MODELS, NoiseModel, NoiseModelError, noise_from_dict
+from pytest_llmbench.gate.options import alpha_spec, baselines_dir
 from pytest_llmbench.gate.runner import RunnerProfile, check_name, detect
-from pytest_llmbench.gate.verdict import Verdict
+from pytest_llmbench.gate.store import BaselineStore, Measurement, Written
+from pytest_llmbench.gate.verdict import Verdict, fmt_p
 from pytest_llmbench.shard import provenance_fields
 
 NO_SERVER = "_noserver_"  # the config key of checks in tests that use no llm_server
-DEFAULT_RELATIVE = 0.05
-_WIRE = "llmbench_gate"  # key in xdist's workeroutput
 _UNTOUCHED_SHOWN = 20
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """What ``--update-baselines`` writes for one check; plain data so it crosses from xdist workers."""
-
-    config: str
-    runner: str | None
-    test_key: str
-    metric: str
-    value: float
-    direction: str
-    noise: dict[str, Any]
-    n: int | None
-    se: float | None
-    provenance: dict[str, Any]
-
-    @property
-    def key(self) -> tuple[str, str | None, str, str]:
-        return (self.config, self.runner, self.test_key, self.metric)
-
-
-def default_noise(obs: Observation) -> NoiseModel:
-    """Per-sample values → StdErr(k=2); a whole count with n → Binomial; a single number → Relative(5%)."""
-    if obs.samples > 1 or obs.se is not None:
-        return StdErr()
-    if obs.n is not None and float(obs.value).is_integer():
-        return Binomial()
-    return Relative(DEFAULT_RELATIVE)
 
 
 class GateSession:
     """The pytest plugin object behind ``bench.check``; one per pytest process."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, store: BaselineStore | None = None) -> None:
         self.config = config
-        self.store = BaselineStore(baselines_dir(config))
+        self.store = store or BaselineStore(baselines_dir(config))
         self.update: str | None = config.getoption("llmbench_update_baselines", None)
         self.strict: bool = bool(config.getoption("llmbench_strict_baselines", False))
         name = config.getoption("llmbench_runner", None)
         try:
             self._runner_name = check_name(name) if name else None
+            alphas = parse_alpha(alpha_spec(config))
         except ValueError as e:
             raise pytest.UsageError(str(e)) from None
+        self.budget = Budget(alphas) if alphas else None
         self._runner: RunnerProfile | None = None
+        self._calibration: float | None = None
         self.is_worker = hasattr(config, "workerinput")
-        self.verdicts: list[Verdict] = []
+        self.checks: list[tuple[str, Verdict]] = []  # (nodeid, verdict), in run order
         self.measurements: dict[tuple[str, str | None, str, str], Measurement] = {}
-        self.written: list[tuple[Path, int]] = []
+        self.written: list[Written] = []
         self.errors: list[str] = []
+        self.suite_regressed: list[tuple[str, Verdict]] = []  # REGRESSED by Holm although the test passed
+        self._failing: dict[str, list[str]] = {}  # nodeid → messages of its regressed checks
         config.stash[stash.GATE] = self
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        return [v for _, v in self.checks]
 
     @property
     def runner(self) -> RunnerProfile:
@@ -99,71 +82,119 @@ class GateSession:
             self._runner = detect(self._runner_name)
         return self._runner
 
+    @property
+    def calibration(self) -> float:
+        """This process's machine calibration (see gate.calibration), measured at its first timing check."""
+        if self._calibration is None:
+            self._calibration = measure()
+        return self._calibration
+
     # --- the check --------------------------------------------------------------------------------------
 
     def check(self, bench: Any, metric: str, observed: float | Sequence[float], *,
               noise: NoiseModel | None = None, n: int | None = None, direction: str | None = None,
-              hardware_bound: bool | None = None, se: float | None = None) -> Verdict:
-        """Gate one metric of ``bench``'s test against its baseline.
+              hardware_bound: bool | None = None, se: float | None = None, family: str | None = None,
+              reference: float | None = None) -> Verdict:
+        """Gate one metric of ``bench``'s test against its baseline; never stops the test.
 
         ``observed`` is a number, a sequence of per-sample values (mean, SE and n come from them), or a
         count with ``n=`` (Binomial). Without ``noise=`` the baseline's recorded model is used, else a
-        default from the observation (see ``default_noise``). A regression fails the test after the
-        verdict is recorded; a missing baseline is "new" (a failure only with --strict-baselines).
+        default from the observation (see ``judge.default_noise``). A regression is recorded and fails
+        the test when it ends; a missing baseline is "new" (a failure only with --strict-baselines).
+        Arguments that cannot be judged (a NaN ``se=``, an unknown family) fail the test at once.
+        ``reference=`` judges against a value measured in this run instead of a stored entry (a paired gap
+        against the baseline's own answers is judged against 0); nothing is written for it.
         """
         config_name = bench.config_name or NO_SERVER
         test_key = bench.test_key
+        call = f"bench.check({metric!r})"
         try:
             obs = Observation.of(observed, n=n, se=se)
-            dirn = resolve_direction(metric, direction)
         except (TypeError, ValueError) as e:
-            pytest.fail(f"bench.check({metric!r}): {e}", pytrace=False)
+            pytest.fail(f"{call}: {e}", pytrace=False)
+        if family is not None and family not in FAMILIES:
+            pytest.fail(f"{call}: family={family!r} is not one of {', '.join(FAMILIES)}", pytrace=False)
         hw = default_hardware_bound(metric) if hardware_bound is None else bool(hardware_bound)
         runner = self.runner.slug if hw else None
+        path = self.store.path_for(config_name)
+        where = f"{path} › {f'runners › {runner}' if runner else 'shared'} › {test_key} › {metric}"
         try:
-            entry = self.store.file(config_name).get(runner, test_key, metric)
+            entry = self.store.file(config_name).get(runner, test_key, metric) if reference is None else None
+            dirn = direction_for(metric, direction, entry, overwrite=self.update == "all")
         except BaselineFileError as e:
-            pytest.fail(f"bench.check({metric!r}): {e}", pytrace=False)
+            pytest.fail(f"{call}: {e}", pytrace=False)
+        except ValueError as e:
+            pytest.fail(f"{call}: {e}" + (f" (baseline {where})" if entry else ""), pytrace=False)
         try:
             model = noise or (noise_from_dict(entry.noise) if entry else None) or default_noise(obs)
-            if entry is None:
-                where = f"runner {runner}" if runner else "shared"
-                v = Verdict(metric=metric, observed=obs.value, baseline=None, tolerance=None,
-                            rule=f"no baseline ({where}) in {self.store.path_for(config_name)}; "
-                                 f"record one with --update-baselines",
-                            status="new", direction=dirn, noise=model.describe())
-            else:
-                v = model.verdict(entry, obs, dirn)
+        except ValueError as e:
+            pytest.fail(f"{call}: {where}: noise: {e}", pytrace=False)
+        missing = (f"no baseline ({f'runner {runner}' if runner else 'shared'}) in {path}; "
+                   f"record one with --update-baselines")
+        calibration = None
+        if hw:
+            entry, calibration, why = self._comparable(entry, config_name)
+            missing = why or missing
+        if reference is not None:
+            entry = BaselineEntry(value=float(reference), direction=dirn, noise=model.to_dict(),
+                                  provenance={"source": "reference measured in this run"})
+        fam = family_of(test_key, hw, family)
+        threshold = self.budget.threshold(fam) if self.budget else None
+        try:
+            v = judge(entry, obs, model, dirn, threshold=threshold, missing=missing)
         except NoiseModelError as e:
-            pytest.fail(f"bench.check({metric!r}, noise={(noise or model).describe()}): {e}", pytrace=False)
-        v = replace(v, metric=metric, config=config_name, test_key=test_key, runner=runner)
+            pytest.fail(f"{call[:-1]}, noise={model.describe()}): {e}", pytrace=False)
+        v = replace(v, metric=metric, config=config_name, test_key=test_key, runner=runner, family=fam)
         self._record(bench, v)
-        if self.update and not (self.update == "new" and entry is not None):
-            self._measure(bench, v, obs, model, hw)
-        if v.status == "REGRESSED" and self.update != "all":
-            pytest.fail(v.message(), pytrace=False)
+        if self.update and reference is None and not (self.update == "new" and entry is not None):
+            self._measure(bench, v, obs, model, hw, calibration)
+        if v.status == "REGRESSED":
+            self._failing.setdefault(bench.item.nodeid, []).append(v.message())
         if v.status == "new" and self.strict and not self.update:
-            pytest.fail(f"{v.message()} — --strict-baselines makes a missing baseline a failure",
-                        pytrace=False)
+            self._failing.setdefault(bench.item.nodeid, []).append(
+                f"{v.message()} — --strict-baselines makes a missing baseline a failure")
         return v
 
-    def _record(self, bench: Any, v: Verdict) -> None:
-        self.verdicts.append(v)
-        bench.item.user_properties.append((f"llmbench.verdict.{v.metric}", v.status))
-        bench.item.user_properties.append((f"llmbench.verdict.{v.metric}.message", v.message()))
-        if stash.RESULTS in self.config.stash:
-            self.config.stash[stash.RESULTS].write({"record": "verdict", "nodeid": bench.item.nodeid,
-                                                    **v.as_dict()})
-        if self.is_worker:
-            self._wire()["verdicts"].append(v.as_dict())
+    def _comparable(self, entry: BaselineEntry | None, config_name: str
+                    ) -> tuple[BaselineEntry | None, float | None, str | None]:
+        """(the entry, or None when it was recorded on a machine calibrated elsewhere; this machine's
+        calibration; why not comparable). Measured for tests with a server (it is recorded with their
+        timing values) and for any entry that carries one; the gate's own serverless tests skip it."""
+        recorded = entry.provenance.get("calibration") if entry is not None else None
+        if config_name == NO_SERVER and not recorded:
+            return entry, None, None
+        now = self.calibration
+        ok, ratio = comparable(recorded, now)
+        if ok:
+            return entry, now, None
+        return None, now, (f"not comparable — recorded on a machine calibrated at {recorded:g} GB/s, this one at "
+                           f"{now:g} (×{ratio:.2f}, beyond ±{TOLERANCE:.0%}): re-record on this machine "
+                           f"(--update-baselines) or use a reference run")
 
-    def _measure(self, bench: Any, v: Verdict, obs: Observation, model: NoiseModel, hw: bool) -> None:
+    def _record(self, bench: Any, v: Verdict) -> None:
+        self.checks.append((bench.item.nodeid, v))
+        props = bench.item.user_properties
+        props.append((f"llmbench.verdict.{v.metric}", v.status))
+        props.append((f"llmbench.verdict.{v.metric}.message", v.message()))
+        if v.p_value is not None:
+            props.append((f"llmbench.verdict.{v.metric}.p_value", v.p_value))
+        if stash.RESULTS in self.config.stash:  # as it happens (a crash keeps it); q comes at session end
+            self.config.stash[stash.RESULTS].write({"record": "check", "nodeid": bench.item.nodeid, **v.as_dict(),
+                                                    "calibration": self._calibration if v.runner else None})
+        if self.is_worker:
+            transport.send_check(self.config, bench.item.nodeid, v)
+
+    def _measure(self, bench: Any, v: Verdict, obs: Observation, model: NoiseModel, hw: bool,
+                 calibration: float | None) -> None:
+        provenance = self._provenance(bench, hw)
+        if calibration:
+            provenance["calibration"] = calibration
         m = Measurement(config=v.config, runner=v.runner, test_key=v.test_key, metric=v.metric,
                         value=obs.value, direction=v.direction, noise=model.to_dict(), n=obs.n, se=obs.se,
-                        provenance=self._provenance(bench, hw))
+                        provenance=provenance, status=v.status)
         self.measurements[m.key] = m
         if self.is_worker:
-            self._wire()["measurements"].append(asdict(m))
+            transport.send_measurement(self.config, m)
 
     def _provenance(self, bench: Any, hw: bool) -> dict[str, Any]:
         """Where the number came from: engine build or image, model, date (no time: it diffs), runner."""
@@ -181,106 +212,177 @@ class GateSession:
             p["engine_build"] = str(build) if build else None
         return {k: v for k, v in p.items() if v is not None}
 
-    def _wire(self) -> dict[str, list[dict[str, Any]]]:
-        out = self.config.workeroutput  # type: ignore[attr-defined]
-        return out.setdefault(_WIRE, {"verdicts": [], "measurements": []})
-
     # --- hooks ------------------------------------------------------------------------------------------
 
-    def pytest_report_header(self, config: pytest.Config) -> str:
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
         update = f", update baselines: {self.update}" if self.update else ""
-        return f"llmbench gate: baselines {self.store.dir}, runner {self.runner.slug}{update}"
+        budget = "off (each gate at its own level)" if self.budget is None else \
+            " ".join(f"{f} α={a:g}" for f, a in self.budget.alphas.items()) + " (Holm per family)"
+        return [f"llmbench gate: baselines {self.store.dir}, runner {self.runner.slug}{update}",
+                f"llmbench error budget: {budget}"]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Every baseline file is read before any server starts (on the xdist controller, before workers)."""
+        if self.is_worker:
+            return
+        errors = self.store.validate()
+        if errors:
+            raise pytest.UsageError("\n".join(str(e) for e in errors))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Count, per family, the gates with a p-value that the selected tests can check (the budget's m)."""
+        if self.budget is None:
+            return
+        from pytest_llmbench.fixtures import test_key as key_of
+
+        pairs = set()
+        for item in session.items:
+            if "bench" not in getattr(item, "fixturenames", ()):
+                continue
+            callspec = getattr(item, "callspec", None)
+            config_name = callspec.params.get("llm_server") if callspec else None
+            pairs.add((config_name or NO_SERVER, key_of(item, config_name)))
+        counts = dict.fromkeys(FAMILIES, 0)
+        for config_name, test_key in sorted(pairs):
+            try:
+                bf = self.store.file(config_name)
+            except BaselineFileError:
+                continue  # reported by the check that reads it
+            for runner, tkey, metric in bf.keys(self.runner.slug):
+                entry = bf.get(runner, tkey, metric)
+                if tkey != test_key or entry is None:
+                    continue
+                cls = NOISE_MODELS.get(entry.noise.get("name"))
+                if cls is None or cls.gives_p:
+                    counts[family_of(test_key, runner is not None)] += 1
+        self.budget.counts = counts
+        if self.is_worker:
+            transport.send_counts(self.config, counts)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+        """The test's end: a call that passed but has regressed checks fails, listing every one of them."""
+        report = yield
+        if report.when in ("call", "teardown"):
+            messages = self._failing.pop(item.nodeid, None)
+            if messages:
+                text = f"{len(messages)} regressed check(s):\n" + "\n".join(f"  {m}" for m in messages)
+                if report.passed:
+                    report.outcome = "failed"
+                    report.longrepr = text
+                else:
+                    report.sections.append(("llmbench regressed checks", text))
+        return report
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """Controller side of xdist: merge what a worker measured (never written by the worker)."""
-        data = getattr(node, "workeroutput", {}).get(_WIRE)
-        if not data:
-            return
-        names = {f.name for f in fields(Verdict)}
-        self.verdicts.extend(Verdict(**{k: d[k] for k in names}) for d in data["verdicts"])
-        for d in data["measurements"]:
-            m = Measurement(**d)
+        """Controller side of xdist: merge what a worker judged and measured (never written by the worker)."""
+        checks, measurements, counts = transport.receive(node)
+        self.checks.extend(checks)
+        if self.budget is not None:
+            for fam, c in counts.items():
+                self.budget.counts[fam] = max(self.budget.counts.get(fam, 0), c)
+        for m in measurements:
             self.measurements[m.key] = m
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.is_worker or not self.update or not self.measurements:
+        if self.is_worker:
             return
-        self.write_baselines()
-        if self.errors and session.exitstatus == pytest.ExitCode.OK:
+        self.adjust()
+        self._write_verdicts()
+        if self.update and self.measurements:
+            status = {(v.config, v.runner, v.test_key, v.metric): v.status for v in self.verdicts}
+            ms = [replace(m, status=status.get(m.key, m.status)) for m in self.measurements.values()]
+            self.written, self.errors = self.store.write(ms, self.update)
+        failed = self.errors or self.suite_regressed or any(w.regressed for w in self.written)
+        if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def write_baselines(self) -> None:
-        """Merge this session's measurements into each config's file, read fresh from disk; atomic."""
-        by_config: dict[str, list[Measurement]] = {}
-        for m in self.measurements.values():
-            by_config.setdefault(m.config, []).append(m)
-        for config_name in sorted(by_config):
-            path = self.store.path_for(config_name)
-            try:
-                bf = load(path, config_name)
-            except BaselineFileError as e:
-                self.errors.append(str(e))
-                continue
-            changed = 0
-            for m in by_config[config_name]:
-                old = bf.get(m.runner, m.test_key, m.metric)
-                if self.update == "new" and old is not None:
-                    continue
-                history = ((old.accepted if old else ()) + (m.value,))[-HISTORY_LEN:]
-                bf.put(m.runner, m.test_key, m.metric, BaselineEntry(
-                    value=m.value, direction=m.direction, noise=m.noise, n=m.n, se=m.se,  # type: ignore[arg-type]
-                    spread=noise_from_dict(m.noise).stored_spread(history), history=history,
-                    provenance=m.provenance,
-                ))
-                changed += 1
-            if changed:
-                write_atomic(path, dumps(bf))
-                self.written.append((path, changed))
+    def adjust(self) -> None:
+        """Holm's q per family; a band exceeded with q ≤ alpha is REGRESSED at suite level."""
+        if self.budget is None:
+            return
+        for fam in FAMILIES:
+            idx = [i for i, (_, v) in enumerate(self.checks) if v.family == fam and v.p_value is not None]
+            alpha = self.budget.alphas[fam]
+            for i, q in zip(idx, holm(self.checks[i][1].p_value for i in idx)):
+                nodeid, v = self.checks[i]
+                v = replace(v, q_value=q)
+                if q <= alpha and beyond_band(v) and v.status != "REGRESSED":
+                    v = replace(v, status="REGRESSED", rule=f"{v.rule}; Holm q={fmt_p(q)} ≤ α={alpha:g}: "
+                                                            f"REGRESSED at suite level")
+                    self.suite_regressed.append((nodeid, v))
+                self.checks[i] = (nodeid, v)
+
+    def _write_verdicts(self) -> None:
+        results = self.config.stash.get(stash.RESULTS, None)
+        if results is None or not self.checks:
+            return
+        for nodeid, v in self.checks:
+            results.write({"record": "verdict", "nodeid": nodeid, **v.as_dict()})
+        if self.budget is not None:
+            results.write({"record": "gate_budget", "method": "holm", "alphas": dict(self.budget.alphas),
+                           "counted": dict(self.budget.counts),
+                           "judged": {f: sum(v.family == f and v.p_value is not None for v in self.verdicts)
+                                      for f in FAMILIES}})
 
     def untouched(self) -> dict[Path, list[Key]]:
         """Entries this runner could have checked but this run did not (kept, never deleted)."""
         checked = {(v.config, v.runner, v.test_key, v.metric) for v in self.verdicts}
         out: dict[Path, list[Key]] = {}
-        if not self.store.dir.is_dir():
-            return out
-        for path in sorted(self.store.dir.glob("*.yaml")):
-            try:
-                bf = load(path, path.stem)
-            except BaselineFileError:
-                continue  # reported when a check reads it
-            config_name = bf.config
-            keys = [k for k in bf.keys(self.runner.slug) if (config_name, *k) not in checked]
+        for bf in self.store.files():
+            keys = [k for k in bf.keys(self.runner.slug) if (bf.config, *k) not in checked]
             if keys:
-                out[path] = keys
+                out[bf.path] = keys
         return out
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker or not (self.verdicts or self.errors or self.written):
+        if self.is_worker or not (self.checks or self.errors or self.written):
             return
         tr = terminalreporter
         tr.write_sep("=", "llmbench verdicts")
         for line in table.render(self.verdicts):
             tr.write_line(line)
         tr.write_line(table.counts(self.verdicts))
-        for path, count in self.written:
-            tr.write_line(f"baselines written: {_rel(path, self.config)} ({count} entries)")
+        tr.write_line(self._budget_line())
+        for nodeid, v in self.suite_regressed:
+            tr.write_line(f"REGRESSED at suite level (test {nodeid} passed; Holm across the {v.family} family): "
+                          f"{v.message()}", red=True)
+        for w in self.written:
+            tr.write_line(f"baselines written: {_rel(w.path, self.config)} ({w.entries} entries)")
+            if w.regressed:
+                tr.write_line(f"  {len(w.regressed)} REGRESSED value(s) written as the new baseline (history "
+                              f"restarted; the run fails so the change is reviewed): {', '.join(w.regressed)}",
+                              red=True)
         for err in self.errors:
             tr.write_line(f"ERROR {err}", red=True)
+        self._summary_untouched(tr)
+
+    def _budget_line(self) -> str:
+        if self.budget is None:
+            return "error budget off (each gate at its own level)"
+        judged = {f: sum(v.family == f and v.p_value is not None for v in self.verdicts) for f in FAMILIES}
+        parts = [f"{f} α={self.budget.alphas[f]:g} over {judged[f]} gates" for f in FAMILIES if judged[f]]
+        return "error budget: " + (", ".join(parts) if parts else "no gate with a p-value") + \
+            " (Holm per family; a test fails at p ≤ α/gates counted up front)"
+
+    def _summary_untouched(self, tr: Any) -> None:
         untouched = self.untouched()
         total = sum(len(k) for k in untouched.values())
-        if total:
-            tr.write_line(f"{total} baseline entries were not checked in this run (kept):")
-            shown = 0
-            for path, keys in untouched.items():
-                for runner, test, metric in keys:
-                    if shown == _UNTOUCHED_SHOWN:
-                        break
-                    where = f"runners/{runner}" if runner else "shared"
-                    tr.write_line(f"  {_rel(path, self.config)}: {where} {test} {metric}")
-                    shown += 1
-            if total > shown:
-                tr.write_line(f"  … and {total - shown} more")
+        if not total:
+            return
+        tr.write_line(f"{total} baseline entries were not checked in this run (kept):")
+        shown = 0
+        for path, keys in untouched.items():
+            for runner, test, metric in keys:
+                if shown == _UNTOUCHED_SHOWN:
+                    break
+                where = f"runners/{runner}" if runner else "shared"
+                tr.write_line(f"  {_rel(path, self.config)}: {where} {test} {metric}")
+                shown += 1
+        if total > shown:
+            tr.write_line(f"  … and {total - shown} more")
 
 
 def _rel(path: Path, config: pytest.Config) -> str:

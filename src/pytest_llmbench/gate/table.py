@@ -1,12 +1,16 @@
-"""The verdict table printed at the end of the session: one row per checked metric, regressions first."""
+"""The verdict table printed at the end of the session: one row per checked metric, regressions first.
+
+``p`` is the gate's raw one-sided p-value ("-" for fixed bands: Relative, Spread), ``q`` the p adjusted
+across its family by Holm at session end; a REGRESSED row has p at or under its per-test budget.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_llmbench.gate.verdict import STATUSES, Verdict, fmt
+from pytest_llmbench.gate.verdict import STATUSES, Verdict, fmt, fmt_p
 
-COLUMNS = ("config", "test", "metric", "baseline", "observed", "delta", "delta %", "tolerance", "verdict")
+COLUMNS = ("config", "test", "metric", "baseline", "observed", "delta", "delta %", "tolerance", "p", "q", "verdict")
 _LABEL = {"REGRESSED": "REGRESSED", "improved": "improved — consider --update-baselines", "new": "new",
           "pass": "pass"}
 
@@ -19,13 +23,13 @@ def ordered(verdicts: Iterable[Verdict]) -> list[Verdict]:
 def row(v: Verdict) -> tuple[str, ...]:
     pct = "-" if v.delta_pct is None else f"{v.delta_pct:+.1f}%"
     return (v.config, v.test_key, v.metric, fmt(v.baseline), fmt(v.observed), fmt(v.delta, sign=True), pct,
-            fmt(v.tolerance), _LABEL[v.status])
+            fmt(v.tolerance), fmt_p(v.p_value), fmt_p(v.q_value), _LABEL[v.status] + (" (paired)" if v.paired else ""))
 
 
 def render(verdicts: Iterable[Verdict]) -> list[str]:
     rows = [COLUMNS, *(row(v) for v in ordered(verdicts))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    numeric = {3, 4, 5, 6, 7}
+    numeric = {3, 4, 5, 6, 7, 8, 9}
     lines = []
     for r in rows:
         cells = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]

@@ -32,6 +32,10 @@ class Verdict:
     config: str = ""
     test_key: str = ""
     runner: str | None = None  # the runner profile for hardware-bound metrics, None when shared
+    p_value: float | None = None  # one-sided, from the rule's own test; None for fixed bands (Relative, Spread)
+    q_value: float | None = None  # p adjusted across the family's gates at session end (Holm)
+    paired: bool = False  # judged case by case against the baseline's own cases
+    family: str = ""  # the error budget it counts against: timing / quality / decisions
 
     @property
     def delta(self) -> float | None:
@@ -53,6 +57,8 @@ class Verdict:
         """What a failing (or reported) check says: metric, both values, tolerance and the rule."""
         where = f"[config {self.config}, test {self.test_key}" + (f", runner {self.runner}]" if self.runner else "]")
         if self.baseline is None:
+            if self.rule.startswith("not comparable"):
+                return f"{self.metric}: {fmt(self.observed)} has no comparable baseline: {self.rule} {where}"
             return f"{self.metric}: {fmt(self.observed)} has no baseline ({self.rule}) {where}"
         head = {
             "REGRESSED": "REGRESSED",
@@ -60,6 +66,8 @@ class Verdict:
             "pass": "within noise",
         }[self.status]
         pct = "" if self.delta_pct is None else f", {self.delta_pct:+.1f}%"
+        if self.p_value is not None:
+            pct += f"; p={fmt_p(self.p_value)}" + ("" if self.q_value is None else f", q={fmt_p(self.q_value)}")
         worse = "lower" if self.direction == "higher" else "higher"
         return (
             f"{self.metric} {head}: observed {fmt(self.observed)} vs baseline {fmt(self.baseline)} "
@@ -78,6 +86,13 @@ def fmt(x: float | None, *, sign: bool = False, digits: int = 4) -> str:
     if abs(x) >= 10**digits:
         return f"{x:{spec}.0f}"
     return f"{x:{spec}.{digits}g}"
+
+
+def fmt_p(p: float | None) -> str:
+    """p-values as people compare them with a threshold: 2 significant digits, '<1e-6' at the floor."""
+    if p is None:
+        return "-"
+    return "<1e-6" if p < 1e-6 else f"{p:.2g}"
 
 
 def judge(baseline: float, observed: float, tolerance: float, direction: Direction) -> Status:

@@ -90,3 +90,22 @@ def test_unanswered_pairs_are_left_out_of_probability_metrics():
     assert paired_gap(a, b, "log_loss").n_decisions == 2
     assert paired_gap(a, b, "correct").n_decisions == 3  # a failure counts as wrong
     assert changed_answers(a, b) == 1
+
+
+def test_bootstrap_p_agrees_with_the_interval_and_the_gate_is_a_paired_verdict():
+    """Issue 10: the paired decisions gate goes through bench.check (a verdict with p and paired=True)."""
+    from pytest_llmbench.gate.entry import BaselineEntry
+    from pytest_llmbench.gate.metric import Observation
+
+    rng = np.random.default_rng(3)
+    per_case = rng.integers(1, 9, size=20)
+    ref = rng.uniform(size=per_case.sum()) < 0.8
+    worse = ref & (rng.uniform(size=ref.size) > 0.3)  # drops 30% of the right answers
+    gap = paired_gap(answers(worse, per_case), answers(ref, per_case), "correct")
+    assert gap.worse and gap.p_value < 0.025
+    v = gap.gate().verdict(BaselineEntry(0.0, "higher", {}), Observation(gap.gap), "higher")
+    assert v.status == "REGRESSED" and v.paired and v.p_value == gap.p_value
+    same = paired_gap(answers(ref, per_case), answers(ref, per_case), "correct")
+    assert same.p_value == 1.0
+    v = same.gate().verdict(BaselineEntry(0.0, "higher", {}), Observation(same.gap), "higher")
+    assert v.status == "pass"

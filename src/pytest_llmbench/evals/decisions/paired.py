@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,10 @@ from scipy import stats
 
 from pytest_llmbench.evals.decisions.metrics import DIRECTIONS, decision_values
 from pytest_llmbench.evals.decisions.schema import Decision
+from pytest_llmbench.gate.entry import BaselineEntry
+from pytest_llmbench.gate.metric import Observation
+from pytest_llmbench.gate.noise import NoiseModel
+from pytest_llmbench.gate.verdict import Direction, Status, Verdict
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 20261030
@@ -41,6 +45,7 @@ class PairedGap:
     n_decisions: int
     candidate: str = "candidate"
     reference: str = "reference"
+    p_value: float | None = None  # one-sided bootstrap p that the candidate is worse (share of resamples not worse)
 
     @property
     def status(self) -> str:
@@ -62,6 +67,40 @@ class PairedGap:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "status": self.status}
+
+    def gate(self) -> "PairedGapGate":
+        """The noise model that judges this gap through ``bench.check`` (reference=0: no gap)."""
+        return PairedGapGate(low=self.low, high=self.high, confidence=self.confidence, n_cases=self.n_cases,
+                             p=self.p_value)
+
+
+@dataclass(frozen=True)
+class PairedGapGate(NoiseModel):
+    """A gap measured against the baseline's own answers in this run: REGRESSED when the whole paired
+    bootstrap interval lies on the bad side of the reference (0), its p the bootstrap share not worse."""
+
+    low: float
+    high: float
+    confidence: float = 0.95
+    n_cases: int = 0
+    p: float | None = None
+    name = "PairedDecisionGap"
+
+    def verdict(self, baseline: BaselineEntry, observed: Observation, direction: Direction) -> Verdict:
+        ref = baseline.value
+        finite = bool(np.isfinite(self.low) and np.isfinite(self.high))
+        bad = finite and (self.high < ref if direction == "higher" else self.low > ref)
+        good = finite and (self.low > ref if direction == "higher" else self.high < ref)
+        status: Status = "REGRESSED" if bad else "improved" if good else "pass"
+        side = "below" if direction == "higher" else "above"
+        rule = (f"paired bootstrap over {self.n_cases} cases, {self.confidence:.0%} interval "
+                f"[{self.low:+.4f}, {self.high:+.4f}]: fail if the whole interval is {side} {ref:g}")
+        # the interval's half-width on the bad side, so "worse than the reference by more than the
+        # tolerance" is exactly "the whole interval on the bad side"
+        tolerance = (self.high - observed.value if direction == "higher" else observed.value - self.low) \
+            if finite else float("inf")
+        v = self._verdict(ref, observed, max(tolerance, 0.0), rule, direction, status, p_value=self.p)
+        return replace(v, paired=True)
 
 
 def case_sums(values_a: Mapping[tuple[str, str], float | None], values_b: Mapping[tuple[str, str], float | None]
@@ -99,6 +138,25 @@ def paired_bootstrap(case_diff: np.ndarray, case_count: np.ndarray, *, confidenc
     return gap, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def bootstrap_p_worse(case_diff: np.ndarray, case_count: np.ndarray, direction: str, *,
+                      resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> float | None:
+    """One-sided p that the candidate is worse: the share of case resamples whose gap is not worse than 0
+    (the level at which the one-sided percentile interval just touches 0), as ``(1 + k) / (B + 1)``."""
+    if len(case_diff) < 2 or case_count.sum() == 0:
+        return None
+    if np.all(case_diff == 0):
+        return 1.0
+
+    def ratio(d: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
+        return d.sum(axis=axis) / c.sum(axis=axis)
+
+    res = stats.bootstrap((case_diff, case_count), ratio, paired=True, vectorized=True, n_resamples=resamples,
+                          method="percentile", random_state=np.random.default_rng(seed))
+    dist = res.bootstrap_distribution
+    not_worse = int(np.sum(dist >= 0) if direction == "higher" else np.sum(dist <= 0))
+    return float((1 + not_worse) / (resamples + 1))
+
+
 def paired_gap(candidate: Iterable[Decision], reference: Iterable[Decision], metric: str = "correct", *,
                confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                names: tuple[str, str] = ("candidate", "reference")) -> PairedGap:
@@ -108,8 +166,9 @@ def paired_gap(candidate: Iterable[Decision], reference: Iterable[Decision], met
     b = decision_values(reference, metric)
     cases, diff, count = case_sums(a, b)
     gap, low, high = paired_bootstrap(diff, count, confidence=confidence, resamples=resamples, seed=seed)
+    p = bootstrap_p_worse(diff, count, DIRECTIONS[metric], resamples=resamples, seed=seed)
     return PairedGap(metric, DIRECTIONS[metric], gap, low, high, confidence, len(cases), int(count.sum()),
-                     candidate=names[0], reference=names[1])
+                     candidate=names[0], reference=names[1], p_value=p)
 
 
 def changed_answers(a: Iterable[Decision], b: Iterable[Decision]) -> int:

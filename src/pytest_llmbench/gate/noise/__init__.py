@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_llmbench.gate.noise.base import NoiseModel, NoiseModelError
+from pytest_llmbench.gate.noise.base import NOISE_MODELS, NoiseModel, NoiseModelError, register_noise_model
 from pytest_llmbench.gate.noise.binomial import Binomial
 from pytest_llmbench.gate.noise.history import History
 from pytest_llmbench.gate.noise.relative import Relative
 from pytest_llmbench.gate.noise.spread import Spread
 from pytest_llmbench.gate.noise.stderr import StdErr
 
-NOISE_MODELS: dict[str, type[NoiseModel]] = {
-    cls.name: cls for cls in (StdErr, Relative, Spread, Binomial, History)
-}
+BUILT_IN = (StdErr, Relative, Spread, Binomial, History)  # registered when their classes were defined
 
 
 def noise_from_dict(d: dict[str, Any]) -> NoiseModel:
@@ -24,12 +22,13 @@ def noise_from_dict(d: dict[str, Any]) -> NoiseModel:
     name = params.pop("name")
     cls = NOISE_MODELS.get(name)
     if cls is None:
-        raise ValueError(f"unknown noise model {name!r} (known: {', '.join(sorted(NOISE_MODELS))})")
+        raise ValueError(f"unknown noise model {name!r} (known: {', '.join(sorted(NOISE_MODELS))}); a model "
+                         f"of your own is known once its class is defined (import it in conftest.py)")
     try:
         return cls.from_params(**params)
-    except TypeError as e:
+    except (TypeError, ValueError) as e:
         raise ValueError(f"bad parameters for noise model {name}: {e}") from None
 
 
 __all__ = ["NOISE_MODELS", "Binomial", "History", "NoiseModel", "NoiseModelError", "Relative", "Spread",
-           "StdErr", "noise_from_dict"]
+           "StdErr", "noise_from_dict", "register_noise_model"]

@@ -15,10 +15,42 @@ class NoiseModelError(ValueError):
     """A check gave a noise model what it cannot work with (no SE for StdErr, no n for Binomial)."""
 
 
+#: Every noise model a baseline file may name, by ``name``. Subclasses register themselves when their
+#: class is defined (a model in a user's conftest included), so ``--update-baselines`` can read back
+#: what it writes; :func:`register_noise_model` is the explicit form.
+NOISE_MODELS: dict[str, type["NoiseModel"]] = {}
+
+
+def register_noise_model(cls: type["NoiseModel"]) -> type["NoiseModel"]:
+    """Make ``cls`` loadable from baseline files by its ``name``; usable as a class decorator.
+
+    Re-registering the same class (a conftest imported twice) is fine; a second class under a name
+    already taken is an error, because the files would then mean two different rules.
+    """
+    name = cls.__dict__.get("name")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"noise model {cls.__qualname__} needs a class attribute name = '...'")
+    old = NOISE_MODELS.get(name)
+    if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ValueError(f"noise model name {name!r} is taken by {old.__module__}.{old.__qualname__}")
+    NOISE_MODELS[name] = cls
+    return cls
+
+
 class NoiseModel(ABC):
-    """Subclasses are frozen dataclasses; their fields are the parameters stored in the baseline file."""
+    """Subclasses are frozen dataclasses; their fields are the parameters stored in the baseline file.
+
+    ``verdict`` fills ``p_value`` with the one-sided p of its own test when it has one; ``gives_p``
+    says whether it ever does (fixed bands do not, and stay outside the suite's error budget).
+    """
 
     name: ClassVar[str]
+    gives_p: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            register_noise_model(cls)
 
     @abstractmethod
     def verdict(self, baseline: BaselineEntry, observed: Observation, direction: Direction) -> Verdict:
@@ -48,9 +80,9 @@ class NoiseModel(ABC):
         return None
 
     def _verdict(self, baseline: float, observed: Observation, tolerance: float, rule: str,
-                 direction: Direction, status: Status | None = None) -> Verdict:
+                 direction: Direction, status: Status | None = None, p_value: float | None = None) -> Verdict:
         return Verdict(
             metric="", observed=observed.value, baseline=baseline, tolerance=tolerance, rule=rule,
             status=status or judge(baseline, observed.value, tolerance, direction),
-            direction=direction, noise=self.describe(),
+            direction=direction, noise=self.describe(), p_value=p_value,
         )

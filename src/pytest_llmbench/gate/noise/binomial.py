@@ -39,7 +39,8 @@ class Binomial(NoiseModel):
         expected = k_b * n / n_b  # the baseline's rate on the new number of cases
         crit = self._critical(k_b, n_b, n, direction)
         status: Status
-        if _p_worse(k_b, n_b, k, n, direction) < self.alpha:
+        p = _p_worse(k_b, n_b, k, n, direction)
+        if p < self.alpha:
             status = "REGRESSED"
         elif _p_better(k_b, n_b, k, n, direction) < self.alpha:
             status = "improved"
@@ -55,7 +56,7 @@ class Binomial(NoiseModel):
         else:
             tolerance = (crit - 1) - expected
             rule = f"{head}: fail if observed ≥ {crit} of {n}"
-        return self._verdict(expected, observed, tolerance, rule, direction, status)
+        return self._verdict(expected, observed, tolerance, rule, direction, status, p_value=p)
 
     def _critical(self, k_b: int, n_b: int, n: int, direction: Direction) -> int | None:
         """The least-bad count that still regresses (p < alpha); p is monotone in k, so bisect."""

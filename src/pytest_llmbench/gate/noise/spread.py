@@ -16,6 +16,7 @@ class Spread(NoiseModel):
 
     spread: float
     name = "Spread"
+    gives_p = False  # a fixed band is a minimum effect, not a test: no p, outside the error budget
 
     def __post_init__(self) -> None:
         if not self.spread >= 0:

@@ -1,0 +1,143 @@
+"""The baseline store: the folder of files, and what ``--update-baselines`` does to an entry.
+
+Swappable (syrupy's model): the session talks to a store through ``file``, ``path_for``, ``validate``
+and ``write``; a team keeping baselines elsewhere passes its own object with these methods to
+``GateSession(config, store=...)``.
+
+Update semantics, entry by entry:
+
+- the new value is appended to ``history`` (the last HISTORY_LEN kept), which History learns from;
+- an entry marked ``refresh: true`` (a published figure, one run) is replaced: its history restarts at
+  the new value, so History never learns a spread from a number this runner did not measure;
+- a REGRESSED value written with ``--update-baselines=all`` restarts the history too (a deliberate
+  level change must not widen every later tolerance by mixing two levels), and the run still fails
+  and says which values it wrote, so the change is reviewed rather than absorbed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, Key, config_filename, dumps, load, \
+    write_atomic
+from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
+from pytest_llmbench.gate.noise import noise_from_dict
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What ``--update-baselines`` writes for one check; plain data so it crosses from xdist workers."""
+
+    config: str
+    runner: str | None
+    test_key: str
+    metric: str
+    value: float
+    direction: str
+    noise: dict[str, Any]
+    n: int | None
+    se: float | None
+    provenance: dict[str, Any]
+    status: str = "pass"  # the verdict's status (suite level once the session adjusted it)
+
+    @property
+    def key(self) -> tuple[str, str | None, str, str]:
+        return (self.config, self.runner, self.test_key, self.metric)
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    entries: int
+    regressed: tuple[str, ...] = ()  # "test metric" of REGRESSED values written (update=all)
+
+
+class BaselineStore:
+    """The baselines folder; reads each config's file once per process."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory)
+        self._files: dict[str, BaselineFile | BaselineFileError] = {}
+
+    def path_for(self, config: str) -> Path:
+        return self.dir / config_filename(config)
+
+    def file(self, config: str) -> BaselineFile:
+        """The config's baselines (empty when there is no file); raises BaselineFileError every time."""
+        got = self._files.get(config)
+        if got is None:
+            try:
+                got = load(self.path_for(config), config)
+            except BaselineFileError as e:
+                got = e
+            self._files[config] = got
+        if isinstance(got, BaselineFileError):
+            raise got
+        return got
+
+    def validate(self) -> list[BaselineFileError]:
+        """Read every file in the folder, before any server starts; noise models a conftest has yet to
+        define are allowed here (they are checked when used)."""
+        errors = []
+        if self.dir.is_dir():
+            for path in sorted(self.dir.glob("*.yaml")):
+                try:
+                    load(path, path.stem, known_noise=False)
+                except BaselineFileError as e:
+                    errors.append(e)
+        return errors
+
+    def files(self) -> list[BaselineFile]:
+        out = []
+        if self.dir.is_dir():
+            for path in sorted(self.dir.glob("*.yaml")):
+                try:
+                    out.append(load(path, path.stem, known_noise=False))
+                except BaselineFileError:
+                    continue  # reported at session start
+        return out
+
+    def write(self, measurements: list[Measurement], mode: str) -> tuple[list[Written], list[str]]:
+        """Merge measurements into each config's file, read fresh from disk; atomic. ``mode``: all|new."""
+        by_config: dict[str, list[Measurement]] = {}
+        for m in measurements:
+            by_config.setdefault(m.config, []).append(m)
+        written, errors = [], []
+        for config_name in sorted(by_config):
+            path = self.path_for(config_name)
+            try:
+                bf = load(path, config_name, known_noise=False)
+            except BaselineFileError as e:
+                errors.append(str(e))
+                continue
+            changed, regressed = 0, []
+            for m in by_config[config_name]:
+                old = bf.get(m.runner, m.test_key, m.metric)
+                if mode == "new" and old is not None:
+                    continue
+                bf.put(m.runner, m.test_key, m.metric, updated(old, m))
+                changed += 1
+                if m.status == "REGRESSED":
+                    regressed.append(f"{m.test_key} {m.metric}")
+            if changed:
+                write_atomic(path, dumps(bf))
+                written.append(Written(path, changed, tuple(regressed)))
+            self._files.pop(config_name, None)
+        return written, errors
+
+
+def updated(old: BaselineEntry | None, m: Measurement) -> BaselineEntry:
+    """The entry after accepting ``m``: see the module docstring for when the history restarts."""
+    restart = old is None or bool(old.provenance.get("refresh")) or m.status == "REGRESSED"
+    history = ((() if restart else old.accepted) + (m.value,))[-HISTORY_LEN:]  # type: ignore[union-attr]
+    try:
+        spread = noise_from_dict(m.noise).stored_spread(history)
+    except ValueError:  # a model of the user's that this process never saw defined: the spread is informative
+        spread = None
+    return BaselineEntry(value=m.value, direction=m.direction, noise=m.noise, n=m.n, se=m.se,  # type: ignore[arg-type]
+                         spread=spread, history=history, provenance=m.provenance)
+
+
+__all__ = ["BaselineStore", "Key", "Measurement", "Written", "updated"]
