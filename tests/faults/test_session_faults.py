@@ -35,3 +35,23 @@ def test_killed_xdist_worker_takes_its_server_with_it(session):
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*worker 'gw0' crashed*"])
     assert_nothing_left_running(session.results)
+
+
+def test_sigterm_ends_the_session_and_stops_its_server(session, tmp_path, monkeypatch):
+    """A CI job cancelled mid-run: the session stops its servers and dies of the signal; no later test
+    runs (a SystemExit raised in the handler used to be recorded as the running test's error, and the
+    session went on starting servers)."""
+    marker = tmp_path / "later-test-ran"
+    monkeypatch.setenv("LATER_MARKER", str(marker))
+    session.makepyfile(test_x=WHEN_TOKENS + """
+def test_x(llm_server, bench):
+    when_tokens(llm_server, 32 + 48, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1))
+
+def test_y(llm_server):
+    open(os.environ["LATER_MARKER"], "w").write("ran")
+""")
+    result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
+    assert result.ret == -15, result.stdout.str()[-2000:]
+    assert not marker.exists(), "no test runs after SIGTERM"
+    assert_nothing_left_running(session.results)

@@ -8,6 +8,7 @@ badly — Ctrl-C, an exception, SIGTERM from an xdist controller — still stops
 from __future__ import annotations
 
 import atexit
+import os
 import signal
 import sys
 import threading
@@ -112,12 +113,15 @@ def stop_all(grace: float = 5.0) -> list[str]:
 
 
 def _on_signal(signum, frame):  # pragma: no cover - exercised through subprocess tests
+    """SIGTERM/SIGHUP: stop every server, then die of the signal as the sender asked. (Raising SystemExit
+    here is not enough: pytest records it as the running test's error and goes on starting servers.)"""
     stop_all()
     previous = _previous.get(signum)
     if callable(previous):
         previous(signum, frame)
-    else:
-        raise SystemExit(128 + signum)
+        return
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 _previous: dict[int, object] = {}
