@@ -1,5 +1,6 @@
 """The streaming client under transport failures: every one becomes a failed request with a reason."""
 
+import re
 import time
 
 from pytest_llmbench.workload.client import parse_sse, StreamError
@@ -51,8 +52,30 @@ def test_stalled_stream_fails_after_the_stall_timeout(scripted):
     srv = scripted(handler)
     t0 = time.perf_counter()
     [rec] = run_requests(fake_server(srv.port), [{"messages": []}], stall_timeout_s=0.5)
-    assert not rec.ok and rec.error == "stream stalled: no data for 0.5 s"
+    assert not rec.ok and re.fullmatch(r"server not responding: no data on any connection for 0\.[5-9] s "
+                                       r"\(stall_timeout_s=0\.5\)", rec.error), rec.error
     assert time.perf_counter() - t0 < 2.5
+
+
+def test_one_stalled_stream_among_live_ones_fails_alone(scripted):
+    """The scenario-level watch ends a run only when every connection is silent: a single stuck stream
+    next to live ones fails by its own stall limit, and the others complete."""
+    def handler(conn, srv):
+        body = read_request(conn)
+        conn.sendall(STREAM_HEAD + chunk(sse(delta("first"))))
+        if b'"stuck"' in body:
+            time.sleep(3)
+            return
+        for _ in range(30):  # keeps bytes flowing for 1.5 s, past the stuck one's limit
+            time.sleep(0.05)
+            conn.sendall(chunk(sse(delta("x"))))
+        conn.sendall(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    srv = scripted(handler)
+    stuck, live = {"messages": [{"role": "user", "content": "stuck"}]}, {"messages": []}
+    recs = run_requests(fake_server(srv.port), [stuck, live], concurrency=2, stall_timeout_s=0.5)
+    assert not recs[0].ok and recs[0].error.startswith("stream stalled"), recs[0].error
+    assert recs[1].ok, recs[1].error
 
 
 def test_http_error_status_is_a_failed_request_with_the_body(scripted):

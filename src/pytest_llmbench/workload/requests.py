@@ -78,7 +78,7 @@ async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any
             if not server.alive():
                 gone.append(f"server exited ({describe_exit(server.handle.exit_code())})")
             elif (quiet := client.quiet_for()) is not None and quiet >= stall_timeout_s:
-                gone.append(f"server not responding: no data on any connection for {quiet:.0f} s "
+                gone.append(f"server not responding: no data on any connection for {quiet:.1f} s "
                             f"(stall_timeout_s={stall_timeout_s:g})")
             if gone:
                 for t in tasks:
@@ -95,6 +95,8 @@ async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any
     finally:
         watcher.cancel()
         client.close()
+    if watcher.done() and not watcher.cancelled() and watcher.exception() is not None:
+        raise watcher.exception()  # a broken watch must not pass for a healthy server
     if gone:
         for i, rec in enumerate(records):
             if rec is None:
