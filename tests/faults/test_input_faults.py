@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from .conftest import smol_configs
+
 
 def test_empty_config_file_is_one_line_naming_it(pytester):
     pytester.makefile(".yaml", **{"configs/servers": ""})
@@ -67,3 +69,31 @@ def test_unwritable_results_folder_is_one_usage_error_before_anything_runs(pytes
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--results-dir / ini llmbench_results_dir: cannot write results to {target}: *{expected}*"])
     assert "Traceback" not in result.stderr.str()
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda text: text[: text.index("version: 2")], "the file was cut short"),   # cut at a line boundary
+    (lambda text: text.replace("value: ", "value: .nan #", 1), "value"),
+    (lambda text: text + "  broken: [\n", "invalid YAML"),
+])
+def test_corrupt_or_truncated_baseline_stops_the_session_before_any_server_starts(pytester, tmp_path, damage,
+                                                                                   message):
+    """A baseline file that cannot be trusted is one usage error naming it, before a server (minutes of GPU
+    time) starts: a recorded file is damaged three ways and the session must not reach its server."""
+    import shutil
+
+    from ..conftest import ROOT
+
+    base = tmp_path / "baselines"
+    base.mkdir()
+    shutil.copy(ROOT / "baselines" / "smol-nospec.yaml", base / "smol-nospec.yaml")
+    f = base / "smol-nospec.yaml"
+    f.write_text(damage(f.read_text()))
+    pytester.makefile(".yaml", **{"configs/servers": smol_configs("{name: smol-nospec}")})
+    pytester.makeini("[pytest]\nllmbench_configs = configs\n")
+    pytester.makepyfile(test_x="def test_x(llm_server):\n    raise AssertionError('a server was started')\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--baselines-dir={base}")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-2000:]
+    assert "smol-nospec.yaml" in out and message in out
+    assert "a server was started" not in out
