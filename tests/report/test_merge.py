@@ -77,6 +77,17 @@ def test_tests_without_a_server_in_two_shards_are_an_overlap(tmp_path):
         merge_results(tmp_path / "merged", [a, b])
 
 
+def test_each_shards_session_records_are_kept_not_an_overlap(tmp_path):
+    """Every shard's gate writes one session-level ``gate_budget`` record (no config): merging two of them
+    is not two shards claiming the tests without a server (a real 2-GPU merge refused exactly this)."""
+    a = shard_folder(tmp_path / "s1", "1/2", ["alpha"])
+    b = shard_folder(tmp_path / "s2", "2/2", ["beta"])
+    for folder in (a, b):
+        ResultsWriter(folder).write({"record": "gate_budget", "method": "holm", "alphas": {"timing": 0.02}})
+    merge_results(tmp_path / "merged", [a, b])
+    assert len(list(iter_records(tmp_path / "merged", "gate_budget"))) == 2
+
+
 def test_missing_shards_are_reported(tmp_path):
     a = shard_folder(tmp_path / "s1", "1/3", ["alpha"])
     c = shard_folder(tmp_path / "s3", "3/3", ["gamma"])

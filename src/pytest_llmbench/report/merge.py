@@ -20,6 +20,8 @@ from typing import Any
 from pytest_llmbench.jsonl import iter_jsonl
 
 NO_SERVER = "(tests without a server)"  # the owner of records with no config, for the overlap check
+#: Records about a whole session, not a config or a test: every shard writes its own, all are kept.
+SESSION_RECORDS = frozenset({"gate_budget"})
 _NO_SERVER_NAMES = (None, "_noserver_")
 MANIFEST = "merged_from.json"
 
@@ -46,6 +48,8 @@ def read_source(folder: Path) -> Source:
     for f in sorted(folder.glob("results*.jsonl")):
         for _, rec in iter_jsonl(f, MergeError):
             src.records.append(rec)
+            if rec.get("record") in SESSION_RECORDS:
+                continue
             name = rec.get("config")
             src.owned.add(NO_SERVER if name in _NO_SERVER_NAMES else str(name))
             o = rec.get("origin") or {}
