@@ -8,7 +8,13 @@ import os
 
 import pytest
 
+from pytest_llmbench.gate import History, Relative
 from pytest_llmbench.workload.scenario import Scenario
+
+# Timing on one H200 moves up to ±13% between unchanged reruns (draft config at 4 users; see
+# benches/perf/rejudge_gpu_reruns.out.md): a fixed 5% band false-alarmed in 3 of 10 clean reruns. The
+# spread is learned from the accepted runs instead; until three exist, a 10% band.
+GPU_TIMING = History(k=3, fallback=Relative(0.10))
 
 SCENARIOS = [
     Scenario("chat-1u", dataset="sharegpt", output_len=256, num_prompts=16, concurrency=1, warmup=2, seed=1),
@@ -24,8 +30,8 @@ def test_serving(llm_server, bench, scenario):
     result = bench.run(scenario)
     m = result.metrics
     assert m["failed"] == 0, result.errors[:3]
-    bench.check("output_throughput", m["output_throughput"])
-    bench.check("median_tpot_ms", m["median_tpot_ms"])
+    bench.check("output_throughput", m["output_throughput"], noise=GPU_TIMING)
+    bench.check("median_tpot_ms", m["median_tpot_ms"], noise=GPU_TIMING)
     if "spec" in llm_server.config.marks:
         bench.check("accept_length", [r.spec.accept_length for r in result.records if r.spec])
 
