@@ -12,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
+from pytest_llmbench.report.merge import SESSION_RECORDS  # noqa: E402
 from pytest_llmbench.report.results import iter_records  # noqa: E402
 
 #: what identifies a record of each kind, so two runs can be compared as sets
@@ -26,6 +27,8 @@ def keyed(folder: Path) -> dict[str, collections.Counter]:
     out: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for rec in iter_records(folder):
         kind = rec.get("record")
+        if kind in SESSION_RECORDS:  # one per session: a shard has its own (its own error budget)
+            continue
         out[kind][tuple(rec.get(f) for f in KEYS.get(kind, ("config", "test_key")))] += 1
     return out
 
