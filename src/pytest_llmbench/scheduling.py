@@ -67,6 +67,22 @@ def make_scheduler(pytest_config: Any, log: Any, configs: dict[str, Any]) -> Any
             name = config_in_nodeid(nodeid, configs)
             return SCOPE_PREFIX + name if name is not None else nodeid
 
+        def remove_node(self, node: Any) -> str | None:
+            """A crashed worker's test is reported failed and never rerun (xdist's scope scheduler would
+            queue it again, and each replacement worker would crash on it and restart its server); the
+            rest of its config goes to the next free worker."""
+            workload = self.assigned_work.pop(node)
+            if not self._pending_of(workload):
+                return None
+            crashed = next(nid for unit in workload.values() for nid, done in unit.items() if not done)
+            for unit in workload.values():
+                if crashed in unit:
+                    unit[crashed] = True
+            self.workqueue.update({scope: unit for scope, unit in workload.items() if not all(unit.values())})
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashed
+
         def schedule(self) -> None:
             first = self.collection is None  # later calls only reschedule
             collection = next(iter(self.registered_collections.values()), [])
