@@ -16,7 +16,7 @@ import pytest
 
 from pytest_llmbench import stash
 from pytest_llmbench.launchers.gpus import GPUAssignmentError
-from pytest_llmbench.scheduling import find_name, param_tokens
+from pytest_llmbench.scheduling import find_name, param_tokens, without_group_suffix
 from pytest_llmbench.server import LLMServer, ServerStartError, start_server
 from pytest_llmbench.workload.scenario import WorkloadError
 
@@ -59,7 +59,7 @@ def llm_server(request: pytest.FixtureRequest):
 def test_key(item: pytest.Item, config_name: str | None) -> str:
     """The node id without the config's part of the parametrization (and without an xdist group
     suffix), so one test has one baseline key however it was run."""
-    nodeid = item.nodeid.split("@", 1)[0] if "@" in item.nodeid.rpartition("]")[2] else item.nodeid
+    nodeid = without_group_suffix(item.nodeid)
     parts = param_tokens(nodeid)
     at = find_name(parts, config_name) if config_name else None
     if at is None:

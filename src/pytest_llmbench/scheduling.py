@@ -22,9 +22,14 @@ SPLITTING_MODES = frozenset({"load", "loadscope", "loadfile", "loadgroup", "work
 SCOPE_PREFIX = "llmbench-config:"
 
 
+def without_group_suffix(nodeid: str) -> str:
+    """The node id without the ``@group`` that xdist's ``loadgroup`` appends (on pytest before 9.2)."""
+    return nodeid.rpartition("@")[0] if "@" in nodeid.rpartition("]")[2] else nodeid
+
+
 def param_tokens(nodeid: str) -> list[str]:
     """The ``-``-separated parts of a node id's parameter id (``test_x[cfg-a-4]`` → cfg, a, 4)."""
-    nodeid = nodeid.split("@", 1)[0] if "@" in nodeid.rpartition("]")[2] else nodeid  # old loadgroup suffix
+    nodeid = without_group_suffix(nodeid)
     last = nodeid.rpartition("::")[2]
     if "[" not in last or not last.endswith("]"):
         return []
