@@ -1,4 +1,5 @@
-"""Per-request records: what one streamed chat request measured, built from its timestamped events."""
+"""Per-request records: what one streamed chat or completions request measured, built from its
+timestamped events."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench.engines.base import SpecStats
-from pytest_llmbench.workload.client import RawResponse, SSEEvent, StreamError, parse_sse_columns
+from pytest_llmbench.transport.http import RawResponse, StreamError
+from pytest_llmbench.transport.sse import parse_sse_columns
 
 if TYPE_CHECKING:
     from pytest_llmbench.engines.base import Engine
@@ -92,10 +94,6 @@ def record_from_response(index: int, raw: RawResponse, engine: "Engine") -> Requ
     finally:
         if gc_was_on:
             gc.enable()
-
-
-def fill_from_events(rec: RequestRecord, events: list[SSEEvent], t_start: float, engine: "Engine") -> RequestRecord:
-    return fill_from_columns(rec, [e.t for e in events], [e.data for e in events], t_start, engine)
 
 
 _NO: dict[str, Any] = {}

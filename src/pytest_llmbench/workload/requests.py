@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench.launchers.base import describe_exit
-from pytest_llmbench.workload.client import StreamClient, StreamError
+from pytest_llmbench.transport.http import StreamClient, StreamError
+from pytest_llmbench.transport.kinds import get_kind
 from pytest_llmbench.workload.records import RequestRecord, record_from_response
 
 if TYPE_CHECKING:
@@ -30,13 +31,20 @@ WATCH_INTERVAL_S = 0.25
 
 
 async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any]], *, concurrency: int = 1,
-                             path: str | None = None, timeout_s: float = 600.0, stall_timeout_s: float = 120.0,
+                             kind: str = "chat", path: str | None = None, timeout_s: float = 600.0,
+                             stall_timeout_s: float = 120.0,
                              on_done: Callable[[RequestRecord], None] | None = None) -> list[RequestRecord]:
-    """Every body gets a record, in order. A request that fails is recorded with its reason; a server
-    that exits, or sends nothing on any connection for ``stall_timeout_s``, ends the whole run at once:
-    the requests in flight and those not yet sent are recorded with that reason (one stall budget per
-    run, not one per request)."""
-    path = path or server.engine.chat_path
+    """Every body gets a record, in order. ``kind`` is a streamed request kind (``chat``, ``completions``:
+    :mod:`pytest_llmbench.transport.kinds`) and picks the engine's route unless ``path`` overrides it.
+
+    A request that fails is recorded with its reason; a server that exits, or sends nothing on any
+    connection for ``stall_timeout_s``, ends the whole run at once: the requests in flight and those not
+    yet sent are recorded with that reason (one stall budget per run, not one per request)."""
+    request_kind = get_kind(kind)
+    if not request_kind.stream:
+        raise ValueError(f"run_requests streams; request kind {kind!r} does not (use transport.kinds.send_json)")
+    path = request_kind.path(server.engine, path)
+    send = request_kind.send
     client = StreamClient("127.0.0.1", server.port)
     payloads = [json.dumps(streaming_body(server, b)).encode() for b in bodies]
     records: list[RequestRecord | None] = [None] * len(payloads)
@@ -59,8 +67,8 @@ async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any
             try:
                 # The per-request stall limit sits just past the scenario's, so that when every connection
                 # is silent the scenario-level watch (which ends the whole run) fires first.
-                raw = await client.post(path, payloads[i], timeout=timeout_s,
-                                        stall_timeout=stall_timeout_s + 4 * WATCH_INTERVAL_S)
+                raw = await send(client, path, payloads[i], timeout_s=timeout_s,
+                                 stall_timeout_s=stall_timeout_s + 4 * WATCH_INTERVAL_S)
                 rec = record_from_response(i, raw, server.engine)
             except asyncio.CancelledError:
                 if not gone:
@@ -105,8 +113,9 @@ async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any
 
 
 def run_requests(server: "LLMServer", bodies: Sequence[dict[str, Any]], *, concurrency: int = 1,
-                 path: str | None = None, timeout_s: float = 600.0, stall_timeout_s: float = 120.0,
+                 kind: str = "chat", path: str | None = None, timeout_s: float = 600.0,
+                 stall_timeout_s: float = 120.0,
                  on_done: Callable[[RequestRecord], None] | None = None) -> list[RequestRecord]:
     """Blocking wrapper: stream every body at ``concurrency`` and return their records in order."""
-    return asyncio.run(run_requests_async(server, bodies, concurrency=concurrency, path=path, timeout_s=timeout_s,
-                                          stall_timeout_s=stall_timeout_s, on_done=on_done))
+    return asyncio.run(run_requests_async(server, bodies, concurrency=concurrency, kind=kind, path=path,
+                                          timeout_s=timeout_s, stall_timeout_s=stall_timeout_s, on_done=on_done))

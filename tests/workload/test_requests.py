@@ -1,12 +1,12 @@
-"""The streaming client under transport failures: every one becomes a failed request with a reason."""
+"""run_requests under transport failures: every one becomes a failed request with a reason, never an
+exception (a scripted raw-socket server, not an engine double)."""
 
 import re
 import time
 
-from pytest_llmbench.workload.client import parse_sse, StreamError
 from pytest_llmbench.workload.requests import run_requests
 
-from .conftest import STREAM_HEAD, chunk, delta, fake_server, read_request, sse
+from tests.scripted_http import STREAM_HEAD, chunk, delta, fake_server, read_request, sse
 
 
 def good_stream(conn, srv, n=5):
@@ -131,19 +131,6 @@ def test_multi_token_chunks_spread_itl_over_their_tokens(scripted):
     itls = rec.itls_s()
     assert len(itls) == 5  # one per token after the first
     assert abs(itls[0] * 3 - (rec.chunk_times[1] - rec.chunk_times[0])) < 1e-9
-
-
-def test_parse_sse_keeps_arrival_time_of_each_event():
-    pieces = [(1.0, b'data: {"a": 1}\n\ndata: {"a"'), (2.0, b': 2}\n\n'), (3.0, b"data: [DONE]\n\n")]
-    events = parse_sse(pieces)
-    assert [(e.t, e.data["a"]) for e in events] == [(1.0, 1), (2.0, 2)]
-
-
-def test_parse_sse_rejects_garbage():
-    import pytest
-
-    with pytest.raises(StreamError, match="non-SSE bytes"):
-        parse_sse([(0.0, b"<html>oops</html>\n\n")])
 
 
 def test_late_final_crlf_then_close_is_reconnected_not_failed(scripted):

@@ -1,0 +1,3 @@
+"""The scripted raw-socket server for the transport tests."""
+
+from tests.scripted_http import scripted  # noqa: F401  (fixture)

@@ -1,0 +1,64 @@
+"""The raw asyncio transport on its own: what it sends, and the body it keeps with arrival times
+(a scripted raw-socket server, not an engine double)."""
+
+import asyncio
+import time
+
+from pytest_llmbench.transport.http import StreamClient
+from tests.scripted_http import STREAM_HEAD, chunk, read_request, sse
+
+
+def test_chunked_body_is_kept_in_arrival_order_with_increasing_times(scripted):
+    heads = []
+
+    def handler(conn, srv):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        heads.append(data.split(b"\r\n\r\n")[0].decode())
+        conn.sendall(STREAM_HEAD + chunk(sse({"i": 0})))
+        time.sleep(0.05)
+        conn.sendall(chunk(sse({"i": 1})) + chunk(b""))
+
+    srv = scripted(handler)
+    client = StreamClient("127.0.0.1", srv.port)
+
+    async def go():
+        try:
+            assert client.quiet_for() is None  # nothing in flight
+            return await client.post("/v1/chat/completions", {"x": 1})
+        finally:
+            client.close()
+
+    raw = asyncio.run(go())
+    assert raw.status == 200 and b"".join(raw.chunks) == sse({"i": 0}) + sse({"i": 1})
+    assert raw.times == sorted(raw.times) and raw.times[-1] - raw.times[0] >= 0.04
+    assert raw.t_start <= raw.times[0] <= raw.t_end
+    head = heads[0]
+    assert head.startswith("POST /v1/chat/completions HTTP/1.1") and "Accept: text/event-stream" in head
+    assert "Content-Length: 8" in head  # {"x": 1}
+
+
+def test_content_length_body_and_accept_header(scripted):
+    heads = []
+
+    def handler(conn, srv):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        heads.append(data.decode())
+        conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\n\r\nnope")
+        read_request(conn)
+
+    srv = scripted(handler)
+    client = StreamClient("127.0.0.1", srv.port)
+
+    async def go():
+        try:
+            return await client.post("/missing", b"{}", accept="application/json")
+        finally:
+            client.close()
+
+    raw = asyncio.run(go())
+    assert raw.status == 404 and b"".join(raw.chunks) == b"nope"
+    assert "Accept: application/json" in heads[0]
