@@ -29,7 +29,7 @@ from pytest_llmbench.evals.decisions.determinism import cold_pass, cold_warm, co
 from pytest_llmbench.evals.decisions.metrics import decision_values, flat, latency_summary, summary_by
 from pytest_llmbench.evals.decisions.paired import changed_answers, paired_gap
 from pytest_llmbench.gate import Binomial, History, Spread, StdErr
-from pytest_llmbench.workload.prompt_cache import LogWindow, sglang_log_share
+from pytest_llmbench.workload.prompt_cache import LogWindow
 
 # The seven configs of the decisions post: six checkpoints without a drafter, and the DFlash2 row.
 DECISION_CONFIGS = [
@@ -99,7 +99,7 @@ def timed_pass(bench, server, client, cases, label, *, cold=True):
     else:
         out, note = client.run(cases), None
     lat = latency_summary(out)
-    share = sglang_log_share(window.text()) if server.config.engine == "sglang" else None
+    share = server.engine.log_cached_share(window.text())
     bench.record(f"{label}.case_latency_median_ms", lat["median_ms"])
     bench.record(f"{label}.cached_prompt_share", share)
     return out, {"latency_per_case": lat, "cached_prompt_share": share, "flush_note": note}
@@ -244,7 +244,7 @@ def test_prefix_cache_determinism(llm_server, bench):
     cold, warm, note = cold_warm(llm_server, systemone(llm_server), cases)
     diff = compare_passes(cold, warm)
     # the post: 68–76% of prompt tokens cached when warm; 0.9% on every pass with the hierarchical cache off
-    bench.record("cached_prompt_share", sglang_log_share(window.text()) if llm_server.config.engine == "sglang" else None)
+    bench.record("cached_prompt_share", llm_server.engine.log_cached_share(window.text()))
     R.save_run(bench, "cache-cold", cold, {"pass": "cold", "flush_note": note})
     R.save_run(bench, "cache-warm", warm, {"pass": "warm", **diff.as_dict(), "changed": diff.changed})
     bench.record("decisions_compared", diff.n)
@@ -265,7 +265,7 @@ def test_warm_passes_through_both_routes(llm_server, bench):
     warm_systemone = client.run(cases)
     warm_native = client_for(llm_server, "decisions", concurrency=CONCURRENCY).run(cases)
     diff = compare_passes(warm_systemone, warm_native)
-    share = sglang_log_share(window.text()) if llm_server.config.engine == "sglang" else None
+    share = llm_server.engine.log_cached_share(window.text())
     R.save_run(bench, "cache-warm-native", warm_native, {"pass": "warm", **diff.as_dict(), "changed": diff.changed,
                                                          "cached_prompt_share": share})
     bench.record("cached_prompt_share", share)

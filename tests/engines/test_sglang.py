@@ -17,6 +17,7 @@ import pytest
 from tests.engines.adapter_helpers import gone, make_config
 from tests.engines.protocol_double import Double
 
+from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 from pytest_llmbench.engines.sglang import SGLangEngine, parse_log_facts
 from pytest_llmbench.server import start_server
 from pytest_llmbench.workload.scenario import Scenario, run_scenario
@@ -190,3 +191,12 @@ def test_revision_through_the_launcher_to_the_protocol_double(tmp_path, fake_sgl
         assert result.records[0].ok, result.errors
     finally:
         server.stop(grace=5)
+
+
+def test_sglang_prefill_log_lines_give_the_pass_share():
+    log = ("[2026-10-30 10:00:01] Prefill batch. #new-seq: 1, #new-token: 760, #cached-token: 40, token usage: 0.01\n"
+           "[2026-10-30 10:00:01] Decode batch. #running-req: 1, #token: 900\n"
+           "[2026-10-30 10:00:02] Prefill batch. #new-seq: 1, #new-token: 200, #cached-token: 600, token usage: 0.02\n")
+    assert SGLangEngine().log_cached_share(log) == pytest.approx(640 / 1600)
+    assert SGLangEngine().log_cached_share("Decode batch. #running-req: 1") is None
+    assert LlamaCppEngine().log_cached_share(log) is None  # an engine whose log does not say

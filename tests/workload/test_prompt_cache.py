@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from pytest_llmbench.server import start_server
-from pytest_llmbench.workload.prompt_cache import (LogWindow, cached_prompt_tokens, cached_share,
-                                                   sglang_log_share)
+from pytest_llmbench.engines.sglang import SGLangEngine
+from pytest_llmbench.workload.prompt_cache import LogWindow, cached_prompt_tokens, cached_share
 from pytest_llmbench.workload.requests import run_requests
 
 
@@ -30,21 +30,13 @@ def test_a_response_that_says_nothing_is_left_out_not_counted_as_zero():
     assert cached_share([{}, {"usage": {}}]) is None
 
 
-def test_sglang_prefill_log_lines_give_the_pass_share():
-    log = ("[2026-10-30 10:00:01] Prefill batch. #new-seq: 1, #new-token: 760, #cached-token: 40, token usage: 0.01\n"
-           "[2026-10-30 10:00:01] Decode batch. #running-req: 1, #token: 900\n"
-           "[2026-10-30 10:00:02] Prefill batch. #new-seq: 1, #new-token: 200, #cached-token: 600, token usage: 0.02\n")
-    assert sglang_log_share(log) == pytest.approx(640 / 1600)
-    assert sglang_log_share("Decode batch. #running-req: 1") is None
-
-
 def test_log_window_reads_only_what_was_written_after_it_opened(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("Prefill batch. #new-seq: 1, #new-token: 10, #cached-token: 90\n")
     window = LogWindow(log)
     with open(log, "a") as f:
         f.write("Prefill batch. #new-seq: 1, #new-token: 100, #cached-token: 0\n")
-    assert sglang_log_share(window.text()) == 0.0
+    assert SGLangEngine().log_cached_share(window.text()) == 0.0
     assert LogWindow(tmp_path / "absent.log").text() == ""
 
 

@@ -8,6 +8,7 @@ Adding an engine = one module here + one line in ``engines/__init__.py``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -39,6 +40,18 @@ class Engine:
     health_path: ClassVar[str] = "/health"
     chat_path: ClassVar[str] = "/v1/chat/completions"
     completions_path: ClassVar[str] = "/v1/completions"
+
+    # ---- capabilities: what the rest of the plugin may rely on, declared, never probed ------------
+    #: The engine's typed-decision route (a decision client of that shape answers through it); None:
+    #: decisions fall back to first-token logprobs on ``chat_path``.
+    decision_route: ClassVar[str | None] = None
+    #: Request fields that make the engine compute the whole prompt afresh (no prefix reuse), and the
+    #: fields that ask for reuse explicitly; empty where a cache flush is the only way.
+    uncached_fields: ClassVar[Mapping[str, Any]] = {}
+    cached_fields: ClassVar[Mapping[str, Any]] = {}
+    #: The Docker launcher gives the container the host's IPC namespace (engines whose processes share
+    #: tensors through /dev/shm) instead of a private /dev/shm of a fixed size.
+    docker_host_ipc: ClassVar[bool] = False
 
     # ---- configuration ----------------------------------------------------------------------
     #: Flags the plugin sets itself (model, host, port); a config that passes one is an error.
@@ -97,6 +110,11 @@ class Engine:
     def server_facts(self, client: httpx.Client, log_text: str) -> dict[str, Any]:
         """Sizes the server chose at startup (KV pool, slots, context) for resources.json."""
         return {}
+
+    def log_cached_share(self, log_text: str) -> float | None:
+        """Share of prompt tokens served from the prefix cache, read from the server's log (for routes
+        that return no usage); None when this engine's log does not say."""
+        return None
 
     # ---- requests ---------------------------------------------------------------------------
     def request_fields(self, cfg: "ServerConfig") -> dict[str, Any]:

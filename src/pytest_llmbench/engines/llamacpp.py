@@ -52,6 +52,9 @@ def llamacpp_binary(name: str = "llama-server") -> Path:
 class LlamaCppEngine(Engine):
     name = "llamacpp"
     reserved_flags = ("-m", "--model", "--host", "--port")
+    # No flush route empties the host-RAM prompt cache: each request says whether it may reuse a prefix.
+    uncached_fields = {"cache_prompt": False}
+    cached_fields = {"cache_prompt": True}
     speculative = False  # set by configure(): does this server draft at all?
 
     @classmethod

@@ -39,6 +39,19 @@ _LOG_FACTS: dict[str, tuple[re.Pattern[str], type]] = {
 }
 
 
+_PREFILL = re.compile(r"Prefill batch.*?#new-token:\s*(\d+),\s*#cached-token:\s*(\d+)")
+
+
+def parse_cached_share(log_text: str) -> float | None:
+    """Cached share from SGLang's ``Prefill batch. … #new-token: N, #cached-token: C`` log lines (the
+    decision routes return no usage, so the decisions post read its 5% / 68–76% from this log)."""
+    new = cached = 0
+    for m in _PREFILL.finditer(log_text):
+        new += int(m.group(1))
+        cached += int(m.group(2))
+    return cached / (new + cached) if new + cached else None
+
+
 def parse_log_facts(log_text: str) -> dict[str, Any]:
     """The sizes SGLang logs at startup (KV pool, mamba slots, context, free memory)."""
     out: dict[str, Any] = {}
@@ -52,7 +65,7 @@ def parse_log_facts(log_text: str) -> dict[str, Any]:
 class SGLangEngine(Engine):
     name = "sglang"
     reserved_flags = ("--model-path", "--model", "--host", "--port")
-    # The docker launcher gives engines that share tensors between processes the host IPC namespace.
+    decision_route = "/v1/systemone"
     docker_host_ipc = True
     health_timeout_s = 30.0
     flush_timeout_s = 60.0
@@ -128,6 +141,9 @@ class SGLangEngine(Engine):
         if info.get("version"):
             facts["sglang_version"] = info["version"]
         return facts
+
+    def log_cached_share(self, log_text: str) -> float | None:
+        return parse_cached_share(log_text)
 
     def tokenize(self, client: httpx.Client, text: str) -> list[int]:
         for path in ("/tokenize", "/v1/tokenize"):

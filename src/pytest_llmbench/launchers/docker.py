@@ -141,7 +141,7 @@ def container_spec(req: LaunchRequest, *, command: list[str], session_id: str = 
                 LABEL_CONFIG: cfg.name},
         device_requests=device_requests,
     )
-    if getattr(req.engine, "docker_host_ipc", False):
+    if req.engine.docker_host_ipc:
         spec["ipc_mode"] = "host"  # /dev/shm is the host's; a shm_size would conflict with it
     else:
         spec["shm_size"] = shm_size

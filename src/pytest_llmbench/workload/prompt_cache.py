@@ -7,11 +7,13 @@ the same share. Each engine says it differently in the final chunk a record keep
 * OpenAI usage (SGLang, vLLM, newer llama.cpp): ``usage.prompt_tokens_details.cached_tokens``;
 * SGLang's native ``meta_info.cached_tokens``;
 * llama.cpp's ``timings``: ``cache_n`` tokens reused, ``prompt_n`` tokens processed.
+
+Routes that return no usage (SGLang's decision routes) leave the share to the server log: each engine
+reads its own (``Engine.log_cached_share``) from a :class:`LogWindow`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,19 +44,6 @@ def cached_share(finals: Iterable[Mapping[str, Any]]) -> float | None:
             cached += counts[0]
             total += counts[1]
     return cached / total if total else None
-
-
-_SGLANG_PREFILL = re.compile(r"Prefill batch.*?#new-token:\s*(\d+),\s*#cached-token:\s*(\d+)")
-
-
-def sglang_log_share(log_text: str) -> float | None:
-    """Cached share from SGLang's ``Prefill batch. … #new-token: N, #cached-token: C`` log lines (the
-    decisions routes return no usage, so the post read its 5% / 68–76% from this log)."""
-    new = cached = 0
-    for m in _SGLANG_PREFILL.finditer(log_text):
-        new += int(m.group(1))
-        cached += int(m.group(2))
-    return cached / (new + cached) if new + cached else None
 
 
 class LogWindow:

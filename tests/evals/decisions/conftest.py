@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_llmbench.evals.decisions.schema import NOUL_OPTIONS, Case, Question
+from pytest_llmbench.evals.decisions.schema import YES_NO_OPTIONS, Case, Question
 
 
 class DecisionRoutesDouble:
@@ -121,7 +121,7 @@ def make_cases(n: int = 3) -> list[Case]:
                               ("money", "bugs", None), (1.0, 0.0, 0.0) if i % 2 == 0 else (0.0, 1.0, 0.0)),
             "urgency": Question("urgency", "score", "How urgent?", ("0", "1", "2", "3"),
                                 ("none", "low", "high", "now"), (0.0, 0.0, 1.0, 0.0)),
-            "angry": Question("angry", "noul", "Is the customer angry?", NOUL_OPTIONS, (None, None),
+            "angry": Question("angry", "noul", "Is the customer angry?", YES_NO_OPTIONS, (None, None),
                               (1.0, 0.0) if i % 3 == 0 else (0.0, 1.0)),
         }
         cases.append(Case(f"case{i}", {"subject": f"ticket {i}", "body": "help"}, qs, group="tickets"))

@@ -7,6 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_llmbench.engines.llamacpp import LlamaCppEngine
+from pytest_llmbench.engines.sglang import SGLangEngine
 from pytest_llmbench.evals.decisions.clients import LogprobClient
 from pytest_llmbench.evals.decisions.determinism import cold_warm, compare_passes
 from pytest_llmbench.evals.decisions.schema import Decision
@@ -27,7 +29,7 @@ def test_compare_passes_counts_top_changes_and_the_largest_shift():
 
 def test_cold_pass_flushes_and_disables_the_prompt_cache(decision_double, cases):
     flushes = []
-    server = SimpleNamespace(config=SimpleNamespace(engine="llamacpp"), flush_cache=lambda: flushes.append(1))
+    server = SimpleNamespace(engine=LlamaCppEngine(), flush_cache=lambda: flushes.append(1))
 
     def top(body):  # the "engine" answers B when the prefix came from its cache, A when computed fresh
         fresh = body.get("cache_prompt") is False
@@ -44,8 +46,8 @@ def test_cold_pass_flushes_and_disables_the_prompt_cache(decision_double, cases)
 
 
 def test_identical_passes_change_nothing(decision_double, cases):
-    server = SimpleNamespace(config=SimpleNamespace(engine="sglang"), flush_cache=lambda: None)
+    server = SimpleNamespace(engine=SGLangEngine(), flush_cache=lambda: None)
     decision_double.top_logprobs = lambda body: [{"token": "A", "logprob": -0.2}, {"token": "B", "logprob": -1.8}]
     cold, warm, _ = cold_warm(server, LogprobClient(decision_double.base_url), cases)
-    assert all("cache_prompt" not in b for _, b in decision_double.requests)  # only llama.cpp has the field
+    assert all("cache_prompt" not in b for _, b in decision_double.requests)  # only llama.cpp declares uncached fields
     assert compare_passes(cold, warm).answers_changed == 0

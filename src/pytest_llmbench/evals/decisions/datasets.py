@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmbench.jsonl import iter_jsonl
-from pytest_llmbench.evals.decisions.schema import NOUL_OPTIONS, Case, Question
+from pytest_llmbench.evals.decisions.schema import YES_NO_OPTIONS, Case, Question
 
 CANARY = ("sys1bench", "sys1bench/data/canary/canary.jsonl")
 DEVSET = ("typed-gguf", "typed_gguf/bench/devset.jsonl")
@@ -163,8 +163,8 @@ def question_from(qid: str, qd: Mapping[str, Any], *, where: str = "") -> Questi
 def _options(qtype: str, criteria: Any, qid: str, where: str) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
     if qtype == "noul":
         if isinstance(criteria, Mapping):  # typed-gguf: {"true": desc, "false": desc}
-            return NOUL_OPTIONS, (criteria.get("true"), criteria.get("false"))
-        return NOUL_OPTIONS, (None, None)
+            return YES_NO_OPTIONS, (criteria.get("true"), criteria.get("false"))
+        return YES_NO_OPTIONS, (None, None)
     if isinstance(criteria, Mapping):  # {option: description|null}
         return tuple(str(k) for k in criteria), tuple(criteria.values())
     if isinstance(criteria, list) and criteria:
@@ -201,9 +201,9 @@ def gold_vector(qtype: str, options: Sequence[str], gold: Any) -> tuple[float, .
             return onehot(0 if gold else 1)
         if isinstance(gold, str):
             key = _norm_key("noul", gold)
-            if key not in NOUL_OPTIONS:
+            if key not in YES_NO_OPTIONS:
                 raise ValueError(f"yes/no gold {gold!r} is not yes/no/true/false")
-            return onehot(NOUL_OPTIONS.index(key))
+            return onehot(YES_NO_OPTIONS.index(key))
         p = float(gold)
         vec = [p, 1.0 - p]
     else:

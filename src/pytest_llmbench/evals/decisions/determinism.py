@@ -1,7 +1,7 @@
 """Does a warm prefix cache change the answers? Cold vs warm decision passes, cached vs uncached text.
 
 A decision is prefill only, so with a correct cache the same prompt should give the same probabilities
-whether its prefix was computed now or reused. The seeds saw 25–34 of 250 top answers change with a
+whether its prefix was computed now or reused. The decisions post saw 25–34 of 250 top answers change with a
 warm hierarchical cache and none without it. Two checks:
 
 * :func:`cold_warm`: the same decisions in a cold pass (cache flushed first; on llama.cpp each request
@@ -14,14 +14,13 @@ warm hierarchical cache and none without it. Two checks:
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
-from pytest_llmbench.evals.decisions.clients import DecisionClient
+from pytest_llmbench.evals.decisions.runner import DecisionClient
 from pytest_llmbench.evals.decisions.schema import Case, Decision
+from pytest_llmbench.transport.kinds import call_json
 
 
 @dataclass
@@ -65,22 +64,17 @@ def _with_extra(client: DecisionClient, extra: dict[str, Any]) -> DecisionClient
     return c
 
 
-def uncached_fields(server: Any) -> dict[str, Any]:
-    """Request fields that make an engine compute the whole prompt afresh (llama.cpp: cache_prompt)."""
-    return {"cache_prompt": False} if server.config.engine == "llamacpp" else {}
-
-
 def cold_pass(server: Any, client: DecisionClient, cases: Sequence[Case]) -> tuple[list[Decision], str | None]:
     """One pass with a cold prefix cache, as the posts' noise passes ran: flushed first, and on an engine
     without a flush route every request asks for no prompt reuse. Returns (decisions, flush note)."""
     note = server.flush_cache()
-    return _with_extra(client, uncached_fields(server)).run(cases), note
+    return _with_extra(client, dict(server.engine.uncached_fields)).run(cases), note
 
 
 def cold_warm(server: Any, client: DecisionClient, cases: Sequence[Case]) -> tuple[list[Decision], list[Decision], str | None]:
     """(cold pass, warm pass, flush note): the cache is flushed before the cold pass only."""
     note = server.flush_cache()
-    cold = _with_extra(client, uncached_fields(server)).run(cases)
+    cold = _with_extra(client, dict(server.engine.uncached_fields)).run(cases)
     warm = client.run(cases)
     return cold, warm, note
 
@@ -97,19 +91,17 @@ class GreedyDiff:
         return {"n": self.n, "text_mismatches": self.mismatched, "failed": self.failed, "cache_hits": self.cache_hits}
 
 
-def _greedy(client: httpx.Client, prompt: str, max_tokens: int, extra: dict[str, Any]) -> tuple[str | None, int | None, str | None]:
+def _greedy(server: Any, prompt: str, max_tokens: int, extra: Mapping[str, Any]) -> tuple[str | None, int | None, str | None]:
+    """(text, cache_n, error) of one greedy non-streamed chat answer on the engine's chat route."""
     body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0.0,
             "seed": 0, "chat_template_kwargs": {"enable_thinking": False}, **extra}
+    reply = call_json(server.base_url, server.engine.chat_path, body, timeout_s=120.0)
+    if not reply.ok:
+        return None, None, reply.error
     try:
-        r = client.post("/v1/chat/completions", json=body, timeout=120.0)
-    except httpx.HTTPError as e:
-        return None, None, f"transport: {type(e).__name__}: {e}"
-    if r.status_code != 200:
-        return None, None, f"HTTP {r.status_code}: {r.text[:160]}"
-    try:
-        data = r.json()
+        data = reply.data
         text = data["choices"][0]["message"].get("content") or ""
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (KeyError, IndexError, TypeError, AttributeError):
         return None, None, "malformed chat response"
     cache_n = (data.get("timings") or {}).get("cache_n")
     return text, cache_n, None
@@ -117,13 +109,12 @@ def _greedy(client: httpx.Client, prompt: str, max_tokens: int, extra: dict[str,
 
 def greedy_cached_vs_uncached(server: Any, prompts: Sequence[str], *, max_tokens: int = 32) -> GreedyDiff:
     """For each prompt: flush, greedy text with prefill computed fresh, then with the prefix reused."""
-    uncached = uncached_fields(server)
-    cached = {"cache_prompt": True} if uncached else {}
+    uncached, cached = server.engine.uncached_fields, server.engine.cached_fields
     out = GreedyDiff(0, 0, 0, 0)
     for p in prompts:
         server.flush_cache()
-        t_fresh, _, e1 = _greedy(server.client, p, max_tokens, uncached)
-        t_cached, cache_n, e2 = _greedy(server.client, p, max_tokens, cached)
+        t_fresh, _, e1 = _greedy(server, p, max_tokens, uncached)
+        t_cached, cache_n, e2 = _greedy(server, p, max_tokens, cached)
         if e1 or e2:
             out.failed += 1
             continue

@@ -14,10 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+#: The type name of a yes/no question. "noul" is what SGLang's System One route calls it on the wire, and
+#: the name stored in answers.jsonl files and baseline keys (``temperature.noul``), so it stays the value.
+YES_NO = "noul"
 QuestionType = Literal["choice", "score", "noul"]
-QUESTION_TYPES: tuple[str, ...] = ("choice", "score", "noul")
-#: Options of a yes/no ("noul") question, in this order everywhere (P(yes) first).
-NOUL_OPTIONS: tuple[str, str] = ("yes", "no")
+QUESTION_TYPES: tuple[str, ...] = ("choice", "score", YES_NO)
+#: Options of a yes/no question, in this order everywhere (P(yes) first).
+YES_NO_OPTIONS: tuple[str, str] = ("yes", "no")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,10 @@ class Question:
     options: tuple[str, ...]
     descriptions: tuple[str | None, ...] = ()
     gold: tuple[float, ...] | None = None
+
+    def option_descriptions(self) -> tuple[str | None, ...]:
+        """One description (or None) per option, whatever the set gave."""
+        return self.descriptions if len(self.descriptions) == len(self.options) else (None,) * len(self.options)
 
     def __post_init__(self) -> None:
         if self.type not in QUESTION_TYPES:
