@@ -11,7 +11,7 @@ greedy text with prefill computed fresh and reused.
 
 import pytest
 
-from pytest_llmbench.evals.decisions import datasets as D
+from pytest_llmbench.datasets import decisions as D
 from pytest_llmbench.evals.decisions import results as R
 from pytest_llmbench.evals.decisions.calibration import crossfit
 from pytest_llmbench.evals.decisions.clients import client_for

@@ -1,6 +1,6 @@
 """Quality and speculative-decoding benches of the CPU suite (llama.cpp + SmolLM2-135M, 2 cores).
 
-The seeds' quality benches at CPU size: accept length per request on MT-Bench and HumanEval prompts
+The posts' quality benches at CPU size: accept length per request on MT-Bench and HumanEval prompts
 for the drafting configs (natural stops: with ignore_eos the tiny model loops and n-gram drafting then
 accepts nearly everything), a 50-case BFCL subset through the engine's chat template with tools, and
 tokens per answer. SmolLM2-135M passes only the 10 irrelevance cases: its chat template drops ``tools``
@@ -14,7 +14,7 @@ import warnings
 
 import pytest
 
-from pytest_llmbench.evals import bfcl, datasets, thinking
+from pytest_llmbench.evals import bfcl, thinking
 from pytest_llmbench.evals.accept_length import run_accept_length
 from pytest_llmbench.evals.protocols import get_protocol, protocol_body
 from pytest_llmbench.evals.record import write_eval
@@ -26,7 +26,7 @@ CARD_CPU = get_protocol("dflash2-card-cpu")
 
 @pytest.mark.llm_configs("cpu", "spec")
 @pytest.mark.parametrize("set_name", ["mt-bench", "humaneval"])
-def test_accept_length(llm_server, bench, set_name):
+def test_accept_length(llm_server, bench, datasets, set_name):
     prompts = datasets.prompt_set(set_name, CARD_CPU.prompts_per_set, CARD_CPU.seed)
     result = run_accept_length(llm_server, prompts, CARD_CPU.name)
     assert result.failed == 0, f"{result.failed} request(s) failed: {result.errors}"
@@ -56,7 +56,7 @@ def test_bfcl_subset(llm_server, bench, snapshot):
 
 
 @pytest.mark.llm_configs("cpu", "nospec")
-def test_tokens_per_answer(llm_server, bench):
+def test_tokens_per_answer(llm_server, bench, datasets):
     proto = get_protocol("cpu-greedy")
     prompts = datasets.prompt_set("mt-bench", proto.prompts_per_set, proto.seed)
     bodies = [{**protocol_body(proto.name), "messages": p.messages()} for p in prompts]

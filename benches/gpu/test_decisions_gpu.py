@@ -15,13 +15,13 @@
   two warm passes through the two routes; the post's cache-ablation configs run the same cold/warm test.
 * Drafter vs no drafter (DFlash2 row vs stock NVFP4): top answers changed, as a pair in one session.
 
-The data sets are not shipped: point ``$LLMBENCH_DATA_DIR`` (or ``$LLMBENCH_TYPED_DECISIONS`` and
+The data sets are not shipped: point ``--llmbench-data DIR`` (or ``$LLMBENCH_TYPED_DECISIONS`` and
 friends) at local copies; without them each test is skipped naming the path it looked for.
 """
 
 import pytest
 
-from pytest_llmbench.evals.decisions import datasets as D
+from pytest_llmbench.datasets import decisions as D
 from pytest_llmbench.evals.decisions import results as R
 from pytest_llmbench.evals.decisions.calibration import crossfit, fit
 from pytest_llmbench.evals.decisions.clients import client_for
@@ -76,13 +76,13 @@ def systemone(server):
     return client_for(server, "systemone", concurrency=CONCURRENCY)
 
 
-def split_answers(bench, server, name, split):
+def split_answers(bench, server, datasets, name, split):
     """/v1/systemone answers to one split, asked once per config per session (reused from the file)."""
     key = f"{name}.{split}"
     done = R.config_answers(bench, server.name, key)
     if done is not None:
         return done
-    cases = D.load_split_or_skip(name, split)
+    cases = datasets.cases(name, split)
     if name == "procedural-typed-decisions":
         cases = D.procedural_sample(cases)
     out, extra = timed_pass(bench, server, systemone(server), cases, key, cold=False)
@@ -106,8 +106,8 @@ def timed_pass(bench, server, client, cases, label, *, cold=True):
 
 
 @every_config
-def test_typed_decisions_systemone(llm_server, bench):
-    cases = D.load_split_or_skip("typed-decisions", "test")
+def test_typed_decisions_systemone(llm_server, bench, datasets):
+    cases = datasets.cases("typed-decisions", "test")
     client = systemone(llm_server)
     pass1, info1 = timed_pass(bench, llm_server, client, cases, "pass1")
     pass2, info2 = timed_pass(bench, llm_server, client, cases, "pass2")
@@ -135,8 +135,8 @@ def test_typed_decisions_systemone(llm_server, bench):
 
 
 @every_config
-def test_typed_decisions_native_route(llm_server, bench):
-    cases = D.load_split_or_skip("typed-decisions", "test")
+def test_typed_decisions_native_route(llm_server, bench, datasets):
+    cases = datasets.cases("typed-decisions", "test")
     client = client_for(llm_server, "decisions", concurrency=CONCURRENCY)
     native, info = timed_pass(bench, llm_server, client, cases, "native1")
     s = summary_by(native)
@@ -153,10 +153,10 @@ def test_typed_decisions_native_route(llm_server, bench):
 
 @nvfp4_only
 @pytest.mark.parametrize("priors", [False, True], ids=["temperatures", "priors"])
-def test_typed_decisions_calibration(llm_server, bench, priors):
+def test_typed_decisions_calibration(llm_server, bench, datasets, priors):
     test_answers = (R.config_answers(bench, llm_server.name, "typed-decisions.pass1")
-                    or split_answers(bench, llm_server, "typed-decisions", "test"))
-    train_answers = split_answers(bench, llm_server, "typed-decisions", "train")
+                    or split_answers(bench, llm_server, datasets, "typed-decisions", "test"))
+    train_answers = split_answers(bench, llm_server, datasets, "typed-decisions", "train")
     cal = fit(train_answers, priors=priors)
     after = cal.apply(test_answers)
     before_s, after_s = summary_by(test_answers), summary_by(after)
@@ -176,17 +176,17 @@ def test_typed_decisions_calibration(llm_server, bench, priors):
 @pytest.mark.parametrize("priors", [False, True], ids=["temperatures", "priors"])
 @pytest.mark.parametrize("name", ["typed-decision-bench", "calibrated-typed-decisions",
                                   "procedural-typed-decisions", "pubmedqa"])
-def test_real_answer_sets(llm_server, bench, name, priors):
-    test_answers = split_answers(bench, llm_server, name, "test")
+def test_real_answer_sets(llm_server, bench, datasets, name, priors):
+    test_answers = split_answers(bench, llm_server, datasets, name, "test")
     if name == "typed-decision-bench":  # no train split: 5 folds, each scored by a fit on the other four
         cf = crossfit(test_answers, k=5, seed=0, priors=priors)
         after, payload = cf.decisions, cf.to_json()
     elif name in FIT_SPLIT:
-        cal = fit(split_answers(bench, llm_server, name, FIT_SPLIT[name]), priors=priors)
+        cal = fit(split_answers(bench, llm_server, datasets, name, FIT_SPLIT[name]), priors=priors)
         after, payload = cal.apply(test_answers), {"fit": FIT_SPLIT[name], **cal.to_json()}
     else:  # unseen task: no prior applies; only the Calibrated Typed Decisions choice temperature acts
         ctd = "calibrated-typed-decisions"
-        cal = fit(split_answers(bench, llm_server, ctd, FIT_SPLIT[ctd]), priors=priors)
+        cal = fit(split_answers(bench, llm_server, datasets, ctd, FIT_SPLIT[ctd]), priors=priors)
         after, payload = cal.apply(test_answers), {"fit": f"{ctd} {FIT_SPLIT[ctd]}", **cal.to_json()}
     variant = "priors" if priors else "temperatures"
     before_s, after_s = summary_by(test_answers), summary_by(after)
@@ -238,8 +238,8 @@ def test_paired_gaps_between_configs(llm_server, bench, dataset):
 
 
 @cache_configs
-def test_prefix_cache_determinism(llm_server, bench):
-    cases = D.load_split_or_skip("typed-decisions", "test")[:CACHE_CASES]
+def test_prefix_cache_determinism(llm_server, bench, datasets):
+    cases = datasets.cases("typed-decisions", "test")[:CACHE_CASES]
     window = LogWindow(llm_server.log_path)
     cold, warm, note = cold_warm(llm_server, systemone(llm_server), cases)
     diff = compare_passes(cold, warm)
@@ -255,10 +255,10 @@ def test_prefix_cache_determinism(llm_server, bench):
 
 
 @every_config
-def test_warm_passes_through_both_routes(llm_server, bench):
+def test_warm_passes_through_both_routes(llm_server, bench, datasets):
     """The post's warm-cache rerun: 50 cases warmed, then one warm pass through each route; their top
     answers differ (8 and 10 of 250 in the post) though the prompts are the same."""
-    cases = D.load_split_or_skip("typed-decisions", "test")[:CACHE_CASES]
+    cases = datasets.cases("typed-decisions", "test")[:CACHE_CASES]
     client = systemone(llm_server)
     window = LogWindow(llm_server.log_path)
     client.run(cases)  # warms the cache

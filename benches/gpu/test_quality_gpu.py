@@ -13,7 +13,8 @@ import warnings
 
 import pytest
 
-from pytest_llmbench.evals import bfcl, bfcl_multi_turn, datasets, gsm8k, thinking
+from pytest_llmbench.datasets.prompt_sets import CARD_SETS, sample_by_group
+from pytest_llmbench.evals import bfcl, bfcl_multi_turn, gsm8k, thinking
 from pytest_llmbench.evals.accept_length import run_accept_length
 from pytest_llmbench.evals.protocols import get_protocol
 from pytest_llmbench.evals.record import write_eval
@@ -59,10 +60,10 @@ def _gate_thinking(bench, server, result, proto):
 
 @pytest.mark.llm_configs("gpu", "spec")
 @pytest.mark.parametrize("protocol", ["dflash2-card", "dflash2-card-medium"])
-@pytest.mark.parametrize("set_name", datasets.CARD_SETS)
-def test_card_accept_length(llm_server, bench, request, set_name, protocol):
+@pytest.mark.parametrize("set_name", CARD_SETS)
+def test_card_accept_length(llm_server, bench, datasets, set_name, protocol):
     proto = get_protocol(protocol)
-    prompts = datasets.prompt_set(set_name, proto.prompts_per_set, proto.seed, request.config)
+    prompts = datasets.prompt_set(set_name, proto.prompts_per_set, proto.seed)
     result = run_accept_length(llm_server, prompts, protocol)
     assert result.failed == 0, result.errors
     write_eval(bench, "accept_length", result.as_dict())
@@ -73,11 +74,11 @@ def test_card_accept_length(llm_server, bench, request, set_name, protocol):
 
 @pytest.mark.llm_configs("gpu", "spec")
 @pytest.mark.parametrize("split, key", [("qualitative", "domain"), ("throughput", "length")])
-def test_speed_bench_accept_length(llm_server, bench, request, split, key):
+def test_speed_bench_accept_length(llm_server, bench, datasets, split, key):
     proto = get_protocol("speed-bench")
-    prompts = datasets.load_set(f"speed-bench-{split}", request.config)
+    prompts = datasets.load(f"speed-bench-{split}")
     per_group = proto.prompts_per_set if split == "qualitative" else 12  # the seeds: 10 per domain, 12 per length
-    prompts = datasets.sample_by_group(prompts, key, per_group, proto.seed)
+    prompts = sample_by_group(prompts, key, per_group, proto.seed)
     t0 = time.perf_counter()
     result = run_accept_length(llm_server, prompts, proto.name)
     total_s = time.perf_counter() - t0
@@ -131,9 +132,9 @@ def test_bfcl_full_categories(llm_server, bench):
 
 
 @pytest.mark.llm_configs("gpu")
-def test_gsm8k(llm_server, bench, request):
+def test_gsm8k(llm_server, bench, datasets):
     proto = get_protocol("gsm8k-seeds")
-    prompts = gsm8k.load(None, proto.seed, request.config)
+    prompts = datasets.load("gsm8k")
     result, records = gsm8k.run_gsm8k(llm_server, prompts, proto.name)
     write_eval(bench, "gsm8k", result.as_dict())
     bench.record("gsm8k_accuracy", result.accuracy)

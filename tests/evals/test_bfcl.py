@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from pytest_llmbench.evals import bfcl
+from pytest_llmbench.evals.bfcl.prompts import _schema
 
 from .fakes import FakeRun, record
 
@@ -74,7 +75,7 @@ def test_openai_tools_use_json_schema_types(cases):
     assert params["type"] == "object"
     assert params["properties"]["base"]["type"] == "integer"
     assert "Python 3 syntax" in bfcl.to_openai_tools(cases["simple_python_0"].functions)[0]["function"]["description"]
-    nested = bfcl._schema({"type": "array", "items": {"type": "float"}})
+    nested = _schema({"type": "array", "items": {"type": "float"}})
     assert nested["items"]["type"] == "number"
 
 
@@ -83,16 +84,15 @@ def test_a_failed_request_fails_the_case(cases):
     assert not v.passed and "request failed" in v.error
 
 
-def test_run_bfcl_sends_each_mode_to_its_route(cases):
+def test_run_bfcl_sends_each_mode_as_its_request_kind(cases):
     class Srv:
-        class engine:
-            chat_path, completions_path = "/v1/chat/completions", "/v1/completions"
+        pass
 
     case = cases["simple_python_0"]
     answer = '<tool_call>\n{"name": "calculate_triangle_area", "arguments": {"base": 10, "height": 5}}\n</tool_call>'
     fake = FakeRun(lambda b: record(text=answer, e2e=0.25))
     res = bfcl.run_bfcl(Srv, [case, cases["irrelevance_0"]], "qwen-fc", run=fake)
-    assert fake.calls[0]["path"] == "/v1/completions"
+    assert fake.calls[0]["kind"] == "completions"
     assert fake.calls[0]["bodies"][0]["prompt"].endswith("<|im_start|>assistant\n")
     assert fake.calls[0]["bodies"][0]["temperature"] == 0.001
     assert res.per_category() == {"simple_python": (1, 1), "irrelevance": (0, 1)}
@@ -100,7 +100,7 @@ def test_run_bfcl_sends_each_mode_to_its_route(cases):
     assert res.pass_fail() == {"irrelevance_0": "fail", "simple_python_0": "pass"}
     fake2 = FakeRun(lambda b: record(text="no call"))
     bfcl.run_bfcl(Srv, [case], "tools", run=fake2)
-    assert fake2.calls[0]["path"] == "/v1/chat/completions" and "tools" in fake2.calls[0]["bodies"][0]
+    assert fake2.calls[0]["kind"] == "chat" and "tools" in fake2.calls[0]["bodies"][0]
     with pytest.raises(ValueError, match="qwen-fc"):
         bfcl.run_bfcl(Srv, [case], "xml", run=fake2)
 

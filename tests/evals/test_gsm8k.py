@@ -4,7 +4,7 @@ import pytest
 from scipy import stats
 
 from pytest_llmbench.evals import gsm8k
-from pytest_llmbench.evals.datasets import Prompt
+from pytest_llmbench.datasets.prompt import Prompt
 
 from .fakes import FakeRun, record
 
@@ -50,7 +50,7 @@ def test_last_boxed_handles_nested_braces_and_unclosed():
 
 
 def test_grade_counts_cut_and_failed_answers_and_the_interval_is_scipys():
-    prompts = [Prompt(f"q{i}", "gsm8k", ("?",), answer=str(i)) for i in range(5)]
+    prompts = [Prompt(id=f"q{i}", set="gsm8k", turns=("?",), answer=str(i)) for i in range(5)]
     records = [record(text=r"\boxed{0}"), record(text="1"), record(text="nope", finish="length", tokens=50),
                record(ok=False), record(text=r"\boxed{4}")]
     res = gsm8k.grade(prompts, records, max_tokens=50)
@@ -63,17 +63,10 @@ def test_grade_counts_cut_and_failed_answers_and_the_interval_is_scipys():
 
 
 def test_run_gsm8k_sends_the_protocol_and_grades():
-    prompts = [Prompt("a", "gsm8k", ("What is 2+2?",), answer="4")]
+    prompts = [Prompt(id="a", set="gsm8k", turns=("What is 2+2?",), answer="4")]
     fake = FakeRun(lambda b: record(text=r"\boxed{4}"))
     res, _ = gsm8k.run_gsm8k(None, prompts, "gsm8k-seeds", run=fake, max_tokens=512)
     body = fake.calls[0]["bodies"][0]
     assert body["max_tokens"] == 512 and body["reasoning_effort"] == "medium"
     assert fake.calls[0]["concurrency"] == 32
     assert res.correct == 1
-
-
-def test_load_skips_naming_the_path(tmp_path, monkeypatch):
-    monkeypatch.setenv("LLMBENCH_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv("LLMBENCH_GSM8K", raising=False)
-    with pytest.raises(pytest.skip.Exception, match=str(tmp_path / "gsm8k")):
-        gsm8k.load(10)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench.config import load_config_file
-from pytest_llmbench.evals import bfcl, datasets
+from pytest_llmbench.datasets.prompt_sets import prompt_set
+from pytest_llmbench.evals import bfcl
 from pytest_llmbench.evals.accept_length import run_accept_length
 from pytest_llmbench.evals.protocols import get_protocol
 
@@ -40,7 +41,7 @@ def nospec_server(tmp_path_factory):
 
 def test_draft_model_accept_length_with_se(draft_server):
     proto = get_protocol("dflash2-card-cpu")
-    prompts = datasets.prompt_set("mt-bench", proto.prompts_per_set, proto.seed)
+    prompts = prompt_set("mt-bench", proto.prompts_per_set, proto.seed)
     result = run_accept_length(draft_server, prompts, proto.name, max_tokens=48)  # short: 2 shared cores
     s = result.summary()
     print(f"\nsmol-draft accept length on MT-Bench: {s}  per request {[round(v, 2) for v in result.values]}")

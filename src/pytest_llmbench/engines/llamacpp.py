@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from pytest_llmbench.engines.base import Engine, SpecStats, counter_delta, fetch_metrics, flag_value
-from pytest_llmbench.models import cache_dir
+from pytest_llmbench.paths import cache_dir
 
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_llmbench.evals.datasets import Prompt
+from pytest_llmbench.datasets.prompt import Prompt
 from pytest_llmbench.evals.protocols import get_protocol
 from pytest_llmbench.metrics import mean_se
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench.evals import bfcl
+from pytest_llmbench.evals.bfcl import cases as bfcl_cases
 from pytest_llmbench.evals.protocols import get_protocol
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def function_docs(classes: Iterable[str], excluded: Iterable[str] = (), root: Pa
         if cls not in MULTI_TURN_FUNC_DOC_FILE_MAPPING:
             raise KeyError(f"bfcl has no function docs for backend {cls!r}")
         path = root / "multi_turn_func_doc" / MULTI_TURN_FUNC_DOC_FILE_MAPPING[cls]
-        out += [f for f in bfcl._read_jsonl(path) if f["name"] not in skip]
+        out += [f for f in bfcl_cases.read_jsonl(path) if f["name"] not in skip]
     return out
 
 
@@ -73,8 +74,8 @@ def load_multi_turn_cases(ids: Sequence[str], root: Path | None = None) -> list[
     for cat in dict.fromkeys(bfcl.category_of(i) for i in ids):
         if cat != CATEGORY:
             raise ValueError(f"multi-turn category {cat!r} is not supported (only {CATEGORY})")
-    rows = {r["id"]: r for r in bfcl._category_rows(CATEGORY, root)} if ids else {}
-    answers = bfcl._answers(CATEGORY, root) if ids else {}
+    rows = {r["id"]: r for r in bfcl_cases.category_rows(CATEGORY, root)} if ids else {}
+    answers = bfcl_cases.answers(CATEGORY, root) if ids else {}
     for i in ids:
         if i not in rows:
             raise KeyError(f"BFCL case id {i} is not in bfcl-eval's {CATEGORY} data")
@@ -256,8 +257,7 @@ def completions(server: "LLMServer", sampling: Mapping[str, Any]) -> Complete:
     from pytest_llmbench.workload.requests import run_requests
 
     def complete(prompt: str) -> tuple[str | None, str | None]:
-        (rec,) = run_requests(server, [{**sampling, "prompt": prompt}], concurrency=1,
-                              path=server.engine.completions_path)
+        (rec,) = run_requests(server, [{**sampling, "prompt": prompt}], concurrency=1, kind="completions")
         return (rec.text, None) if rec.ok else (None, rec.error or "request failed")
 
     return complete

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from scipy import stats
 
-from pytest_llmbench.evals.datasets import Prompt, gsm8k_gold, load_gsm8k, local_file, sample
+from pytest_llmbench.datasets.prompt import Prompt
+from pytest_llmbench.datasets.prompt_sets import gsm8k_gold
 from pytest_llmbench.evals.protocols import get_protocol
 
 if TYPE_CHECKING:
-    import pytest
-
     from pytest_llmbench.server import LLMServer
     from pytest_llmbench.workload.records import RequestRecord
 
@@ -145,12 +144,6 @@ def grade(prompts: Sequence[Prompt], records: Sequence["RequestRecord"], max_tok
         cut = rec.finish_reason == "length" or (max_tokens is not None and rec.completion_tokens >= max_tokens)
         out.answers.append(GradedAnswer(p.id, is_correct(rec.text, gold), extract_answer(rec.text), gold, cut))
     return out
-
-
-def load(n: int | None = None, seed: int = 1, config: "pytest.Config | None" = None) -> list[Prompt]:
-    """The test split from the local data folder (skips, naming the path, when absent), sampled to ``n``."""
-    prompts = load_gsm8k(local_file("gsm8k", config))
-    return prompts if n is None or n >= len(prompts) else sample(prompts, n, seed)
 
 
 def run_gsm8k(server: "LLMServer", prompts: Sequence[Prompt], protocol: str = "gsm8k-seeds", *,

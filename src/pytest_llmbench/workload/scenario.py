@@ -1,4 +1,4 @@
-"""A serving scenario — the seeds' ``sglang.benchmark.serving`` runs — and how one is run.
+"""A serving scenario — the benchmark posts' ``sglang.benchmark.serving`` runs — and how one is run.
 
 Order of a run, as bench_serving does it: build prompts; warmup requests (copies of the first prompt,
 at most 32 output tokens; all failing is an error); flush the prefix cache; snapshot the server's
@@ -16,7 +16,9 @@ from pytest_llmbench.engines.base import SpecStats
 from pytest_llmbench.launchers.base import describe_exit
 from pytest_llmbench.metrics import scenario_metrics
 from pytest_llmbench.workload.progress import Progress
-from pytest_llmbench.workload.prompts import Prompt, exact_length_prompts, sharegpt_prompts
+from pytest_llmbench.datasets.prompt import Prompt
+from pytest_llmbench.datasets.sharegpt import sharegpt_prompts
+from pytest_llmbench.workload.prompts import exact_length_prompts
 from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.requests import run_requests
 

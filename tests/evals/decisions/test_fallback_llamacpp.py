@@ -7,7 +7,7 @@ import math
 import httpx
 import pytest
 
-from pytest_llmbench.evals.decisions import datasets as D
+from pytest_llmbench.datasets import decisions as D
 from pytest_llmbench.evals.decisions.clients import LETTERS, client_for
 from pytest_llmbench.evals.decisions.determinism import cold_pass, cold_warm, compare_passes, greedy_cached_vs_uncached
 from pytest_llmbench.evals.decisions.metrics import summary

