@@ -52,7 +52,7 @@ def test_bfcl_subset(llm_server, bench, snapshot):
     if not snapshot == result.pass_fail():
         warnings.warn("BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
                       stacklevel=1)
-    bench.check("bfcl_passed", result.passed, noise=Spread(3))  # the seeds' 8 of 205, scaled to 50 cases
+    bench.check("bfcl_passed", result.passed, noise=Spread(3))  # the posts' 8 of 205, scaled to 50 cases
 
 
 @pytest.mark.llm_configs("cpu", "nospec")

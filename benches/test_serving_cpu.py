@@ -1,6 +1,6 @@
 """The serving scenarios of the CPU suite: llama.cpp + SmolLM2-135M on 2 cores.
 
-The seeds' bench_serving scenarios scaled to a 2-core machine: ShareGPT chat at 1 and 4 users, and an
+The benchmark posts' bench_serving scenarios scaled to a 2-core machine: ShareGPT chat at 1 and 4 users, and an
 exact-length ~2k-token prompt at 1 user. Every config marked ``cpu`` runs every scenario.
 """
 

@@ -128,7 +128,7 @@ def test_typed_decisions_systemone(llm_server, bench, datasets):
     bench.check("failed", s["all"]["failed"], noise=Spread(max(2.0, 0.001 * n)), direction="lower")
     bench.check("agreement", round(s["all"]["accuracy"] * n), n=n, noise=Binomial(alpha=0.01))
     bench.check("kl", answered(pass1, "kl"), noise=StdErr(k=2))
-    # the seeds: at most 3 of 2,000 top answers move between two cold passes
+    # the benchmark posts: at most 3 of 2,000 top answers move between two cold passes
     bench.check("pass_to_pass_changes", repeat_changes, noise=History(k=3, fallback=Spread(5)), direction="lower")
     # the post: NVFP4 answers in 166 ms per case, BF16 in 386 ms (1 in flight)
     bench.check("case_latency_median_ms", info1["latency_per_case"]["median_ms"])
@@ -250,7 +250,7 @@ def test_prefix_cache_determinism(llm_server, bench, datasets):
     bench.record("decisions_compared", diff.n)
     bench.record("max_prob_shift", diff.max_prob_shift)
     assert note is None, f"the cold pass is not cold: {note}"
-    # the seeds: 25–34 of 250 with a warm hierarchical cache, 0 without it
+    # the benchmark posts: 25–34 of 250 with a warm hierarchical cache, 0 without it
     bench.check("answers_changed", diff.answers_changed, noise=History(k=3, fallback=Spread(5)), direction="lower")
 
 

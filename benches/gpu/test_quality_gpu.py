@@ -1,4 +1,4 @@
-"""The seeds' quality benches on the GPU configs (SGLang/vLLM, marks ``gpu``): accept length on the
+"""The benchmark posts' quality benches on the GPU configs (SGLang/vLLM, marks ``gpu``): accept length on the
 DFlash2 card's five sets under its protocol and the medium variant, SPEED-Bench by domain and by prompt
 length, BFCL's 205-case subset in both prompt modes, GSM8K, and thinking tokens per answer.
 
@@ -77,7 +77,7 @@ def test_card_accept_length(llm_server, bench, datasets, set_name, protocol):
 def test_speed_bench_accept_length(llm_server, bench, datasets, split, key):
     proto = get_protocol("speed-bench")
     prompts = datasets.load(f"speed-bench-{split}")
-    per_group = proto.prompts_per_set if split == "qualitative" else 12  # the seeds: 10 per domain, 12 per length
+    per_group = proto.prompts_per_set if split == "qualitative" else 12  # the benchmark posts: 10 per domain, 12 per length
     prompts = sample_by_group(prompts, key, per_group, proto.seed)
     t0 = time.perf_counter()
     result = run_accept_length(llm_server, prompts, proto.name)
@@ -114,13 +114,13 @@ def test_bfcl_205(llm_server, bench, snapshot, mode):
     if not snapshot == result.pass_fail():
         warnings.warn("BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
                       stacklevel=1)
-    bench.check("bfcl_passed", result.passed, noise=Spread(8))  # the seeds' spread: 168/174/176 on one config
+    bench.check("bfcl_passed", result.passed, noise=Spread(8))  # the posts' spread: 168/174/176 on one config
 
 
 @pytest.mark.llm_configs("gpu")
 def test_bfcl_full_categories(llm_server, bench):
     """Whole BFCL categories on request: LLMBENCH_BFCL_CATEGORIES=simple_python,irrelevance,… (the
-    205-case subset is what the seeds compare; a full category is for a closer look at one of them)."""
+    205-case subset is what the benchmark posts compare; a full category is for a closer look at one of them)."""
     wanted = [c for c in os.environ.get("LLMBENCH_BFCL_CATEGORIES", "").split(",") if c]
     if not wanted:
         pytest.skip("set LLMBENCH_BFCL_CATEGORIES to run whole BFCL categories")

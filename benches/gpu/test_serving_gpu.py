@@ -1,4 +1,4 @@
-"""The seeds' seven serving scenarios on every GPU config (``sglang.benchmark.serving`` as they ran it).
+"""The benchmark posts' seven serving scenarios on every GPU config (``sglang.benchmark.serving`` as they ran it).
 
 Chat: ShareGPT first turns, 1,024 output tokens, 12 prompts at 1 user and 32 at 4; long prompts: one
 ShareGPT prompt repeated to exactly 20k/40k/80k/120k tokens, 512 output tokens, 4 prompts at 1 user
@@ -61,7 +61,7 @@ def test_serving(llm_server, bench, scenario):
 
 @pytest.mark.llm_configs("gpu")
 def test_server_facts(llm_server, bench):
-    """What loading cost (the seeds' resources.json): KV pool, mamba slots, GPU memory after load."""
+    """What loading cost (the posts' resources.json): KV pool, mamba slots, GPU memory after load."""
     from pytest_llmbench.server_facts import collect_facts
 
     facts = collect_facts(llm_server)

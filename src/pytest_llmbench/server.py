@@ -203,8 +203,9 @@ def _launch(cfg: ServerConfig, engine: Engine, launcher: Any, port: int, log_pat
             if not handle.alive():
                 with open(log_path, "rb") as f:
                     f.seek(log_start)
-                    if any(m in f.read().decode("utf-8", "replace").lower() for m in _PORT_TAKEN):
-                        raise _PortTaken()
+                    said = f.read().decode("utf-8", "replace").lower()  # read once, then look for each marker
+                if any(m in said for m in _PORT_TAKEN):
+                    raise _PortTaken()
                 raise ServerStartError(
                     f"config {cfg.name}: server exited ({describe_exit(handle.exit_code())}) before becoming ready "
                     f"({handle.description})\n--- last {LOG_TAIL_LINES} lines of {log_path} ---\n{log_tail(log_path)}")

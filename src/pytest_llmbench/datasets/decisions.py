@@ -122,7 +122,7 @@ def question_from(qid: str, qd: Mapping[str, Any], *, where: str = "") -> Questi
         raise DatasetError(f"{where}: question {qid!r} is not an object")
     qtype = _TYPE_ALIASES.get(str(qd.get("type", "")).lower())
     if qtype is None:
-        raise DatasetError(f"{where}: question {qid!r} has unknown type {qd.get('type')!r} (choice, score, noul/boolean)")
+        raise DatasetError(f"{where}: question {qid!r} has unknown type {qd.get('type')!r} (choice, score, or yes/no: noul, boolean)")
     instructions = qd.get("instructions") or qd.get("question") or ""
     if not isinstance(instructions, str):
         instructions = json.dumps(instructions)

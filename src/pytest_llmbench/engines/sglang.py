@@ -1,4 +1,4 @@
-"""SGLang's ``sglang.launch_server``: the engine the seeds' GPU numbers come from.
+"""SGLang's ``sglang.launch_server``: the engine the posts' GPU numbers come from.
 
 Facts used (SGLang http_server, nightly 2026-10): /health is 503 while starting and, once up, runs a
 one-token generation that can take up to SGLANG_HEALTH_CHECK_TIMEOUT (20 s) — so one poll may take
@@ -7,7 +7,7 @@ builds: /get_server_info) returns every server arg, the scheduler info (max_tota
 ``internal_states[i].avg_spec_accept_length``, a running average since the last flush; chat requests
 with ``return_meta_info`` carry ``meta_info`` (spec_verify_ct, spec_accept_length …) in the response
 choices; /tokenize takes ``{"prompt"}`` and returns ``{"tokens", "count", "max_model_len"}``,
-/detokenize returns ``{"text"}``. The seeds read KV pool and mamba slots from the server log, so
+/detokenize returns ``{"text"}``. The benchmark posts read KV pool and mamba slots from the server log, so
 :meth:`server_facts` parses the same lines.
 """
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
 
 
-# Log lines the seeds read by hand; the last occurrence wins (a log may hold several starts).
+# Log lines the benchmark posts read by hand; the last occurrence wins (a log may hold several starts).
 _LOG_FACTS: dict[str, tuple[re.Pattern[str], type]] = {
     "max_total_num_tokens": (re.compile(r"max_total_num_tokens=(\d+)"), int),
     "chunked_prefill_size": (re.compile(r"chunked_prefill_size=(-?\d+)"), int),

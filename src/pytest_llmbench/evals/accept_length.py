@@ -1,6 +1,6 @@
 """Accept length per request on real prompt sets: mean and standard error, by set and by group.
 
-Why: the seeds can only tell drafters apart when the gap exceeds about 2 SE of the per-prompt accept
+Why: the benchmark posts can only tell drafters apart when the gap exceeds about 2 SE of the per-prompt accept
 lengths, so the unit of measurement is the request (one user turn), not the server's running average.
 Multi-turn prompts (MT-Bench, SPEED-Bench) are played turn by turn with the model's own answers, and
 each turn is one observation. Natural stops only: nothing here sets ``ignore_eos``.

@@ -1,6 +1,6 @@
-"""GSM8K: the seeds' grader (last ``\\boxed{}``, else the last number) and accuracy with a binomial interval.
+"""GSM8K: the posts' grader (last ``\\boxed{}``, else the last number) and accuracy with a binomial interval.
 
-Why: GSM8K is near ceiling for the seeds' models, so a change of a few answers is noise; the result
+Why: GSM8K is near ceiling for the posts' models, so a change of a few answers is noise; the result
 carries the exact count and n for the gate's binomial noise model, and answers cut off at the limit are
 counted and reported because a cut answer is wrong for a reason that is not the model's arithmetic.
 """

@@ -1,6 +1,6 @@
 """Named sampling protocols: sampling, limits, prompts per set and users, bundled under one name.
 
-Why: the seeds compare accept lengths only under the same protocol (the DFlash2 card's xhigh at
+Why: the benchmark posts compare accept lengths only under the same protocol (the DFlash2 card's xhigh at
 temperature 1.0 vs "medium" vs server defaults), so a bench says ``protocol="dflash2-card"`` rather than
 repeating five numbers that drift apart between tests.
 
@@ -64,7 +64,7 @@ register(Protocol(
     description="the DFlash2 model card's accept-length protocol: xhigh, T=1.0, top-p 0.95, top-k 20, 4096 new"))
 register(Protocol(
     "dflash2-card-medium", {**_CARD_SAMPLING, "reasoning_effort": "medium"}, prompts_per_set=32, users=1,
-    description="the card's sampling at reasoning_effort=medium (the seeds' serving effort)"))
+    description="the card's sampling at reasoning_effort=medium (the posts' serving effort)"))
 register(Protocol(
     "dflash2-card-cpu", {"temperature": 1.0, "top_p": 0.95, "top_k": 20, "max_tokens": 64, "seed": 1},
     prompts_per_set=5, users=1,
@@ -72,10 +72,10 @@ register(Protocol(
                 "sampling seed, no reasoning effort (the model does not think)"))
 register(Protocol(
     "speed-bench", {"max_tokens": 4096, "reasoning_effort": "medium"}, prompts_per_set=10, users=1,
-    description="the seeds' SPEED-Bench runs: server-default sampling, max 4096, medium, 10 prompts per group"))
+    description="the posts' SPEED-Bench runs: server-default sampling, max 4096, medium, 10 prompts per group"))
 register(Protocol(
     "gsm8k-seeds", {"max_tokens": 32768, "reasoning_effort": "medium"}, prompts_per_set=1319, users=32,
-    description="the seeds' GSM8K: full test split, the model's own sampling, 32k max, 32 in flight"))
+    description="the posts' GSM8K: full test split, the model's own sampling, 32k max, 32 in flight"))
 register(Protocol(
     "bfcl-qwen-fc", {"temperature": 0.001, "max_tokens": 4096}, prompts_per_set=205, users=1,
     description="bfcl-eval's defaults for the Qwen FC handler: temperature 0.001, up to 4096 new tokens"))

@@ -1,6 +1,6 @@
 """Thinking tokens and total tokens per answer.
 
-Why: the seeds' fine-tune claim ("14–19% fewer thinking tokens") is about answers that stopped on
+Why: the posts' fine-tune claim ("14–19% fewer thinking tokens") is about answers that stopped on
 their own, so thinking tokens are counted only there, by re-tokenizing the reasoning text with the
 server's own tokenizer (the usage counts thinking and answer together). Total tokens count every
 answer; an answer cut at the limit counts as the limit and is flagged, since its true length is unknown.

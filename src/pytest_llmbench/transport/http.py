@@ -44,10 +44,6 @@ class RawResponse:
     t_start: float
     t_end: float
 
-    @property
-    def pieces(self) -> list[tuple[float, bytes]]:
-        return list(zip(self.times, self.chunks))
-
 
 class _StreamProtocol(asyncio.Protocol):
     """One HTTP/1.1 exchange at a time on one connection."""

@@ -1,6 +1,6 @@
 """Calibration in the client: a temperature per question type, optionally log-priors, fitted honestly.
 
-The seeds found both models overconfident and fixed it after the fact, on the probabilities the client
+The benchmark posts found both models overconfident and fixed it after the fact, on the probabilities the client
 got back (/v1/systemone refuses a temperature, neither route has a bias field, and chat on the same
 server stays untouched). The calibrated distribution of a decision of type t in group w is
 

@@ -6,7 +6,7 @@ Per decision (probabilities p and gold g over the same options, g one-hot or sof
 * ``kl``: KL(g ‖ p) = Σ g log(g / p);
 * ``log_loss``: cross-entropy −Σ g log p (−log p[gold] for a hard label);
 * ``brier``: Σ (p − g)², in [0, 2];
-* ``decision_score``: 100 × (1 − brier / 2), the seeds' DecisionScore before averaging;
+* ``decision_score``: 100 × (1 − brier / 2), the posts' DecisionScore before averaging;
 * ECE over decisions: top-label confidence max p against g[argmax p] (0/1 for hard gold), in
   equal-width bins.
 
@@ -101,7 +101,8 @@ def summary_by(decisions: Iterable[Decision], key: Callable[[Decision], str] = l
 
 
 def flat(by_group: dict[str, dict[str, Any]], prefix: str = "") -> dict[str, float]:
-    """``{"all": {"accuracy": …}, "noul": {…}}`` → ``{"accuracy": …, "noul.accuracy": …}`` for bench.record."""
+    """``{"all": {"accuracy": …}, "noul": {…}}`` → ``{"accuracy": …, "noul.accuracy": …}`` for bench.record
+    ("noul": the yes/no questions, by their stored type name)."""
     out: dict[str, float] = {}
     for g, m in by_group.items():
         for k, v in m.items():
@@ -118,10 +119,6 @@ def decision_values(decisions: Iterable[Decision], metric: str, eps: float = EPS
     for d, m in scored(decisions, eps):
         out[d.key] = m[metric] if m is not None else (0.0 if metric == "correct" else None)
     return out
-
-
-def top_answers(decisions: Iterable[Decision]) -> dict[tuple[str, str], str | None]:
-    return {d.key: d.top for d in decisions}
 
 
 def case_latencies(decisions: Iterable[Decision]) -> dict[str, float]:

@@ -2,7 +2,7 @@
 
 Beside the results of a config (``<results>/<config>/decisions/``): ``<name>.answers.jsonl`` (one line
 per decision, failures included, so anything can be re-scored or paired later), ``calibration.json``
-(the seeds' file: temperatures, priors, before/after metrics) and a ``"decisions"`` line in
+(the posts' file: temperatures, priors, before/after metrics) and a ``"decisions"`` line in
 results.jsonl. Answers are files, not session state, so a paired comparison between two configs works
 even when pytest-xdist ran them in different workers.
 
