@@ -65,7 +65,8 @@ def run_ours(port: int, requests: int, chunks: int, concurrency: int) -> dict:
 
     from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 
-    server = SimpleNamespace(port=port, engine=LlamaCppEngine(), config=SimpleNamespace(name="m", request={}))
+    server = SimpleNamespace(port=port, engine=LlamaCppEngine(), config=SimpleNamespace(name="m", request={}),
+                             alive=lambda: True)  # run_requests watches that its server is still there
     parse_s = [0.0]
     real = req_mod.record_from_response
 
