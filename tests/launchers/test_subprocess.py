@@ -14,6 +14,7 @@ import pytest
 
 from pytest_llmbench.launchers.base import LaunchRequest, describe_exit, live_handles
 from pytest_llmbench.launchers.subprocess import SubprocessLauncher
+from tests.conftest import process_alive
 
 
 class ScriptEngine:
@@ -41,14 +42,6 @@ def wait_for(predicate, timeout=10.0):
         if time.monotonic() > deadline:
             raise AssertionError("timed out")
         time.sleep(0.02)
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_the_child_gets_its_argv_environment_and_gpus_and_writes_the_log(tmp_path):
@@ -82,7 +75,7 @@ def test_stop_ends_the_whole_process_group_and_untracks_the_handle(tmp_path):
     assert set(handle.pids()) >= {handle.proc.pid, child}  # the server and what it forked, one group
     assert os.getpgid(child) == handle.pgid == handle.proc.pid != os.getpgid(0)
     handle.stop(grace=5.0)
-    assert not handle.alive() and not alive(child) and handle.pids() == []
+    assert not handle.alive() and not process_alive(child) and handle.pids() == []
     assert handle.exit_code() == -signal.SIGTERM
     assert handle not in live_handles()
 

@@ -8,14 +8,19 @@ from pytest_llmbench.transport.http import StreamClient
 from tests.scripted_http import STREAM_HEAD, chunk, read_request, sse
 
 
+def read_head(conn) -> str:
+    """The request line and headers, as the client wrote them."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(65536)
+    return data.split(b"\r\n\r\n")[0].decode()
+
+
 def test_chunked_body_is_kept_in_arrival_order_with_increasing_times(scripted):
     heads = []
 
     def handler(conn, srv):
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += conn.recv(65536)
-        heads.append(data.split(b"\r\n\r\n")[0].decode())
+        heads.append(read_head(conn))
         conn.sendall(STREAM_HEAD + chunk(sse({"i": 0})))
         time.sleep(0.05)
         conn.sendall(chunk(sse({"i": 1})) + chunk(b""))
@@ -43,10 +48,7 @@ def test_content_length_body_and_accept_header(scripted):
     heads = []
 
     def handler(conn, srv):
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += conn.recv(65536)
-        heads.append(data.decode())
+        heads.append(read_head(conn))
         conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\n\r\nnope")
         read_request(conn)
 
