@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_llmbench.errors import ConfigError
+
 _HUB_ID = re.compile(r"^(hf:)?[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w.-]+)?$")
 _FILE_SUFFIXES = (".gguf", ".bin", ".safetensors", ".pt", ".onnx")
 
@@ -67,8 +69,6 @@ def dist_file(spec: str) -> Path:
 
 def parse_model_ref(value: Any, file: Path, key: str, config: str | None = None,
                     models: dict[str, ModelRef] | None = None) -> ModelRef:
-    from pytest_llmbench.config import ConfigError
-
     if isinstance(value, dict):
         if set(value) != {"quantize", "type"}:
             raise ConfigError(file, "a derived model is {quantize: <model>, type: <quant type>}", config, key)
