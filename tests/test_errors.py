@@ -4,9 +4,13 @@ import pytest
 
 from pytest_llmbench import ConfigError, LlmbenchError, ServerStartError
 from pytest_llmbench.errors import RegistryError
+from pytest_llmbench.gate.baselines import BaselineFileError
+from pytest_llmbench.gate.merge import BaselineMergeError
 from pytest_llmbench.gate.noise import NoiseModelError
 from pytest_llmbench.launchers.docker import ContainerCleanupError
 from pytest_llmbench.launchers.gpus import GPUAssignmentError
+from pytest_llmbench.report.folder import ResultsFolderError
+from pytest_llmbench.report.merge import MergeError
 
 
 def test_config_error_names_file_config_and_key_in_one_line():
@@ -19,6 +23,8 @@ def test_config_error_names_file_config_and_key_in_one_line():
 @pytest.mark.parametrize("cls, also", [
     (ConfigError, Exception), (ServerStartError, RuntimeError), (GPUAssignmentError, RuntimeError),
     (ContainerCleanupError, RuntimeError), (NoiseModelError, ValueError), (RegistryError, ValueError),
+    (BaselineFileError, Exception), (BaselineMergeError, Exception), (ResultsFolderError, Exception),
+    (MergeError, Exception),
 ])
 def test_every_plugin_error_shares_the_base_and_keeps_its_old_base(cls, also):
     assert issubclass(cls, LlmbenchError) and issubclass(cls, also)
