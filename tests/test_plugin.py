@@ -138,26 +138,6 @@ def test_a_crashed_xdist_worker_leaves_no_server_behind(project, tmp_path):
     assert not any(process_alive(p) for p in start["pids"])
 
 
-def test_scenario_results_land_in_results_jsonl_and_load_into_pandas(tmp_path):
-    from types import SimpleNamespace
-
-    from pytest_llmbench import load_results
-    from pytest_llmbench.report.results import ResultsWriter
-    from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
-
-    writer = ResultsWriter(tmp_path)
-    item = SimpleNamespace(user_properties=[])
-    cfg = SimpleNamespace(engine="llamacpp", model=SimpleNamespace(describe=lambda: "m.gguf"), args=("-c", "1"))
-    bench = SimpleNamespace(config_name="c1", nodeid="t.py::test[c1]", test_key="t.py::test", item=item,
-                            server=SimpleNamespace(config=cfg))
-    for name, rate in (("a", 10.0), ("b", float("nan"))):
-        writer.write_scenario(bench, ScenarioResult(Scenario(name), [], {"output_throughput": rate, "completed": 3}))
-    df = load_results(tmp_path)
-    assert list(df["scenario"]) == ["a", "b"] and df["output_throughput"].iloc[0] == 10.0
-    assert df["output_throughput"].isna().iloc[1]  # NaN is written as null, read back as missing
-    assert ("llmbench.a.output_throughput", 10.0) in item.user_properties
-
-
 def test_repository_cpu_suite_collects_three_configs(pytester):
     pytester.makeini(f"[pytest]\nllmbench_configs = {CPU_CONFIGS}\n")
     pytester.makepyfile(test_a="def test_x(llm_server):\n    pass\n")

@@ -26,16 +26,13 @@ THINKING_PARTNER = {"swift-nvfp4-dflash8": "stock-nvfp4-dflash8", "stock-nvfp4-d
 
 
 def _tokens_file(bench, config_name, label):
-    from pytest_llmbench import stash
-
-    return bench.item.config.stash[stash.RESULTS].dir / config_name / "thinking" / f"{label}.json"
+    return bench.artifact_dir("thinking", config=config_name) / f"{label}.json"
 
 
 def _gate_common_stops(bench, tokens, label):
     """Save this config's per-answer counts; when its partner already ran in this session, gate thinking
     tokens on the prompts both stopped on (the Swift post's footnote ¹)."""
     mine = _tokens_file(bench, bench.config_name, label)
-    mine.parent.mkdir(parents=True, exist_ok=True)
     mine.write_text(json.dumps(thinking.answers_json(tokens)))
     partner = THINKING_PARTNER.get(bench.config_name)
     theirs = _tokens_file(bench, partner, label) if partner else None

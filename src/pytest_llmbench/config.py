@@ -15,7 +15,9 @@ exactly how the seeds build six drafter configs from one shared flag list plus s
       - {name: nvfp4-dflash8, model: "{models.target}", flags: [shared, dflash8], marks: [dflash]}
 
 Every error names the file, the config and the key, in one line, so a bad config fails collection
-with a message a user can act on.
+with a message a user can act on. This module only parses: whether the engine and launcher a config
+names exist, and whether they accept it, is checked against the registries the hooks filled
+(:meth:`pytest_llmbench.registry.Registry.check`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from pytest_llmbench.errors import ConfigError
 from pytest_llmbench.models import ModelRef, parse_model_ref
 
 FILE_KEYS = {"flag_sets", "defaults", "models", "configs"}
@@ -37,18 +40,6 @@ CONFIG_KEYS = {
     "startup_timeout", "image", "description", "request", "engine_options",
 }
 _PLACEHOLDER = re.compile(r"\{(models\.[A-Za-z0-9_-]+|env:[A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-class ConfigError(Exception):
-    """A config file is wrong; the message names file, config and key."""
-
-    def __init__(self, file: Path | str, message: str, config: str | None = None, key: str | None = None):
-        where = str(file)
-        if config:
-            where += f": config {config!r}"
-        if key:
-            where += f", key {key!r}"
-        super().__init__(f"{where}: {message}")
 
 
 @dataclass(frozen=True)
@@ -72,9 +63,6 @@ class ServerConfig:
     request: Mapping[str, Any] = field(default_factory=dict)
     # Engine-specific knobs that are not launch flags (e.g. {"metrics": true}).
     engine_options: Mapping[str, Any] = field(default_factory=dict)
-
-    def has_marks(self, *marks: str) -> bool:
-        return all(m in self.marks for m in marks)
 
 
 _TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
@@ -131,7 +119,7 @@ def _expand(text: str, models: Mapping[str, ModelRef], file: Path, config: str, 
 
 
 def load_config_file(path: Path) -> list[ServerConfig]:
-    """Parse and validate one YAML file; raise :class:`ConfigError` on the first problem."""
+    """Parse one YAML file; raise :class:`ConfigError` on the first problem."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
@@ -205,18 +193,11 @@ def load_config_file(path: Path) -> list[ServerConfig]:
 
 
 def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict) -> ServerConfig:
-    from pytest_llmbench.engines import ENGINES
-    from pytest_llmbench.launchers import LAUNCHERS
-
     for req in ("engine", "model"):
         if req not in m:
             raise ConfigError(path, "is required (set it on the config or in defaults)", name, req)
     engine = m["engine"]
-    if engine not in ENGINES:
-        raise ConfigError(path, f"unknown engine {engine!r} (known: {sorted(ENGINES)})", name, "engine")
     launcher = m.get("launcher", "subprocess")
-    if launcher not in LAUNCHERS:
-        raise ConfigError(path, f"unknown launcher {launcher!r} (known: {sorted(LAUNCHERS)})", name, "launcher")
 
     models = dict(shared_models)
     for k, v in (m.get("models") or {}).items():
@@ -248,19 +229,12 @@ def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict)
     if timeout <= 0:
         raise ConfigError(path, "must be > 0", name, "startup_timeout")
 
-    cfg = ServerConfig(
+    return ServerConfig(
         name=name, engine=engine, launcher=launcher, model=model, models=models, source=path,
         args=tuple(args), env=env, marks=marks, gpus=gpus, startup_timeout=timeout,
         image=m.get("image"), description=m.get("description", ""), request=m.get("request", {}),
         engine_options=m.get("engine_options", {}),
     )
-    problem = ENGINES[engine].validate(cfg)
-    if problem:
-        key, message = problem
-        raise ConfigError(path, message, name, key)
-    if launcher == "docker" and not cfg.image:
-        raise ConfigError(path, "the docker launcher needs an image", name, "image")
-    return cfg
 
 
 def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
@@ -283,3 +257,6 @@ def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
             by_name[cfg.name] = cfg
             out.append(cfg)
     return out
+
+
+__all__ = ["ConfigError", "ServerConfig", "load_config_file", "load_configs"]

@@ -2,23 +2,34 @@
 
 ``bench`` is the one place a test's measurements go: ``bench.run(scenario)`` runs a serving workload
 against the test's server and records its metrics; ``bench.record(name, value)`` records anything
-else; ``bench.check(metric, observed, noise=…)`` compares with the stored baseline (the gate). At the
-end of the test everything recorded is written to results.jsonl and the JUnit XML.
+else; ``bench.check(metric, observed, noise=…)`` compares with the stored baseline (the gate);
+``bench.emit(record)`` sends any other results line (an eval's details) to the sinks and
+``bench.artifact_dir(name)`` is the folder for files beside them. Every line goes through
+:func:`pytest_llmbench.sink.emit`, so results.jsonl, JUnit and third-party sinks see the same records.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
-from pytest_llmbench import stash
+from pytest_llmbench import sink, stash
 from pytest_llmbench.launchers.gpus import GPUAssignmentError
+from pytest_llmbench.report import junit
+from pytest_llmbench.report.results import end_of_test_line, facts_line, scenario_line, server_line
 from pytest_llmbench.scheduling import find_name, param_tokens, without_group_suffix
 from pytest_llmbench.server import LLMServer, ServerStartError, start_server
-from pytest_llmbench.workload.scenario import WorkloadError
+from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, WorkloadError
+
+if TYPE_CHECKING:
+    from pytest_llmbench.gate.noise.base import NoiseModel
+    from pytest_llmbench.gate.verdict import Verdict
+    from pytest_llmbench.workload.prompts import Prompt
 
 
 def _gpu_ids_for(config: pytest.Config, cfg) -> tuple[str, ...]:
@@ -28,7 +39,7 @@ def _gpu_ids_for(config: pytest.Config, cfg) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="session")
-def llm_server(request: pytest.FixtureRequest):
+def llm_server(request: pytest.FixtureRequest) -> Iterator[LLMServer]:
     """The running server of the config this test is parameterized with.
 
     Session-scoped and parameterized over the selected configs (see plugin.pytest_generate_tests):
@@ -43,17 +54,28 @@ def llm_server(request: pytest.FixtureRequest):
     results = config.stash[stash.RESULTS]
     try:
         server = start_server(cfg, results.server_dir(name), gpu_ids=_gpu_ids_for(config, cfg),
-                              image=config.getoption("llmbench_image", None))
+                              registry=config.stash[stash.REGISTRY])
     except (ServerStartError, GPUAssignmentError) as e:
         pytest.fail(str(e), pytrace=False)  # the message and the log tail, not the plugin's source
-    results.log_server_start(server)
+    sink.emit(config, server_line(server))
     try:
         yield server
     finally:
         try:
-            results.write_facts(server)
+            _write_facts(config, server)
         finally:
             server.stop()
+
+
+def _write_facts(config: pytest.Config, server: LLMServer) -> None:
+    from pytest_llmbench.server_facts import collect_facts
+
+    try:
+        facts = collect_facts(server)
+    except Exception as e:  # facts are informative; never fail a teardown over them
+        facts = {"error": f"{type(e).__name__}: {e}"}
+    config.stash[stash.RESULTS].write_resources(server.name, facts)
+    sink.emit(config, facts_line(server.name, facts))
 
 
 def test_key(item: pytest.Item, config_name: str | None) -> str:
@@ -71,13 +93,14 @@ def test_key(item: pytest.Item, config_name: str | None) -> str:
 
 @dataclass
 class Bench:
-    """Per-test measurement sink and gate entry point."""
+    """One test's measurements: run scenarios, record values, gate them, and emit results lines."""
 
     item: pytest.Item
     server: LLMServer | None
+    #: every value recorded: ``bench.record`` names as given, scenario metrics as ``<scenario>.<metric>``
     measurements: dict[str, Any] = field(default_factory=dict)
-    scenarios: list[Any] = field(default_factory=list)
-    verdicts: list[Any] = field(default_factory=list)
+    scenarios: list[ScenarioResult] = field(default_factory=list)
+    verdicts: list["Verdict"] = field(default_factory=list)
 
     @property
     def config_name(self) -> str | None:
@@ -91,7 +114,26 @@ class Bench:
     def test_key(self) -> str:
         return test_key(self.item, self.config_name)
 
-    def run(self, scenario, *, prompts=None):
+    # ---- the sink ------------------------------------------------------------------------------
+    def emit(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """Send one results line (``{"record": kind, ...}``) to every sink, stamped with this test's
+        config, node id and baseline key; returns the line as written."""
+        stamped = {"config": self.config_name, "test": self.nodeid, "test_key": self.test_key, **record}
+        return sink.emit(self.item.config, stamped, self.item)
+
+    def artifact_dir(self, name: str, *, config: str | None = None) -> Path:
+        """``<results>/<config>/<name>/`` for files beside the results, created for this test's config (the
+        results root when the test has no server). ``config=`` names another config's folder, to read what
+        it wrote earlier in this session; that one is never created."""
+        results = self.item.config.stash[stash.RESULTS]
+        if config is not None and config != self.config_name:
+            return results.dir / config / name
+        d = (results.server_dir(self.config_name) if self.config_name else results.dir) / name
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    # ---- measuring -----------------------------------------------------------------------------
+    def run(self, scenario: Scenario, *, prompts: Sequence["Prompt | str"] | None = None) -> ScenarioResult:
         """Run a serving scenario against this test's server; its metrics are recorded here.
 
         Whatever finished is written to results.jsonl even when the run is interrupted; a server that
@@ -119,29 +161,34 @@ class Bench:
             pytest.fail(self._gone(result), pytrace=False)
         return result
 
-    def _keep(self, result) -> None:
+    def _keep(self, result: ScenarioResult) -> None:
+        """Every scenario's metrics under ``<scenario>.<metric>``, whichever scenario of the test it is."""
         self.scenarios.append(result)
         for k, v in result.metrics.items():
-            self.measurements[f"{result.scenario.name}.{k}" if len(self.scenarios) > 1 else k] = v
-        self.item.config.stash[stash.RESULTS].write_scenario(self, result)
+            self.measurements[f"{result.scenario.name}.{k}"] = v
+        self.emit(scenario_line(result, self.server.config if self.server else None))
 
-    def _gone(self, result) -> str:
+    def _gone(self, result: ScenarioResult) -> str:
         m = result.metrics
-        return self.server.gone_message(
+        return self.server.gone_message(  # type: ignore[union-attr]
             f"during scenario {result.scenario.name}: {m.get('completed', 0)} of {len(result.records)} requests "
             f"finished and were written to results.jsonl")
 
     def record(self, name: str, value: Any) -> None:
         """Record a measurement that is not part of a serving scenario (an eval score, a count)."""
         self.measurements[name] = value
-        self.item.user_properties.append((f"llmbench.{name}", value))
+        junit.add_property(self.item, name, value)
 
-    def check(self, metric: str, observed: Any, **kwargs: Any):
-        """Gate ``observed`` against the baseline of this config/test/metric; see gate.session."""
+    def check(self, metric: str, observed: float | Sequence[float], *, noise: "NoiseModel | None" = None,
+              n: int | None = None, direction: str | None = None, hardware_bound: bool | None = None,
+              se: float | None = None, family: str | None = None, reference: float | None = None) -> "Verdict":
+        """Gate ``observed`` against the baseline of this config/test/metric (a regression fails the test
+        at its end, never here); see :meth:`pytest_llmbench.gate.session.GateSession.check`."""
         gate = self.item.config.stash.get(stash.GATE, None)
         if gate is None:
             raise RuntimeError("the llmbench gate is not active in this session")
-        verdict = gate.check(self, metric, observed, **kwargs)
+        verdict = gate.check(self, metric, observed, noise=noise, n=n, direction=direction,
+                             hardware_bound=hardware_bound, se=se, family=family, reference=reference)
         self.verdicts.append(verdict)
         return verdict
 
@@ -164,10 +211,10 @@ def _server_param(request: pytest.FixtureRequest) -> str | None:
 
 
 @pytest.fixture
-def bench(request: pytest.FixtureRequest) -> Bench:
+def bench(request: pytest.FixtureRequest) -> Iterator[Bench]:
     """Measurement sink for one test; uses ``llm_server`` when the test does."""
     server = request.getfixturevalue("llm_server") if "llm_server" in request.fixturenames else None
     b = Bench(item=request.node, server=server)
     yield b
-    results = request.config.stash[stash.RESULTS]
-    results.write_test(b)
+    if b.measurements or b.verdicts:
+        b.emit(end_of_test_line(b.measurements))

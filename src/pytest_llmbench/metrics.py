@@ -9,7 +9,7 @@ of latency statistics; output throughput is all output tokens over the whole sce
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 from scipy import stats
@@ -19,6 +19,57 @@ if TYPE_CHECKING:
     from pytest_llmbench.workload.records import RequestRecord
 
 PERCENTILES = (90, 95, 99)
+
+
+class ScenarioMetrics(TypedDict, total=False):
+    """A scenario's numbers, keyed as sglang bench_serving names them (times in ms unless named _s).
+
+    Latency groups ``{mean,median,std,p90,p95,p99}_{ttft,tpot,itl,e2e_latency}_ms`` are all present;
+    the accept-length keys only when the engine reports speculative decoding.
+    """
+
+    completed: int
+    failed: int
+    duration: float
+    total_input_tokens: int
+    total_output_tokens: int
+    request_throughput: float
+    input_throughput: float
+    output_throughput: float
+    total_throughput: float
+    mean_ttft_ms: float
+    median_ttft_ms: float
+    std_ttft_ms: float
+    p90_ttft_ms: float
+    p95_ttft_ms: float
+    p99_ttft_ms: float
+    mean_tpot_ms: float
+    median_tpot_ms: float
+    std_tpot_ms: float
+    p90_tpot_ms: float
+    p95_tpot_ms: float
+    p99_tpot_ms: float
+    mean_itl_ms: float
+    median_itl_ms: float
+    std_itl_ms: float
+    p90_itl_ms: float
+    p95_itl_ms: float
+    p99_itl_ms: float
+    mean_e2e_latency_ms: float
+    median_e2e_latency_ms: float
+    std_e2e_latency_ms: float
+    p90_e2e_latency_ms: float
+    p95_e2e_latency_ms: float
+    p99_e2e_latency_ms: float
+    concurrency: float
+    max_output_tokens_per_s: float
+    max_concurrent_requests: int
+    accept_length: float
+    accept_length_se: float
+    accept_length_n: int
+    server_accept_length: float
+    server_draft_tokens: int | None
+    server_accepted_tokens: int | None
 
 
 def mean_se(values: Iterable[float]) -> tuple[float, float, int]:
@@ -68,13 +119,13 @@ def peak_output_rate(records: Sequence["RequestRecord"], t0: float, window_s: fl
 
 
 def scenario_metrics(records: Sequence["RequestRecord"], duration_s: float,
-                     spec_server: "SpecStats | None" = None) -> dict[str, Any]:
+                     spec_server: "SpecStats | None" = None) -> ScenarioMetrics:
     """The scenario's numbers; keys match sglang bench_serving's JSONL where the metric is the same."""
     ok = [r for r in records if r.ok]
     total_out = sum(r.completion_tokens for r in ok)
     total_in = sum(r.prompt_tokens or 0 for r in ok)
     duration_s = max(duration_s, 1e-9)
-    m: dict[str, Any] = {
+    m: ScenarioMetrics = {
         "completed": len(ok),
         "failed": len(records) - len(ok),
         "duration": duration_s,

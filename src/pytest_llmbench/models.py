@@ -23,6 +23,7 @@ from typing import Any
 
 from pytest_llmbench.datasets.files import dist_file
 from pytest_llmbench.paths import cache_dir
+from pytest_llmbench.errors import ConfigError
 
 _HUB_ID = re.compile(r"^(hf:)?[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w.-]+)?$")
 _FILE_SUFFIXES = (".gguf", ".bin", ".safetensors", ".pt", ".onnx")
@@ -51,8 +52,6 @@ class ModelRef:
 
 def parse_model_ref(value: Any, file: Path, key: str, config: str | None = None,
                     models: dict[str, ModelRef] | None = None) -> ModelRef:
-    from pytest_llmbench.config import ConfigError
-
     if isinstance(value, dict):
         if set(value) != {"quantize", "type"}:
             raise ConfigError(file, "a derived model is {quantize: <model>, type: <quant type>}", config, key)

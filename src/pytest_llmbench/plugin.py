@@ -1,7 +1,9 @@
 """pytest hooks only: options, marks from configs, parameterization and ordering, cleanup, summary.
 
 Business logic lives in the modules these hooks wire together (config, server, workload, gate,
-report); this module decides *when* things happen in a pytest session.
+report); this module decides *when* things happen in a pytest session. The package's own engines,
+launchers, noise models and sinks are plugins too (``pytest_plugins`` below): they register through
+the hooks in hookspec.py exactly as a third-party conftest would.
 """
 
 from __future__ import annotations
@@ -14,15 +16,26 @@ import pytest
 import yaml
 
 from pytest_llmbench import stash
-from pytest_llmbench.config import ConfigError, ServerConfig, load_configs
+from pytest_llmbench.config import ServerConfig, load_configs
 from pytest_llmbench.datasets.fixture import datasets  # noqa: F401  (registered by import)
+from pytest_llmbench.errors import ConfigError, RegistryError
 from pytest_llmbench.fixtures import _llmbench_server_usable, bench, llm_server  # noqa: F401  (registered by import)
-from pytest_llmbench.launchers import stop_all
-from pytest_llmbench.launchers.base import install_cleanup
+from pytest_llmbench.launchers.base import install_cleanup, stop_all
+from pytest_llmbench.registry import Registry
 from pytest_llmbench.report.results import ResultsWriter
+
+#: The built-ins, each a plugin module implementing the hooks of hookspec.py.
+pytest_plugins = ["pytest_llmbench.engines", "pytest_llmbench.launchers", "pytest_llmbench.gate.noise",
+                  "pytest_llmbench.report.junit"]
 
 CONFIG_ERROR = pytest.StashKey[ConfigError]()
 RESULTS_DIR_KEY = "llmbench_results_dir"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_llmbench import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,14 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _add_component_options(parser: pytest.Parser) -> None:
-    """Options owned by the gate and the launchers (each module declares its own)."""
+    """Options owned by the gate, the report and sharding (each module declares its own; the launchers'
+    come with their plugin module)."""
     from pytest_llmbench.gate.options import add_options as gate_options
-    from pytest_llmbench.launchers.gpus import add_options as gpu_options
     from pytest_llmbench.report.session import add_options as report_options
     from pytest_llmbench.shard import add_options as shard_options
 
     gate_options(parser)
-    gpu_options(parser)
     report_options(parser)
     shard_options(parser)
 
@@ -96,8 +108,10 @@ def pytest_configure(config: pytest.Config) -> None:
     paths = _config_paths(config)
     for mark in sorted(_marks_in_yaml(paths)):
         config.addinivalue_line("markers", f"{mark}: server-config mark (from the llmbench config files)")
+    registry = _registries(config)
     try:
         configs = load_configs(paths)
+        registry.check_all(configs)
     except ConfigError as e:
         config.stash[CONFIG_ERROR] = e
         configs = []
@@ -108,6 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if problem:
         raise pytest.UsageError(f"--results-dir / ini llmbench_results_dir: cannot write results to {problem}")
     config.stash[stash.RESULTS] = results
+    config.pluginmanager.register(results, "llmbench-results")  # the results.jsonl sink
     from pytest_llmbench.gate.session import GateSession
 
     config.pluginmanager.register(GateSession(config), "llmbench-gate")  # stores itself at stash.GATE
@@ -117,10 +132,20 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_llmbench.shard import ShardSelector
 
     config.pluginmanager.register(ShardSelector(config), "llmbench-shard")  # --llmbench-shard; results origin
-    from pytest_llmbench.launchers.gpus import apply_options
-
-    apply_options(config)
     install_cleanup()
+
+
+def _registries(config: pytest.Config) -> Registry:
+    """Engines, launchers and noise models from every ``pytest_llmbench_*`` implementation (built-ins too)."""
+    from pytest_llmbench.gate.noise import register_from_hooks
+
+    try:
+        registry = Registry.from_hooks(config)
+        register_from_hooks(config)
+    except (RegistryError, TypeError) as e:
+        raise pytest.UsageError(f"llmbench hooks: {e}") from None
+    config.stash[stash.REGISTRY] = registry
+    return registry
 
 
 def _register_secrets(configs: list[ServerConfig]) -> None:

@@ -18,15 +18,16 @@ import httpx
 
 from pytest_llmbench import redact
 from pytest_llmbench.config import ServerConfig
-from pytest_llmbench.engines import Engine, SpecStats, get_engine
-from pytest_llmbench.launchers import LAUNCHERS, Handle, LaunchRequest
-from pytest_llmbench.launchers.base import describe_exit
+from pytest_llmbench.engines.base import Engine, SpecStats
+from pytest_llmbench.errors import LlmbenchError
+from pytest_llmbench.launchers.base import Handle, LaunchRequest, describe_exit
+from pytest_llmbench.registry import Registry
 
 HOST = "127.0.0.1"
 LOG_TAIL_LINES = 40
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(LlmbenchError, RuntimeError):
     """The server did not become ready; the message carries the log tail (secrets scrubbed)."""
 
     def __init__(self, message: str) -> None:
@@ -144,16 +145,23 @@ PORT_ATTEMPTS = 3
 
 
 def start_server(cfg: ServerConfig, server_dir: Path, *, gpu_ids: tuple[str, ...] = (),
-                 image: str | None = None, poll_interval: float = 0.25) -> LLMServer:
+                 image: str | None = None, poll_interval: float = 0.25,
+                 registry: Registry | None = None) -> LLMServer:
     """Start ``cfg`` and wait until its health endpoint says ready.
 
-    A free port is picked on 127.0.0.1 and released for the server to bind; if another process takes it
-    in between, the start is retried on a new port (noted in the log)."""
+    The engine and launcher come from ``registry`` (the session's, filled by the hooks; the built-ins
+    when None). A free port is picked on 127.0.0.1 and released for the server to bind; if another
+    process takes it in between, the start is retried on a new port (noted in the log)."""
+    registry = registry or Registry.builtin()
+    try:
+        registry.check(cfg)
+    except LlmbenchError as e:
+        raise ServerStartError(f"config {cfg.name}: {e}") from e
     server_dir.mkdir(parents=True, exist_ok=True)
     log_path = server_dir / "server.log"
-    engine = get_engine(cfg.engine)
+    engine = registry.engine(cfg.engine)
     engine.configure(cfg)
-    launcher = LAUNCHERS[cfg.launcher]()
+    launcher = registry.launcher(cfg.launcher)
     t0 = time.monotonic()
     with open(log_path, "a") as log:
         log.write(f"[llmbench] starting config {cfg.name} ({cfg.engine}/{cfg.launcher})\n")

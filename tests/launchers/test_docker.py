@@ -14,13 +14,13 @@ import httpx
 import pytest
 
 from pytest_llmbench.config import ServerConfig
-from pytest_llmbench.engines import ENGINES
 from pytest_llmbench.engines.base import Engine
 from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 from pytest_llmbench.engines.sglang import SGLangEngine
 from pytest_llmbench.launchers import base, docker as dl
 from pytest_llmbench.launchers.base import LaunchRequest
 from pytest_llmbench.models import ModelRef
+from pytest_llmbench.registry import Registry
 
 
 def make_req(tmp_path: Path, *, engine=None, gpu_ids=("2", "3"), gpus=2, image="lmsysorg/sglang:nightly",
@@ -299,13 +299,14 @@ def test_real_container_lifecycle(tmp_path, monkeypatch):
     client = _engine_or_skip()
     from pytest_llmbench.server import start_server
 
-    monkeypatch.setitem(ENGINES, HttpServerEngine.name, HttpServerEngine)
+    registry = Registry.builtin()
+    registry.engines[HttpServerEngine.name] = HttpServerEngine
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     image = os.environ.get("LLMBENCH_TEST_IMAGE", "python:3.12-alpine")
     cfg = ServerConfig(name="docker-it", engine="httpserver", model=ModelRef("hub", "none/none"),
                        source=Path("it.yaml"), launcher="docker", image=image, startup_timeout=300,
                        env={"HF_TOKEN": "hf_never_logged"})
-    server = start_server(cfg, tmp_path / "docker-it", poll_interval=0.2)
+    server = start_server(cfg, tmp_path / "docker-it", poll_interval=0.2, registry=registry)
     try:
         name = server.handle.container.name
         assert httpx.get(f"{server.base_url}/").status_code == 200
@@ -318,3 +319,24 @@ def test_real_container_lifecycle(tmp_path, monkeypatch):
         server.stop(grace=2)
     with pytest.raises(docker.errors.NotFound):
         client.containers.get(name)
+
+
+def test_options_reach_the_launcher_through_the_hook_not_the_environment(pytester, monkeypatch):
+    """``--no-pull`` and ``--llmbench-image`` are handed to the DockerLauncher the hook builds."""
+    monkeypatch.delenv("LLMBENCH_NO_PULL", raising=False)
+    pytester.makepyfile(test_opts="""
+        import os
+        from pytest_llmbench import stash
+
+        def test_docker_options(request):
+            docker = request.config.stash[stash.REGISTRY].launcher("docker")
+            assert (docker.no_pull, docker.image) == (True, "img:1")
+            assert "LLMBENCH_NO_PULL" not in os.environ
+    """)
+    pytester.runpytest("--no-pull", "--llmbench-image", "img:1", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_the_image_option_replaces_the_configs_image(tmp_path):
+    client = FakeClient(have_image=False)
+    with pytest.raises(RuntimeError, match="image other:2 is not present and --no-pull is set"):
+        dl.DockerLauncher(client=client, no_pull=True, image="other:2").start(make_req(tmp_path))

@@ -9,13 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_llmbench import stash
-
 
 def write_eval(bench: Any, kind: str, payload: dict[str, Any]) -> None:
-    """Append ``{"record": kind, "config", "test", "test_key", **payload}`` to the session's results."""
-    results = bench.item.config.stash.get(stash.RESULTS, None)
-    if results is None:
-        return
-    results.write({"record": kind, "config": bench.config_name, "test": bench.nodeid, "test_key": bench.test_key,
-                   **payload})
+    """Emit ``{"record": kind, "config", "test", "test_key", **payload}`` through the bench's sink."""
+    bench.emit({"record": kind, **payload})

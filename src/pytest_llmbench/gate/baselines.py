@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
 from pytest_llmbench.gate.noise import NOISE_MODELS, noise_from_dict
 
@@ -49,7 +50,7 @@ _ENTRY_KEYS = {"value", "direction", "noise", "n", "se", "spread", "history", "p
 Key = tuple[str | None, str, str]  # (runner or None for shared, test key, metric)
 
 
-class BaselineFileError(Exception):
+class BaselineFileError(LlmbenchError):
     """A baseline file exists but is not a valid baseline file."""
 
     def __init__(self, path: Path, reason: str) -> None:

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import yaml
 
+from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, Key, dumps, load, write_atomic
 from pytest_llmbench.gate.entry import BaselineEntry
 
 
-class BaselineMergeError(Exception):
+class BaselineMergeError(LlmbenchError):
     """Two shards changed the same entry (or file) differently, or a file cannot be read."""
 
 

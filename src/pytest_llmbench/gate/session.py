@@ -41,6 +41,7 @@ from pytest_llmbench.gate.runner import RunnerProfile, check_name, detect
 from pytest_llmbench.gate.store import BaselineStore, Measurement, Written
 from pytest_llmbench.gate.verdict import Verdict, fmt_p
 from pytest_llmbench.shard import provenance_fields
+from pytest_llmbench.sink import emit
 
 NO_SERVER = "_noserver_"  # the config key of checks in tests that use no llm_server
 _UNTOUCHED_SHOWN = 20
@@ -173,14 +174,9 @@ class GateSession:
 
     def _record(self, bench: Any, v: Verdict) -> None:
         self.checks.append((bench.item.nodeid, v))
-        props = bench.item.user_properties
-        props.append((f"llmbench.verdict.{v.metric}", v.status))
-        props.append((f"llmbench.verdict.{v.metric}.message", v.message()))
-        if v.p_value is not None:
-            props.append((f"llmbench.verdict.{v.metric}.p_value", v.p_value))
-        if stash.RESULTS in self.config.stash:  # as it happens (a crash keeps it); q comes at session end
-            self.config.stash[stash.RESULTS].write({"record": "check", "nodeid": bench.item.nodeid, **v.as_dict(),
-                                                    "calibration": self._calibration if v.runner else None})
+        # As it happens (a crash keeps it; JUnit gets it from this line too); q comes at session end.
+        bench.emit({"record": "check", "nodeid": bench.item.nodeid, **v.as_dict(), "message": v.message(),
+                    "calibration": self._calibration if v.runner else None})
         if self.is_worker:
             transport.send_check(self.config, bench.item.nodeid, v)
 
@@ -316,13 +312,12 @@ class GateSession:
                 self.checks[i] = (nodeid, v)
 
     def _write_verdicts(self) -> None:
-        results = self.config.stash.get(stash.RESULTS, None)
-        if results is None or not self.checks:
+        if not self.checks:
             return
         for nodeid, v in self.checks:
-            results.write({"record": "verdict", "nodeid": nodeid, **v.as_dict()})
+            emit(self.config, {"record": "verdict", "nodeid": nodeid, **v.as_dict()})
         if self.budget is not None:
-            results.write({"record": "gate_budget", "method": "holm", "alphas": dict(self.budget.alphas),
+            emit(self.config, {"record": "gate_budget", "method": "holm", "alphas": dict(self.budget.alphas),
                            "counted": dict(self.budget.counts),
                            "judged": {f: sum(v.family == f and v.p_value is not None for v in self.verdicts)
                                       for f in FAMILIES}})

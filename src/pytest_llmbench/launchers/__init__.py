@@ -1,12 +1,31 @@
-"""Launcher registry: config ``launcher:`` name → launcher class. One line per launcher."""
+"""The built-in launchers, registered through ``pytest_llmbench_launchers`` like any plugin's.
+
+A launcher is registered as an instance built with its options (``--no-pull``, ``--llmbench-image``
+for Docker), so it never reads them from the environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
 
 from pytest_llmbench.launchers.base import Handle, LaunchRequest, Launcher, stop_all
 from pytest_llmbench.launchers.docker import DockerLauncher
+from pytest_llmbench.launchers.docker import add_options as _docker_options
+from pytest_llmbench.launchers.gpus import add_options as _gpu_options
 from pytest_llmbench.launchers.subprocess import SubprocessLauncher
 
-LAUNCHERS: dict[str, type] = {
-    SubprocessLauncher.name: SubprocessLauncher,
-    DockerLauncher.name: DockerLauncher,
-}
 
-__all__ = ["LAUNCHERS", "Handle", "LaunchRequest", "Launcher", "stop_all"]
+def pytest_addoption(parser: pytest.Parser) -> None:
+    _gpu_options(parser)
+    _docker_options(parser)
+
+
+@pytest.hookimpl
+def pytest_llmbench_launchers(config: Any) -> list[Launcher]:
+    """The built-ins, with this session's options (``config`` None: defaults, outside pytest)."""
+    return [SubprocessLauncher(), DockerLauncher.from_options(config)]
+
+
+__all__ = ["DockerLauncher", "Handle", "LaunchRequest", "Launcher", "SubprocessLauncher", "stop_all"]

@@ -73,7 +73,13 @@ class Handle(Protocol):
 
 
 class Launcher(Protocol):
+    """Starts servers; registered as an instance (built with its options) by ``pytest_llmbench_launchers``."""
+
     name: str
+
+    def validate(self, cfg: "ServerConfig") -> tuple[str, str] | None:
+        """(key, message) when this launcher cannot start ``cfg`` (checked before any server starts)."""
+        ...
 
     def start(self, req: LaunchRequest) -> Handle: ...
 

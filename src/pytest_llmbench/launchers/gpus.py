@@ -16,10 +16,12 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_llmbench.errors import LlmbenchError
+
 ENV_GPUS = "LLMBENCH_GPUS"
 
 
-class GPUAssignmentError(RuntimeError):
+class GPUAssignmentError(LlmbenchError, RuntimeError):
     """A config cannot get the GPUs it asks for; the message says what to change."""
 
 
@@ -29,16 +31,6 @@ def add_options(parser: Any) -> None:
     group.addoption("--llmbench-gpus", dest="llmbench_gpus", default=None, metavar="IDS",
                     help="comma-separated GPU ids the run may use (default: $LLMBENCH_GPUS, "
                          "$CUDA_VISIBLE_DEVICES, else every GPU NVML sees); split across xdist workers")
-    group.addoption("--llmbench-image", dest="llmbench_image", default=None, metavar="IMAGE",
-                    help="container image for every docker-launched config (overrides the configs' 'image')")
-    group.addoption("--no-pull", dest="llmbench_no_pull", action="store_true", default=False,
-                    help="never pull a missing container image; fail with the docker pull command instead")
-
-
-def apply_options(pytest_config: Any) -> None:
-    """Hand option values to launchers that are constructed without arguments (and to xdist workers)."""
-    if pytest_config.getoption("llmbench_no_pull", False):
-        os.environ["LLMBENCH_NO_PULL"] = "1"
 
 
 def parse_ids(text: str) -> tuple[str, ...]:

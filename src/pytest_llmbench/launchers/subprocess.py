@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 from pytest_llmbench import redact
 from pytest_llmbench.launchers.base import Handle, LaunchRequest, track, untrack
@@ -90,6 +91,9 @@ def _group_members(pgid: int) -> list[int]:
 
 class SubprocessLauncher:
     name = "subprocess"
+
+    def validate(self, cfg: Any) -> tuple[str, str] | None:
+        return None  # any engine with a command line runs as a process
 
     def start(self, req: LaunchRequest) -> Handle:
         cmd = req.engine.command(req.config, req.host, req.port)

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.gate.verdict import STATUSES
 from pytest_llmbench.report.results import iter_records
 
 
-class ResultsFolderError(Exception):
+class ResultsFolderError(LlmbenchError):
     """The path is not a readable results folder; the message names it."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.jsonl import iter_jsonl
 
 NO_SERVER = "(tests without a server)"  # the owner of records with no config, for the overlap check
@@ -26,7 +27,7 @@ _NO_SERVER_NAMES = (None, "_noserver_")
 MANIFEST = "merged_from.json"
 
 
-class MergeError(Exception):
+class MergeError(LlmbenchError):
     """The sources cannot be merged (overlap, missing folder, occupied output); the message says which."""
 
 

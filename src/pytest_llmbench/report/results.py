@@ -2,6 +2,9 @@
 folder per config (server.log, resources.json). Nothing is held back until the end of the session, so
 a crash loses at most the scenario in flight.
 
+Records reach the file through the sink (``sink.emit`` → ``pytest_llmbench_record``); the functions
+below build them as plain mappings, so nothing here knows about a test or a bench.
+
 Under pytest-xdist each worker writes its own ``results.<worker>.jsonl`` beside the others (no two
 processes append to one file); :func:`load_results` reads them all.
 """
@@ -9,39 +12,30 @@ processes append to one file); :func:`load_results` reads them all.
 from __future__ import annotations
 
 import json
-import math
 import os
 import threading
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from pytest_llmbench import redact
 from pytest_llmbench.jsonl import iter_jsonl
+from pytest_llmbench.sink import clean
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from pytest_llmbench.fixtures import Bench
+    from pytest_llmbench.config import ServerConfig
     from pytest_llmbench.server import LLMServer
     from pytest_llmbench.workload.scenario import ScenarioResult
 
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN/inf → None, tuples → lists, unknown objects → str."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if hasattr(value, "item"):  # numpy scalars
-        return _clean(value.item())
-    return str(value)
-
-
 class ResultsWriter:
+    """The results.jsonl sink (registered as a plugin: it implements ``pytest_llmbench_record``) and the
+    folder per config that artifacts go into."""
+
     def __init__(self, root: Path, worker: str | None = None):
         self.dir = Path(root)  # created on first write: a run that measures nothing leaves no folder
         self.path = self.dir / (f"results.{worker}.jsonl" if worker else "results.jsonl")
@@ -72,67 +66,66 @@ class ResultsWriter:
         """Append one JSON line and flush it to disk now."""
         if self.origin is not None:
             record = {**record, "origin": self.origin}
-        line = redact.scrub(json.dumps(_clean(record), sort_keys=True))
+        line = redact.scrub(json.dumps(clean(record), sort_keys=True))
         self.dir.mkdir(parents=True, exist_ok=True)
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
             f.write(line + "\n")
             f.flush()
             os.fsync(f.fileno())
 
-    # ---- typed records ---------------------------------------------------------------------
-    def log_server_start(self, server: "LLMServer") -> None:
-        self.write({
-            "record": "server", "config": server.name, "engine": server.config.engine,
-            "launcher": server.config.launcher, "model": server.config.model.describe(),
-            "server_args": redact.args(server.config.args), "env": redact.env(server.config.env),
-            "startup_s": server.startup_s, "server_info": server.info, "gpu_ids": list(server.gpu_ids),
-            "pids": server.handle.pids(),
-            "time": _now(),
-        })
+    @pytest.hookimpl
+    def pytest_llmbench_record(self, record: Mapping[str, Any]) -> None:
+        self.write(dict(record))
 
-    def write_scenario(self, bench: "Bench", result: "ScenarioResult") -> None:
-        sc = result.scenario
-        cfg = bench.server.config if bench.server else None
-        self.write({
-            "record": "scenario", "config": bench.config_name, "test": bench.nodeid, "test_key": bench.test_key,
-            "scenario": sc.name, "scenario_params": sc.as_dict(),
-            "engine": cfg.engine if cfg else None, "model": cfg.model.describe() if cfg else None,
-            "server_args": redact.args(cfg.args) if cfg else [], "server_info": result.server_info,
-            "backend": cfg.engine if cfg else None, "dataset_name": sc.dataset,
-            "max_concurrency": sc.concurrency, "random_input_len": sc.input_len, "random_output_len": sc.output_len,
-            "num_prompts": sc.num_prompts, "notes": result.notes, "errors": result.errors[:20],
-            "metrics": result.metrics, "time": _now(),
-            "requests": [
-                {"index": r.index, "ok": r.ok, "error": r.error, "prompt_tokens": r.prompt_tokens,
-                 "completion_tokens": r.completion_tokens, "ttft_s": r.ttft_s, "e2e_s": r.e2e_s,
-                 "tpot_s": r.tpot_s, "finish_reason": r.finish_reason,
-                 "accept_length": r.spec.accept_length if r.spec else None}
-                for r in result.records
-            ],
-        })
-        for k, v in result.metrics.items():
-            if isinstance(v, (int, float)):
-                bench.item.user_properties.append((f"llmbench.{sc.name}.{k}", v))
+    def write_resources(self, config_name: str, facts: Mapping[str, Any]) -> Path:
+        """``<config>/resources.json``: what the server used (startup time, memory, KV pool)."""
+        path = self.server_dir(config_name) / "resources.json"
+        path.write_text(json.dumps(clean(dict(facts)), indent=2, sort_keys=True) + "\n")
+        return path
 
-    def write_test(self, bench: "Bench") -> None:
-        if not bench.measurements and not bench.verdicts:
-            return
-        self.write({
-            "record": "test", "config": bench.config_name, "test": bench.nodeid, "test_key": bench.test_key,
-            "measurements": {k: v for k, v in bench.measurements.items() if not isinstance(v, (list, tuple)) or len(v) <= 1000},
-            "time": _now(),
-        })
 
-    def write_facts(self, server: "LLMServer") -> None:
-        from pytest_llmbench.server_facts import collect_facts
+# ---- plain records: what each kind of line holds ----------------------------------------------------
+def server_line(server: "LLMServer") -> dict[str, Any]:
+    """A server started: what it runs and how (secrets masked)."""
+    cfg = server.config
+    return {
+        "record": "server", "config": server.name, "engine": cfg.engine, "launcher": cfg.launcher,
+        "model": cfg.model.describe(), "server_args": redact.args(cfg.args), "env": redact.env(cfg.env),
+        "startup_s": server.startup_s, "server_info": server.info, "gpu_ids": list(server.gpu_ids),
+        "pids": server.handle.pids(), "time": _now(),
+    }
 
-        try:
-            facts = collect_facts(server)
-        except Exception as e:  # facts are informative; never fail a teardown over them
-            facts = {"error": f"{type(e).__name__}: {e}"}
-        path = self.server_dir(server.name) / "resources.json"
-        path.write_text(json.dumps(_clean(facts), indent=2, sort_keys=True) + "\n")
-        self.write({"record": "facts", "config": server.name, "facts": facts, "time": _now()})
+
+def scenario_line(result: "ScenarioResult", cfg: "ServerConfig | None") -> dict[str, Any]:
+    """One scenario: its parameters, metrics (bench_serving names) and every request's timings."""
+    sc = result.scenario
+    return {
+        "record": "scenario", "scenario": sc.name, "scenario_params": sc.as_dict(),
+        "engine": cfg.engine if cfg else None, "model": cfg.model.describe() if cfg else None,
+        "server_args": redact.args(cfg.args) if cfg else [], "server_info": result.server_info,
+        "backend": cfg.engine if cfg else None, "dataset_name": sc.dataset,
+        "max_concurrency": sc.concurrency, "random_input_len": sc.input_len, "random_output_len": sc.output_len,
+        "num_prompts": sc.num_prompts, "notes": result.notes, "errors": result.errors[:20],
+        "metrics": result.metrics, "time": _now(),
+        "requests": [
+            {"index": r.index, "ok": r.ok, "error": r.error, "prompt_tokens": r.prompt_tokens,
+             "completion_tokens": r.completion_tokens, "ttft_s": r.ttft_s, "e2e_s": r.e2e_s,
+             "tpot_s": r.tpot_s, "finish_reason": r.finish_reason,
+             "accept_length": r.spec.accept_length if r.spec else None}
+            for r in result.records
+        ],
+    }
+
+
+def end_of_test_line(measurements: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything a test recorded (long per-sample lists left out), at its end."""
+    return {"record": "test", "time": _now(),
+            "measurements": {k: v for k, v in measurements.items()
+                             if not isinstance(v, (list, tuple)) or len(v) <= 1000}}
+
+
+def facts_line(config_name: str, facts: Mapping[str, Any]) -> dict[str, Any]:
+    return {"record": "facts", "config": config_name, "facts": dict(facts), "time": _now()}
 
 
 def _now() -> str:

@@ -46,25 +46,14 @@ def read_answers(path: Path) -> list[Decision]:
 
 def decisions_dir(bench: Any) -> Path:
     """``<results>/<config>/decisions`` for the bench's config (results dir root without a server)."""
-    from pytest_llmbench import stash
-
-    results = bench.item.config.stash[stash.RESULTS]
-    base = results.server_dir(bench.config_name) if bench.config_name else results.dir
-    d = base / "decisions"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return bench.artifact_dir("decisions")
 
 
 def save_run(bench: Any, name: str, decisions: list[Decision], metrics: dict[str, Any],
              extra: dict[str, Any] | None = None) -> Path:
-    """Write the answers file and one ``"decisions"`` record in results.jsonl; returns the answers path."""
-    from pytest_llmbench import stash
-
+    """Write the answers file and emit one ``"decisions"`` record; returns the answers path."""
     path = write_answers(answers_path(decisions_dir(bench), name), decisions)
-    bench.item.config.stash[stash.RESULTS].write({
-        "record": "decisions", "config": bench.config_name, "test": bench.nodeid, "test_key": bench.test_key,
-        "dataset": name, "answers": str(path), "metrics": metrics, **(extra or {}),
-    })
+    bench.emit({"record": "decisions", "dataset": name, "answers": str(path), "metrics": metrics, **(extra or {})})
     return path
 
 
@@ -75,10 +64,7 @@ def save_calibration(bench: Any, payload: dict[str, Any], filename: str = "calib
 
 def config_answers(bench: Any, config_name: str, name: str) -> list[Decision] | None:
     """Answers a config (this one or another) wrote earlier in this session (same results folder), or None."""
-    from pytest_llmbench import stash
-
-    results = bench.item.config.stash[stash.RESULTS]
-    path = answers_path(results.dir / config_name / "decisions", name)
+    path = answers_path(bench.artifact_dir("decisions", config=config_name), name)
     return read_answers(path) if path.exists() else None
 
 

@@ -6,18 +6,20 @@ from abc import ABC, abstractmethod
 from dataclasses import fields
 from typing import Any, ClassVar
 
+from pytest_llmbench.errors import LlmbenchError, RegistryError
 from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.verdict import Direction, Status, Verdict, judge
 
 
-class NoiseModelError(ValueError):
+class NoiseModelError(LlmbenchError, ValueError):
     """A check gave a noise model what it cannot work with (no SE for StdErr, no n for Binomial)."""
 
 
-#: Every noise model a baseline file may name, by ``name``. Subclasses register themselves when their
-#: class is defined (a model in a user's conftest included), so ``--update-baselines`` can read back
-#: what it writes; :func:`register_noise_model` is the explicit form.
+#: Every noise model a baseline file may name, by ``name``: the registry the
+#: ``pytest_llmbench_noise_models`` hook fills (the built-ins included). Subclasses with a ``name`` also
+#: register themselves when their class is defined, so ``--update-baselines`` can read back what it
+#: writes; :func:`register_noise_model` is the explicit form.
 NOISE_MODELS: dict[str, type["NoiseModel"]] = {}
 
 
@@ -32,7 +34,7 @@ def register_noise_model(cls: type["NoiseModel"]) -> type["NoiseModel"]:
         raise TypeError(f"noise model {cls.__qualname__} needs a class attribute name = '...'")
     old = NOISE_MODELS.get(name)
     if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
-        raise ValueError(f"noise model name {name!r} is taken by {old.__module__}.{old.__qualname__}")
+        raise RegistryError(f"noise model name {name!r} is taken by {old.__module__}.{old.__qualname__}")
     NOISE_MODELS[name] = cls
     return cls
 

@@ -1,0 +1,65 @@
+"""The seams: what a plugin or a ``conftest.py`` implements to add an engine, a launcher, a noise model
+or a results sink, without editing the package.
+
+The built-ins register through these same hooks (``engines/__init__.py``, ``launchers/__init__.py``,
+``gate/noise/__init__.py``, ``report/results.py``, ``report/junit.py``), so a third-party piece is a
+peer, not a special case. The plugin adds these specs with ``pytest_addhooks`` and calls the
+registration hooks once, in ``pytest_configure``: implement them in a plugin or in a ``conftest.py``
+pytest loads before that (the rootdir's or the test paths'), not in a conftest deeper down.
+
+Example (a conftest that serves a llama.cpp build under its own name)::
+
+    from pytest_llmbench.engines.llamacpp import LlamaCppEngine
+
+    class MyEngine(LlamaCppEngine):
+        name = "my-llamacpp"
+
+    def pytest_llmbench_engines():
+        return [MyEngine]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_llmbench.engines.base import Engine
+    from pytest_llmbench.gate.noise.base import NoiseModel
+    from pytest_llmbench.launchers.base import Launcher
+
+hookspec = pytest.hookspec
+
+
+@hookspec
+def pytest_llmbench_engines(config: pytest.Config) -> Iterable[type["Engine"]] | None:
+    """Engine adapter classes to add; each is found by its ``name`` (the config's ``engine:`` key).
+
+    A second class under a name already taken is an error naming both.
+    """
+
+
+@hookspec
+def pytest_llmbench_launchers(config: pytest.Config) -> Iterable["Launcher"] | None:
+    """Launchers to add, as instances built with their options (read them from ``config``); each is
+    found by its ``name`` (the config's ``launcher:`` key)."""
+
+
+@hookspec
+def pytest_llmbench_noise_models(config: pytest.Config) -> Iterable[type["NoiseModel"]] | None:
+    """Noise-model classes baseline files may name (so ``--update-baselines`` reads back what it writes).
+
+    A ``NoiseModel`` subclass with a ``name`` also registers itself when its class is defined; returning it
+    here makes the registration explicit and independent of import order."""
+
+
+@hookspec
+def pytest_llmbench_record(config: pytest.Config, record: Mapping[str, Any], item: pytest.Item | None) -> None:
+    """A results line was emitted: every implementation is a sink (results.jsonl, JUnit properties, …).
+
+    ``record`` is a plain JSON-able mapping with a ``"record"`` kind ("server", "scenario", "test",
+    "check", "verdict", "gate_budget", "facts", "decisions" or an eval's own kind); ``item`` is the test
+    that emitted it, or None for session-level lines. Sinks must not modify ``record``.
+    """

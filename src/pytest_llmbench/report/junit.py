@@ -1,0 +1,43 @@
+"""JUnit XML properties, written in this one place: derived from the records the sink emits.
+
+A CI system that reads only the JUnit file still sees each scenario's numbers and each check's verdict
+(``llmbench.<scenario>.<metric>``, ``llmbench.verdict.<metric>`` + ``.message`` + ``.p_value``) and every
+``bench.record`` value (``llmbench.<name>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+PREFIX = "llmbench"
+
+
+def properties(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The JUnit properties one results record stands for (none for most kinds)."""
+    kind = record.get("record")
+    if kind == "scenario":
+        scenario = record.get("scenario")
+        return [(f"{PREFIX}.{scenario}.{k}", v) for k, v in (record.get("metrics") or {}).items()
+                if isinstance(v, (int, float))]
+    if kind == "check":
+        metric = record.get("metric")
+        props: list[tuple[str, Any]] = [(f"{PREFIX}.verdict.{metric}", record.get("status")),
+                                        (f"{PREFIX}.verdict.{metric}.message", record.get("message"))]
+        if record.get("p_value") is not None:
+            props.append((f"{PREFIX}.verdict.{metric}.p_value", record["p_value"]))
+        return props
+    return []
+
+
+def add_property(item: pytest.Item, name: str, value: Any) -> None:
+    """One ``bench.record`` value as ``llmbench.<name>``."""
+    item.user_properties.append((f"{PREFIX}.{name}", value))
+
+
+@pytest.hookimpl
+def pytest_llmbench_record(record: Mapping[str, Any], item: pytest.Item | None) -> None:
+    if item is not None:
+        item.user_properties.extend(properties(record))
