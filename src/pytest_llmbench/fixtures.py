@@ -136,7 +136,7 @@ class Bench:
         self.measurements[name] = value
         self.item.user_properties.append((f"llmbench.{name}", value))
 
-    def check(self, metric: str, observed: Any, **kwargs: Any):
+    def check(self, metric: str, observed: Any = None, **kwargs: Any):
         """Gate ``observed`` against the baseline of this config/test/metric; see gate.session."""
         gate = self.item.config.stash.get(stash.GATE, None)
         if gate is None:
