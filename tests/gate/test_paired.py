@@ -243,7 +243,8 @@ from pytest_llmbench.gate import PairedT
 
 def test_b(bench):
     shift = float(os.environ.get("SHIFT", "0"))
-    per_prompt = {f"p{i:02d}@s1": 2.0 + (i % 5) / 3 + shift * (1 + (i % 3) / 2) for i in range(32)}
+    seed = os.environ.get("SEED", "1")
+    per_prompt = {f"p{i:02d}@s{seed}": 2.0 + (i % 5) / 3 + shift * (1 + (i % 3) / 2) for i in range(32)}
     bench.check("accept_length", cases=per_prompt, noise=PairedT(alpha=0.01))
 """)
     args = ("--runner", "ci-a", "-p", "no:cacheprovider")
@@ -255,6 +256,11 @@ def test_b(bench):
     r = pytester.runpytest(*args, "-rA")
     r.assert_outcomes(failed=1)
     r.stdout.fnmatch_lines(["*accept_length REGRESSED*PairedT alpha=0.01 (paired t on 32 cases)*"])
+    monkeypatch.setenv("SEED", "2")  # another sampling seed: other cases, the unpaired rule says why
+    r = pytester.runpytest(*args, "-rA", "--results-dir", "other-seed")
+    r.assert_outcomes(passed=1)
+    (v,) = iter_records(pytester.path / "other-seed", "verdict")
+    assert not v["paired"] and v["rule"].startswith("unpaired (0 of 32 case ids shared") and v["p_value"] > 0.01
     files[0].write_text(files[0].read_text().replace('"value": 2', '"value": "2"', 1))
     r = pytester.runpytest(*args)  # read with the baseline files, before any test (or server) starts
     assert r.ret == pytest.ExitCode.USAGE_ERROR
