@@ -287,6 +287,7 @@ def test_m(bench, i):
     r.stdout.fnmatch_lines(["*4 pass*"])
     verdicts = list(iter_records(pytester.path / "rerun", "verdict"))  # one file per xdist worker
     assert len(verdicts) == 4 and all(v["paired"] and v["p_value"] == 1.0 for v in verdicts)
+    assert all(v["q_value"] == 1.0 and v["family"] == "quality" for v in verdicts)  # in the budget, Holm-adjusted
 
 
 def test_cases_without_a_noise_model_get_the_paired_default():
