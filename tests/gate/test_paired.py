@@ -169,6 +169,13 @@ def test_mcnemar_falls_back_to_fisher_when_cases_differ():
     assert v.p_value == pytest.approx(stats.fisher_exact([[kb, 205 - kb], [k, 205 - k]], alternative="greater").pvalue)
 
 
+def test_mcnemar_without_a_sidecar_or_n_says_how_to_fix_the_entry():
+    b, n = pass_fail(worse=9)
+    published = BaselineEntry(value=sum(b.values()), direction="higher", noise={})  # a total, nothing else
+    with pytest.raises(NoiseModelError, match="the baseline has no per-case values.*needs the baseline's n"):
+        McNemar().verdict(published, Observation.of(sum(n.values()), n=205, cases=n), "higher")
+
+
 def test_mcnemar_lower_is_better_counts_failures():
     b, n = pass_fail(worse=0, better=9)  # 1 = failure here: 9 new failures
     v = McNemar().verdict(entry_of(b, "lower", count=True), Observation.of(None, cases=n), "lower")

@@ -129,6 +129,10 @@ class McNemar(NoiseModel):
     def verdict(self, baseline: BaselineEntry, observed: Observation, direction: Direction) -> Verdict:
         common, why = common_cases(baseline.cases, observed.cases, self.min_overlap)
         if not common:
+            if baseline.n is None:
+                raise NoiseModelError(f"McNemar cannot pair ({why}) and its unpaired rule (Fisher on the totals) "
+                                      f"needs the baseline's n, which it lacks: add n: to the entry, or delete the "
+                                      f"entry and record it again with --update-baselines")
             return _unpaired(Binomial(alpha=self.alpha).verdict(baseline, observed, direction), self, why)
         for side, cases in (("baseline", baseline.cases), ("observed", observed.cases)):
             bad = [c for c in common if cases[c] not in (0.0, 1.0)]  # type: ignore[index]
