@@ -303,3 +303,15 @@ def test_cases_without_a_noise_model_get_the_paired_default():
     assert default_noise(Observation.of(None, cases={"a": 2.5, "b": 3.0})) == PairedT()
     assert default_noise(Observation.of(7, n=10, cases={"a": 1, "b": 0})) == McNemar()
     assert default_noise(Observation.of([2.5, 3.0])) == StdErr()
+
+
+def test_default_models_read_back_the_same_from_a_written_baseline_file(tmp_path):
+    """The file keeps 6 significant digits: a parameter with more (a long bootstrap seed) would come back
+    as another model."""
+    from pytest_llmbench.gate.store import BaselineStore, Measurement
+
+    store = BaselineStore(tmp_path)
+    for model in (PairedT(), McNemar(), PairedBootstrap(cluster="::")):
+        store.write([Measurement(config="c", runner=None, test_key="t", metric=model.name.lower(), value=1.0,
+                                 direction="higher", noise=model.to_dict(), n=2, se=0.1, provenance={})], "all")
+        assert noise_from_dict(store.file("c").get(None, "t", model.name.lower()).noise) == model
