@@ -6,8 +6,10 @@ accepts nearly everything), a 50-case BFCL subset through the engine's chat temp
 tokens per answer. SmolLM2-135M passes only the 10 irrelevance cases: its chat template drops ``tools``
 (llama-server's /apply-template shows a prompt without them), and in the Qwen3 FC raw-prompt mode, which
 puts the tools in the text, it still writes no valid call (10/50 there too, at 5.5 s per case instead
-of ~1.7 s) — so the CPU bench gates the plumbing and the irrelevance verdicts, not tool-calling skill. Every number that is gated goes through ``bench.check``; the per-request and per-case
-detail goes to results.jsonl.
+of ~1.7 s) — so the CPU bench gates the plumbing and the irrelevance verdicts, not tool-calling skill.
+Every number that is gated goes through ``bench.check``; accept length and BFCL are gated per case
+(paired against the baseline's sidecar, gate/noise/paired.py); the per-request and per-case detail goes
+to results.jsonl.
 """
 
 import warnings
@@ -18,7 +20,7 @@ from pytest_llmbench.evals import bfcl, thinking
 from pytest_llmbench.evals.accept_length import run_accept_length
 from pytest_llmbench.evals.protocols import get_protocol, protocol_body
 from pytest_llmbench.evals.record import write_eval
-from pytest_llmbench.gate import Spread, StdErr
+from pytest_llmbench.gate import McNemar, PairedT, StdErr
 from pytest_llmbench.workload.requests import run_requests
 
 CARD_CPU = get_protocol("dflash2-card-cpu")
@@ -34,7 +36,8 @@ def test_accept_length(llm_server, bench, datasets, set_name):
     summary = result.summary()
     write_eval(bench, "accept_length", result.as_dict())
     bench.record("accept_length_se", summary.se)
-    bench.check("accept_length", result.values, noise=StdErr(k=2))
+    # Paired per prompt and seed against the baseline's sidecar: the spread between prompts cancels.
+    bench.check("accept_length", cases=result.by_case(), noise=PairedT(alpha=0.01))
 
 
 @pytest.mark.llm_configs("cpu", "nospec")
@@ -48,11 +51,12 @@ def test_bfcl_subset(llm_server, bench, snapshot):
     failed_requests = [v.id for v in result.verdicts if v.error.startswith("request failed")]
     assert not failed_requests, f"requests failed for {failed_requests}"
     # The pass/fail set: a baseline bump (--snapshot-update) shows in review which cases flipped; a
-    # flip within the noise is a warning here, the total is what the gate judges.
+    # flip within the noise is a warning here; the gate judges the flipped cases.
     if not snapshot == result.pass_fail():
         warnings.warn("BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
                       stacklevel=1)
-    bench.check("bfcl_passed", result.passed, noise=Spread(3))  # the posts' 8 of 205, scaled to 50 cases
+    # Exact McNemar on the cases that flipped against the baseline's sidecar (Fisher on the totals without one).
+    bench.check("bfcl_passed", result.passed, n=result.total, cases=result.by_case(), noise=McNemar(alpha=0.01))
 
 
 @pytest.mark.llm_configs("cpu", "nospec")

@@ -9,8 +9,10 @@
   cross-fitting (no train split); Calibrated Typed Decisions validation → test; Procedural Typed
   Decisions (a fixed 10 per task and level) validation → test; PubMedQA with the Calibrated Typed
   Decisions fit (a task the fit never saw). Each with temperatures only and with priors.
-* Paired bootstrap intervals over cases: Swift − stock at each precision, FP8/NVFP4 − BF16, and each
-  run against its baseline answers; a gap fails only when its interval excludes zero on the bad side.
+* Paired bootstrap intervals over cases: Swift − stock at each precision, FP8/NVFP4 − BF16. Each run is
+  gated per question against its baseline's sidecar: mean metrics (KL, log loss) by PairedBootstrap
+  (a case's questions resampled whole), counts (agreement, correct) by McNemar, whose unpaired fallback
+  is the published figures' Binomial (they are counts of n, with no per-question answers).
 * Prefix-cache determinism: 50 cases cold (flushed) then warm; changed top answers gated with a spread;
   two warm passes through the two routes; the post's cache-ablation configs run the same cold/warm test.
 * Drafter vs no drafter (DFlash2 row vs stock NVFP4): top answers changed, as a pair in one session.
@@ -26,9 +28,9 @@ from pytest_llmbench.evals.decisions import results as R
 from pytest_llmbench.evals.decisions.calibration import crossfit, fit
 from pytest_llmbench.evals.decisions.clients import client_for
 from pytest_llmbench.evals.decisions.determinism import cold_pass, cold_warm, compare_passes
-from pytest_llmbench.evals.decisions.metrics import decision_values, flat, latency_summary, summary_by
-from pytest_llmbench.evals.decisions.paired import changed_answers, paired_gap
-from pytest_llmbench.gate import Binomial, History, Spread, StdErr
+from pytest_llmbench.evals.decisions.metrics import flat, latency_summary, summary_by
+from pytest_llmbench.evals.decisions.paired import CASE_SEP, changed_answers, gate_cases, paired_gap
+from pytest_llmbench.gate import History, McNemar, PairedBootstrap, Spread
 from pytest_llmbench.workload.prompt_cache import LogWindow
 
 # The seven configs of the decisions post: six checkpoints without a drafter, and the DFlash2 row.
@@ -63,8 +65,15 @@ nvfp4_only = pytest.mark.llm_configs("gpu", names=NVFP4)
 cache_configs = pytest.mark.llm_configs(names=DECISION_CONFIGS + CACHE_ABLATION)  # ablations lack "gpu"
 
 
-def answered(decisions, metric):
-    return [v for v in decision_values(decisions, metric).values() if v is not None]
+# Per-question gates, paired with the baseline's sidecar; a case's questions are resampled together.
+PAIRED = PairedBootstrap(alpha=0.01, cluster=CASE_SEP)
+
+
+def check_count(bench, metric, decisions, summary):
+    """A count of right answers of n (the published figures' unit), paired per question by McNemar."""
+    n = summary["all"]["n"]
+    bench.check(metric, round(summary["all"]["accuracy"] * n), n=n, cases=gate_cases(decisions, "correct"),
+                noise=McNemar(alpha=0.01))
 
 
 def record_summary(bench, by_type, prefix=""):
@@ -121,13 +130,13 @@ def test_typed_decisions_systemone(llm_server, bench, datasets):
     baseline = R.baseline_answers(bench, "typed-decisions.pass1")
     if baseline is not None:
         gap = paired_gap(pass1, baseline, "correct", names=("run", "baseline"))
-        bench.check("paired_agreement_gap", gap.gap, noise=gap.gate(), reference=0.0, direction=gap.direction,
-                    family="decisions", hardware_bound=False)
+        bench.record("paired_agreement_gap", gap.gap)  # reported; the gate is "agreement" below
+        bench.record("paired_agreement_interval", [gap.low, gap.high])
     R.maybe_update_baseline_answers(bench, "typed-decisions.pass1", pass1)
     n = s["all"]["n"]
     bench.check("failed", s["all"]["failed"], noise=Spread(max(2.0, 0.001 * n)), direction="lower")
-    bench.check("agreement", round(s["all"]["accuracy"] * n), n=n, noise=Binomial(alpha=0.01))
-    bench.check("kl", answered(pass1, "kl"), noise=StdErr(k=2))
+    check_count(bench, "agreement", pass1, s)
+    bench.check("kl", cases=gate_cases(pass1, "kl"), noise=PAIRED)
     # the benchmark posts: at most 3 of 2,000 top answers move between two cold passes
     bench.check("pass_to_pass_changes", repeat_changes, noise=History(k=3, fallback=Spread(5)), direction="lower")
     # the post: NVFP4 answers in 166 ms per case, BF16 in 386 ms (1 in flight)
@@ -147,8 +156,7 @@ def test_typed_decisions_native_route(llm_server, bench, datasets):
         bench.record("route_changes", changed_answers(native, pass1))
         bench.check("route_changes", changed_answers(native, pass1), noise=History(k=3, fallback=Spread(5)),
                     direction="lower")
-    n = s["all"]["n"]
-    bench.check("agreement", round(s["all"]["accuracy"] * n), n=n, noise=Binomial(alpha=0.01))
+    check_count(bench, "agreement", native, s)
 
 
 @nvfp4_only
@@ -166,10 +174,9 @@ def test_typed_decisions_calibration(llm_server, bench, datasets, priors):
     record_summary(bench, after_s, "calibrated.")
     for t, v in cal.temperatures.items():
         bench.record(f"temperature.{t}", v)
-    bench.check("calibrated_kl", answered(after, "kl"), noise=StdErr(k=2))
+    bench.check("calibrated_kl", cases=gate_cases(after, "kl"), noise=PAIRED)
     if priors:
-        n = after_s["all"]["n"]
-        bench.check("calibrated_agreement", round(after_s["all"]["accuracy"] * n), n=n, noise=Binomial(alpha=0.01))
+        check_count(bench, "calibrated_agreement", after, after_s)
 
 
 @nvfp4_only
@@ -199,9 +206,8 @@ def test_real_answer_sets(llm_server, bench, datasets, name, priors):
     gain = paired_gap(after, test_answers, "decision_score", names=("calibrated", "raw"))
     bench.record("calibration_score_gain", gain.gap)
     bench.record("calibration_score_gain_interval", [gain.low, gain.high])
-    n = before_s["all"]["n"]
-    bench.check("correct", round(before_s["all"]["accuracy"] * n), n=n, noise=Binomial(alpha=0.01))
-    bench.check("calibrated_log_loss", answered(after, "log_loss"), noise=StdErr(k=2))
+    check_count(bench, "correct", test_answers, before_s)
+    bench.check("calibrated_log_loss", cases=gate_cases(after, "log_loss"), noise=PAIRED)
     bench.check("calibrated_ece", after_s["all"]["ece"], noise=Spread(0.02))
 
 

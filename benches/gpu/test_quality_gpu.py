@@ -18,7 +18,7 @@ from pytest_llmbench.evals import bfcl, bfcl_multi_turn, gsm8k, thinking
 from pytest_llmbench.evals.accept_length import run_accept_length
 from pytest_llmbench.evals.protocols import get_protocol
 from pytest_llmbench.evals.record import write_eval
-from pytest_llmbench.gate import Binomial, Spread, StdErr
+from pytest_llmbench.gate import Binomial, McNemar, PairedT, StdErr
 
 
 # Thinking tokens compare Swift with stock on the prompts where *both* stopped on their own.
@@ -65,7 +65,7 @@ def test_card_accept_length(llm_server, bench, datasets, set_name, protocol):
     assert result.failed == 0, result.errors
     write_eval(bench, "accept_length", result.as_dict())
     bench.record("accept_length_se", result.summary().se)
-    bench.check("accept_length", result.values, noise=StdErr(k=2))
+    bench.check("accept_length", cases=result.by_case(), noise=PairedT(alpha=0.01))  # per prompt and seed
     _gate_thinking(bench, llm_server, result, proto)
 
 
@@ -87,7 +87,7 @@ def test_speed_bench_accept_length(llm_server, bench, datasets, split, key):
     write_eval(bench, "accept_length", result.as_dict(group_keys=[key]))
     for group, s in result.by(key).items():  # reported per group, gated on the whole set
         bench.record(f"accept_length.{key}={group}", f"{s.mean:.3f}±{s.se:.3f} (n={s.n})")
-    bench.check("accept_length", result.values, noise=StdErr(k=2))
+    bench.check("accept_length", cases=result.by_case(), noise=PairedT(alpha=0.01))  # per prompt and seed
     _gate_thinking(bench, llm_server, result, proto)
 
 
@@ -111,7 +111,9 @@ def test_bfcl_205(llm_server, bench, snapshot, mode):
     if not snapshot == result.pass_fail():
         warnings.warn("BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
                       stacklevel=1)
-    bench.check("bfcl_passed", result.passed, noise=Spread(8))  # the posts' spread: 168/174/176 on one config
+    # the posts' spread: 168/174/176 on one config; McNemar judges the cases that flipped against the
+    # baseline's sidecar, and a published total (no sidecar) by Fisher's test on the 205 cases
+    bench.check("bfcl_passed", result.passed, n=result.total, cases=result.by_case(), noise=McNemar(alpha=0.01))
 
 
 @pytest.mark.llm_configs("gpu")
@@ -125,7 +127,7 @@ def test_bfcl_full_categories(llm_server, bench):
     write_eval(bench, "bfcl_full", result.as_dict())
     for category, (passed, total) in result.per_category().items():
         bench.record(f"bfcl_full.{category}", f"{passed}/{total}")
-    bench.check("bfcl_full_passed", result.passed, n=len(result.verdicts), noise=Binomial(alpha=0.01))
+    bench.check("bfcl_full_passed", result.passed, n=result.total, cases=result.by_case(), noise=McNemar(alpha=0.01))
 
 
 @pytest.mark.llm_configs("gpu")
@@ -137,7 +139,7 @@ def test_gsm8k(llm_server, bench, datasets):
     bench.record("gsm8k_accuracy", result.accuracy)
     bench.record("gsm8k_cut", result.cut)
     assert result.failed == 0, [r.error for r in records if not r.ok][:5]
-    bench.check("gsm8k_correct", result.correct, n=result.n, noise=Binomial())
+    bench.check("gsm8k_correct", result.correct, n=result.n, cases=result.by_case(), noise=McNemar(alpha=0.01))
     tokens = thinking.count_tokens(llm_server, [(p.id, p.set, r) for p, r in zip(prompts, records)], proto.max_tokens)
     write_eval(bench, "tokens_per_answer", {"set": "gsm8k", "protocol": proto.name, **tokens.as_dict()})
     _gate_common_stops(bench, tokens, f"gsm8k.{proto.name}")

@@ -179,16 +179,17 @@ class Bench:
         self.measurements[name] = value
         junit.add_property(self.item, name, value)
 
-    def check(self, metric: str, observed: float | Sequence[float], *, noise: "NoiseModel | None" = None,
+    def check(self, metric: str, observed: float | Sequence[float] | None = None, *, noise: "NoiseModel | None" = None,
               n: int | None = None, direction: str | None = None, hardware_bound: bool | None = None,
-              se: float | None = None, family: str | None = None, reference: float | None = None) -> "Verdict":
+              se: float | None = None, family: str | None = None, reference: float | None = None,
+              cases: "Mapping[str, float] | None" = None) -> "Verdict":
         """Gate ``observed`` against the baseline of this config/test/metric (a regression fails the test
         at its end, never here); see :meth:`pytest_llmbench.gate.session.GateSession.check`."""
         gate = self.item.config.stash.get(stash.GATE, None)
         if gate is None:
             raise RuntimeError("the llmbench gate is not active in this session")
         verdict = gate.check(self, metric, observed, noise=noise, n=n, direction=direction,
-                             hardware_bound=hardware_bound, se=se, family=family, reference=reference)
+                             hardware_bound=hardware_bound, se=se, family=family, reference=reference, cases=cases)
         self.verdicts.append(verdict)
         return verdict
 

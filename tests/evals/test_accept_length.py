@@ -94,3 +94,14 @@ def test_median_tpot_over_requests_skips_failed_and_one_token_answers():
     res = AcceptLengthResult("s", "speed-bench", turns)
     assert res.median_tpot_ms() == pytest.approx(6.0)  # of 5, 6, 9 ms
     assert AcceptLengthResult("s", "speed-bench", []).median_tpot_ms() is None
+
+
+def test_by_case_keys_prompt_turn_and_sampling_seed():
+    fake = FakeRun(_accept_for)
+    prompts = [Prompt("a", "s", ("hello", "more please")), Prompt("b", "s", ("hi",))]
+    res = run_accept_length(None, prompts, "dflash2-card-cpu", run=fake)  # sampling seed 1
+    assert res.by_case() == pytest.approx({"a#0@seed1": 1.5, "b#0@seed1": 1.2, "a#1@seed1": 2.1})
+    other = run_accept_length(None, prompts, "dflash2-card-cpu", run=FakeRun(_accept_for), seed=7)
+    assert set(other.by_case()) == {"a#0@seed7", "b#0@seed7", "a#1@seed7"}  # another seed, other cases
+    no_seed = run_accept_length(None, prompts[1:], "dflash2-card", run=FakeRun(_accept_for))
+    assert list(no_seed.by_case()) == ["b#0"]

@@ -60,6 +60,7 @@ def test_grade_counts_cut_and_failed_answers_and_the_interval_is_scipys():
     d = res.as_dict()
     assert d["cut_ids"] == ["q2"] and d["wrong_ids"] == ["q2", "q3"]
     assert d["ci_low"] < d["accuracy"] < d["ci_high"]
+    assert res.by_case() == {"q0": 1.0, "q1": 1.0, "q2": 0.0, "q3": 0.0, "q4": 1.0}  # McNemar's cases
 
 
 def test_run_gsm8k_sends_the_protocol_and_grades():

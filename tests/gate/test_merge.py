@@ -105,3 +105,15 @@ def test_an_unreadable_shard_file_is_named(tmp_path, base):
     (s1 / "beta.yaml").write_text("runners: [oops\n")
     with pytest.raises(BaselineMergeError, match=r"s1/beta.yaml is unreadable"):
         merge_baselines(base, [s1])
+
+
+def test_a_shards_per_case_sidecars_land_beside_its_entries(tmp_path, base):
+    """The paired gates' sidecars (gate/cases.py) are plain files under <config>.cases/: merged file by file."""
+    from pytest_llmbench.gate.store import BaselineStore, Measurement
+
+    s1 = shard(tmp_path, base, "s1")
+    BaselineStore(s1).write([Measurement(config="alpha", runner=None, test_key="t::a", metric="acc", value=0.5,
+                                         direction="higher", noise={"name": "McNemar", "alpha": 0.01},
+                                         n=2, se=None, provenance={}, cases={"c1": 1.0, "c2": 0.0})], "all")
+    merge_baselines(base, [s1])
+    assert BaselineStore(base).cases("alpha", None, "t::a", "acc") == {"c1": 1.0, "c2": 0.0}

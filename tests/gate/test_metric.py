@@ -46,3 +46,15 @@ def test_observation_of_values_number_and_count():
 def test_observation_rejects_what_cannot_be_gated(bad, match):
     with pytest.raises((TypeError, ValueError), match=match):
         Observation.of(bad)
+
+
+def test_cases_alone_are_the_per_sample_values_and_are_checked_like_them():
+    obs = Observation.of(cases={"b": 3.0, "a": 1.0})
+    assert obs.value == 2.0 and obs.samples == 2 and obs.n == 2 and list(obs.cases) == ["a", "b"]
+    assert Observation.of(7, n=10, cases={"a": 1, "b": 0}).value == 7.0  # a count rides with its cases
+    with pytest.raises(ValueError, match="finite"):
+        Observation.of(cases={"a": float("nan"), "b": 1.0})
+    with pytest.raises(ValueError, match="se= must be a finite number"):
+        Observation.of(cases={"a": 1.0, "b": 2.0}, se=float("nan"))  # se= is validated with cases too
+    with pytest.raises(TypeError, match="observed is None"):
+        Observation.of(None)

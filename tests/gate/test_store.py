@@ -45,3 +45,42 @@ def test_write_merges_into_the_file_and_validate_reads_every_file(tmp_path):
     assert store.write([m(7.0)], "new") == ([], [])  # =new leaves existing entries alone
     (tmp_path / "bad.yaml").write_text("shared: {t: {m: {value: .nan}}}\n")
     assert [e.path.name for e in store.validate()] == ["bad.yaml"]
+
+
+# --- per-case sidecars (paired gates) -------------------------------------------------------------------
+
+def with_cases(cases, config="c"):
+    return Measurement(config=config, runner=None, test_key="t.py::t", metric="accept_length", value=2.0,
+                       direction="higher", noise={"name": "PairedT", "alpha": 0.01, "min_overlap": 0.9}, n=2,
+                       se=0.5, provenance={}, cases=cases)
+
+
+def test_write_stores_the_cases_beside_the_entry_and_the_store_reads_them_back(tmp_path):
+    store = BaselineStore(tmp_path)
+    written, errors = store.write([with_cases({"p2": 2.5, "p1": 1.5})], "all")
+    assert errors == [] and written[0].entries == 1
+    assert store.cases("c", None, "t.py::t", "accept_length") == {"p1": 1.5, "p2": 2.5}
+    assert store.validate() == []
+    store.write([with_cases(None)], "all")  # re-recorded without cases: the old ones would pair wrongly
+    assert store.cases("c", None, "t.py::t", "accept_length") is None
+    assert store.file("c").get(None, "t.py::t", "accept_length") is not None
+
+
+def test_update_new_leaves_an_existing_entrys_cases_alone(tmp_path):
+    store = BaselineStore(tmp_path)
+    store.write([with_cases({"p1": 1.0, "p2": 2.0})], "new")
+    written, _ = store.write([with_cases({"p1": 9.0, "p2": 9.0})], "new")
+    assert written == [] and store.cases("c", None, "t.py::t", "accept_length") == {"p1": 1.0, "p2": 2.0}
+
+
+def test_a_corrupt_sidecar_is_a_validation_error_and_blocks_its_entry(tmp_path):
+    store = BaselineStore(tmp_path)
+    store.write([with_cases({"p1": 1.0, "p2": 2.0})], "all")
+    sidecar = next(tmp_path.glob("c.cases/shared/*/accept_length.jsonl"))
+    sidecar.write_text(sidecar.read_text().replace('"value": 1', '"value": NaN'))
+    errors = store.validate()
+    assert len(errors) == 1 and f"{sidecar}:2:" in str(errors[0])
+    before = (tmp_path / "c.yaml").read_text()
+    written, errors = store.write([with_cases({"p1": 5.0, "p2": 5.0})], "all")
+    assert written == [] and f"{sidecar}:2:" in errors[0]  # neither the entry nor the sidecar is rewritten
+    assert (tmp_path / "c.yaml").read_text() == before and "NaN" in sidecar.read_text()

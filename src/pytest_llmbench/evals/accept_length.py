@@ -99,11 +99,19 @@ class AcceptLengthResult:
     set: str
     protocol: str
     turns: list[TurnResult] = field(default_factory=list)
+    seed: int | None = None  # the requests' sampling seed: part of each case id
 
     @property
     def values(self) -> list[float]:
         """Accept length of every request that reported one (the gate's per-sample values)."""
         return [t.accept_length for t in self.turns if t.accept_length is not None]
+
+    def by_case(self) -> dict[str, float]:
+        """``{"<prompt id>#<turn>@seed<seed>": accept length}``: the cases a paired gate (PairedT) pairs on;
+        another seed or prompt is another case, so a changed protocol falls back to the unpaired rule."""
+        suffix = "" if self.seed is None else f"@seed{self.seed}"
+        return {f"{t.prompt.id}#{t.turn}{suffix}": t.accept_length for t in self.turns
+                if t.accept_length is not None}
 
     @property
     def failed(self) -> int:
@@ -158,4 +166,4 @@ def run_accept_length(server: "LLMServer", prompts: Sequence[Prompt], protocol: 
     turns = run_turns(server, prompts, body, concurrency=concurrency or proto.users, max_turns=max_turns,
                       on_done=on_done, run=run)
     name = set_name or (prompts[0].set if prompts else "")
-    return AcceptLengthResult(set=name, protocol=protocol, turns=turns)
+    return AcceptLengthResult(set=name, protocol=protocol, turns=turns, seed=body.get("seed"))

@@ -114,6 +114,10 @@ class GSM8KResult:
     def failed(self) -> int:
         return sum(a.failed for a in self.answers)
 
+    def by_case(self) -> dict[str, float]:
+        """{question id: 1.0 correct / 0.0 not}: the cases a McNemar gate pairs on."""
+        return {a.id: float(a.correct) for a in self.answers}
+
     @property
     def accuracy(self) -> float:
         return self.correct / self.n if self.n else float("nan")

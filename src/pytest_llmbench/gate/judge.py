@@ -10,14 +10,21 @@ from dataclasses import replace
 
 from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.metric import Observation, resolve_direction
-from pytest_llmbench.gate.noise import Binomial, NoiseModel, Relative, StdErr
+from pytest_llmbench.gate.noise import Binomial, McNemar, NoiseModel, PairedT, Relative, StdErr
 from pytest_llmbench.gate.verdict import Direction, Verdict, fmt_p, judge as beyond
 
 DEFAULT_RELATIVE = 0.05
 
 
 def default_noise(obs: Observation) -> NoiseModel:
-    """Per-sample values → StdErr(k=2); a whole count with n → Binomial; a single number → Relative(5%)."""
+    """Per-sample values → StdErr(k=2); a whole count with n → Binomial; a single number → Relative(5%).
+
+    With ``cases=`` the paired versions — a whole count with n → McNemar, otherwise PairedT — which pair
+    when the baseline's sidecar holds the same cases and otherwise fall back to Binomial / StdErr (Welch),
+    their rule text starting with ``unpaired (why)``.
+    """
+    if obs.cases:
+        return McNemar() if obs.n is not None and obs.samples == 0 and float(obs.value).is_integer() else PairedT()
     if obs.samples > 1 or obs.se is not None:
         return StdErr()
     if obs.n is not None and float(obs.value).is_integer():

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Real
 
 import numpy as np
 from scipy import stats
 
+from pytest_llmbench.gate.cases import clean_cases
 from pytest_llmbench.gate.verdict import Direction
 
 _HIGHER = frozenset({
@@ -77,14 +78,23 @@ class Observation:
     cases: Mapping[str, float] | None = None  # per-case values keyed by case id (paired gates)
 
     @classmethod
-    def of(cls, observed: object, *, n: object = None, se: object = None) -> "Observation":
+    def of(cls, observed: object = None, *, n: object = None, se: object = None,
+           cases: Mapping[str, object] | None = None) -> "Observation":
         """A number, a sequence of per-sample values (mean, SE, n from them), or a count ``k`` with ``n``.
 
         ``se`` and ``n`` are checked here, not where they are used: a NaN or negative SE would make the
-        tolerance NaN or negative, and a NaN tolerance passes anything.
+        tolerance NaN or negative, and a NaN tolerance passes anything. ``cases`` ({case id: value},
+        finite values) rides along for the paired noise models; with ``observed=None`` the case values
+        are the per-sample values.
         """
         se_f = check_se(se, "se=")
         n_i = check_n(n, "n=")
+        if cases is not None:
+            checked = clean_cases(cases)
+            base = cls.of(list(checked.values()) if observed is None else observed, n=n_i, se=se_f)
+            return replace(base, cases=checked)
+        if observed is None:
+            raise TypeError("observed is None: pass a value, per-sample values, or cases={case id: value}")
         if isinstance(observed, bool | str | bytes):
             raise TypeError(f"observed must be a number or a sequence of numbers, not {type(observed).__name__}")
         if isinstance(observed, Real | np.number):

@@ -20,7 +20,7 @@ so the test — not a teardown — fails, in the terminal, the JUnit XML and und
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from pytest_llmbench import stash
 from pytest_llmbench.gate import table, transport
 from pytest_llmbench.gate.baselines import BaselineFileError, Key
 from pytest_llmbench.gate.budget import FAMILIES, Budget, holm, parse_alpha
+from pytest_llmbench.gate.cases import CasesFileError
 from pytest_llmbench.gate.calibration import TOLERANCE, comparable, measure
 from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.judge import beyond_band, default_noise, direction_for, family_of, judge
@@ -92,14 +93,16 @@ class GateSession:
 
     # --- the check --------------------------------------------------------------------------------------
 
-    def check(self, bench: Any, metric: str, observed: float | Sequence[float], *,
+    def check(self, bench: Any, metric: str, observed: float | Sequence[float] | None = None, *,
               noise: NoiseModel | None = None, n: int | None = None, direction: str | None = None,
               hardware_bound: bool | None = None, se: float | None = None, family: str | None = None,
-              reference: float | None = None) -> Verdict:
+              reference: float | None = None, cases: Mapping[str, float] | None = None) -> Verdict:
         """Gate one metric of ``bench``'s test against its baseline; never stops the test.
 
         ``observed`` is a number, a sequence of per-sample values (mean, SE and n come from them), or a
-        count with ``n=`` (Binomial). Without ``noise=`` the baseline's recorded model is used, else a
+        count with ``n=`` (Binomial). ``cases={case id: value}`` adds the per-case values the paired
+        models (PairedT, McNemar, PairedBootstrap) pair with the baseline's sidecar; alone, they are
+        also the per-sample values. Without ``noise=`` the baseline's recorded model is used, else a
         default from the observation (see ``judge.default_noise``). A regression is recorded and fails
         the test when it ends; a missing baseline is "new" (a failure only with --strict-baselines).
         Arguments that cannot be judged (a NaN ``se=``, an unknown family) fail the test at once.
@@ -110,7 +113,7 @@ class GateSession:
         test_key = bench.test_key
         call = f"bench.check({metric!r})"
         try:
-            obs = Observation.of(observed, n=n, se=se)
+            obs = Observation.of(observed, n=n, se=se, cases=cases)
         except (TypeError, ValueError) as e:
             pytest.fail(f"{call}: {e}", pytrace=False)
         if family is not None and family not in FAMILIES:
@@ -121,8 +124,10 @@ class GateSession:
         where = f"{path} › {f'runners › {runner}' if runner else 'shared'} › {test_key} › {metric}"
         try:
             entry = self.store.file(config_name).get(runner, test_key, metric) if reference is None else None
+            if entry is not None:  # the per-case values the paired models pair on (gate/cases.py)
+                entry = replace(entry, cases=self.store.cases(config_name, runner, test_key, metric))
             dirn = direction_for(metric, direction, entry, overwrite=self.update == "all")
-        except BaselineFileError as e:
+        except (BaselineFileError, CasesFileError) as e:
             pytest.fail(f"{call}: {e}", pytrace=False)
         except ValueError as e:
             pytest.fail(f"{call}: {e}" + (f" (baseline {where})" if entry else ""), pytrace=False)
@@ -187,7 +192,8 @@ class GateSession:
             provenance["calibration"] = calibration
         m = Measurement(config=v.config, runner=v.runner, test_key=v.test_key, metric=v.metric,
                         value=obs.value, direction=v.direction, noise=model.to_dict(), n=obs.n, se=obs.se,
-                        provenance=provenance, status=v.status)
+                        provenance=provenance, status=v.status,
+                        cases=dict(obs.cases) if obs.cases else None)  # the sidecar's content
         self.measurements[m.key] = m
         if self.is_worker:
             transport.send_measurement(self.config, m)

@@ -1,7 +1,7 @@
 """The baseline store: the folder of files, and what ``--update-baselines`` does to an entry.
 
-Swappable (syrupy's model): the session talks to a store through ``file``, ``path_for``, ``validate``
-and ``write``; a team keeping baselines elsewhere passes its own object with these methods to
+Swappable (syrupy's model): the session talks to a store through ``file``, ``path_for``, ``cases``,
+``validate`` and ``write``; a team keeping baselines elsewhere passes its own object with these methods to
 ``GateSession(config, store=...)``.
 
 Update semantics, entry by entry:
@@ -11,7 +11,9 @@ Update semantics, entry by entry:
   the new value, so History never learns a spread from a number this runner did not measure;
 - a REGRESSED value written with ``--update-baselines=all`` restarts the history too (a deliberate
   level change must not widen every later tolerance by mixing two levels), and the run still fails
-  and says which values it wrote, so the change is reviewed rather than absorbed.
+  and says which values it wrote, so the change is reviewed rather than absorbed;
+- a measurement with per-case values writes them to the entry's sidecar (``gate/cases.py``), one without
+  removes a sidecar left from before (stale cases would pair with the wrong run).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, Key, config_filename, dumps, load, \
     write_atomic
+from pytest_llmbench.gate import cases as case_files
 from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
 from pytest_llmbench.gate.noise import noise_from_dict
 
@@ -41,6 +44,7 @@ class Measurement:
     se: float | None
     provenance: dict[str, Any]
     status: str = "pass"  # the verdict's status (suite level once the session adjusted it)
+    cases: dict[str, float] | None = None  # per-case values for the entry's sidecar (paired gates)
 
     @property
     def key(self) -> tuple[str, str | None, str, str]:
@@ -77,15 +81,25 @@ class BaselineStore:
             raise got
         return got
 
-    def validate(self) -> list[BaselineFileError]:
-        """Read every file in the folder, before any server starts; noise models a conftest has yet to
-        define are allowed here (they are checked when used)."""
-        errors = []
+    def cases(self, config: str, runner: str | None, test_key: str, metric: str) -> dict[str, float] | None:
+        """The per-case values of one entry (its sidecar), None when it has none; raises CasesFileError."""
+        path = case_files.sidecar_path(self.path_for(config), runner, test_key, metric)
+        return case_files.read_cases(path, test_key=test_key, metric=metric)
+
+    def validate(self) -> list[Exception]:
+        """Read every file in the folder (sidecars included), before any server starts; noise models a
+        conftest has yet to define are allowed here (they are checked when used)."""
+        errors: list[Exception] = []
         if self.dir.is_dir():
             for path in sorted(self.dir.glob("*.yaml")):
                 try:
                     load(path, path.stem, known_noise=False)
                 except BaselineFileError as e:
+                    errors.append(e)
+            for path in sorted(self.dir.glob(f"*{case_files.SUFFIX}/**/*.jsonl")):
+                try:
+                    case_files.read_cases(path)
+                except case_files.CasesFileError as e:
                     errors.append(e)
         return errors
 
@@ -116,6 +130,11 @@ class BaselineStore:
             for m in by_config[config_name]:
                 old = bf.get(m.runner, m.test_key, m.metric)
                 if mode == "new" and old is not None:
+                    continue
+                try:  # the sidecar first: a corrupt one stops this entry, not the file
+                    case_files.save(path, m.runner, m.test_key, m.metric, m.cases)
+                except case_files.CasesFileError as e:
+                    errors.append(str(e))
                     continue
                 bf.put(m.runner, m.test_key, m.metric, updated(old, m))
                 changed += 1

@@ -84,3 +84,8 @@ def test_checker_import_skips_bfcls_heavy_modules():
     bfcl.checker()
     for heavy in ("bfcl_eval.utils", "bfcl_eval.constants.eval_config", "bfcl_eval.model_handler.base_handler"):
         assert heavy not in sys.modules
+
+
+def test_by_case_is_one_or_zero_per_case_id(cases):
+    res = bfcl.BFCLResult("tools", [bfcl.grade(cases["irrelevance_0"], None), bfcl.grade(cases["simple_python_0"], None)])
+    assert res.by_case() == {"irrelevance_0": 1.0, "simple_python_0": 0.0}

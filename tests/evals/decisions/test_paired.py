@@ -92,8 +92,11 @@ def test_unanswered_pairs_are_left_out_of_probability_metrics():
     assert changed_answers(a, b) == 1
 
 
-def test_bootstrap_p_agrees_with_the_interval_and_the_gate_is_a_paired_verdict():
-    """Issue 10: the paired decisions gate goes through bench.check (a verdict with p and paired=True)."""
+def test_bootstrap_p_agrees_with_the_interval_and_the_per_question_gate():
+    """Issue 10: the paired decisions gate is a bench.check verdict (PairedBootstrap over the baseline's
+    per-question sidecar), clustered by case like the interval, with about the same p."""
+    from pytest_llmbench.evals.decisions.paired import CASE_SEP, gate_cases
+    from pytest_llmbench.gate import PairedBootstrap
     from pytest_llmbench.gate.entry import BaselineEntry
     from pytest_llmbench.gate.metric import Observation
 
@@ -103,9 +106,20 @@ def test_bootstrap_p_agrees_with_the_interval_and_the_gate_is_a_paired_verdict()
     worse = ref & (rng.uniform(size=ref.size) > 0.3)  # drops 30% of the right answers
     gap = paired_gap(answers(worse, per_case), answers(ref, per_case), "correct")
     assert gap.worse and gap.p_value < 0.025
-    v = gap.gate().verdict(BaselineEntry(0.0, "higher", {}), Observation(gap.gap), "higher")
-    assert v.status == "REGRESSED" and v.paired and v.p_value == gap.p_value
-    same = paired_gap(answers(ref, per_case), answers(ref, per_case), "correct")
-    assert same.p_value == 1.0
-    v = same.gate().verdict(BaselineEntry(0.0, "higher", {}), Observation(same.gap), "higher")
-    assert v.status == "pass"
+    base = gate_cases(answers(ref, per_case))
+    entry = BaselineEntry(float(np.mean(list(base.values()))), "higher", {}, cases=base)
+    model = PairedBootstrap(alpha=0.01, cluster=CASE_SEP)
+    v = model.verdict(entry, Observation.of(cases=gate_cases(answers(worse, per_case))), "higher")
+    assert v.status == "REGRESSED" and v.paired and "in 20 clusters" in v.rule
+    assert v.p_value == pytest.approx(gap.p_value, abs=0.01)
+    same = model.verdict(entry, Observation.of(cases=base), "higher")
+    assert same.status == "pass" and same.p_value == 1.0 and paired_gap(answers(ref, per_case), answers(ref, per_case)).p_value == 1.0
+
+
+def test_gate_cases_key_case_and_question_and_leave_out_unanswered():
+    from pytest_llmbench.evals.decisions.paired import CASE_SEP, gate_cases
+
+    a = answers(np.array([True, False, True]), np.array([2, 1]))
+    a[1] = Decision("c0", "q1", "noul", "g", ("yes", "no"), None, GOLD, ok=False, reason="x")
+    assert gate_cases(a, "correct") == {f"c0{CASE_SEP}q0": 1.0, f"c0{CASE_SEP}q1": 0.0, f"c1{CASE_SEP}q0": 1.0}
+    assert set(gate_cases(a, "log_loss")) == {f"c0{CASE_SEP}q0", f"c1{CASE_SEP}q0"}

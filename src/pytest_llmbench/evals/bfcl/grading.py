@@ -118,6 +118,10 @@ class BFCLResult:
         lat = [v.latency_s for v in self.verdicts if v.latency_s is not None]
         return sum(lat) / len(lat) if lat else None
 
+    def by_case(self) -> dict[str, float]:
+        """{case id: 1.0 pass / 0.0 fail}: the cases a McNemar gate pairs on."""
+        return {v.id: float(v.passed) for v in self.verdicts}
+
     def pass_fail(self) -> dict[str, str]:
         """{case id: 'pass'|'fail'} sorted by id, for a snapshot that shows flipped cases."""
         return {v.id: "pass" if v.passed else "fail" for v in sorted(self.verdicts, key=lambda v: v.id)}

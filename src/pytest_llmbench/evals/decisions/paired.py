@@ -6,15 +6,16 @@ case are drawn together, because questions about one state are not independent. 
 candidate − reference of the mean per-decision metric over the decisions both answered (a ratio of
 per-case sums, so a case with eight questions weighs eight times one with one).
 
-The gate is one-sided on purpose: it fails only when the whole interval lies on the bad side of zero,
-so a gap the data cannot resolve never fails a run, and an improvement is reported, not failed.
+The interval is reported (results, JUnit); the gate on a run against its baseline is per question
+through ``bench.check(..., cases=gate_cases(...), noise=PairedBootstrap(cluster=CASE_SEP))``
+(gate/noise/paired.py), the same cluster bootstrap with a one-sided p in the suite's error budget.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,6 @@ from scipy import stats
 
 from pytest_llmbench.evals.decisions.metrics import DIRECTIONS, decision_values
 from pytest_llmbench.evals.decisions.schema import Decision
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.metric import Observation
-from pytest_llmbench.gate.noise import NoiseModel
-from pytest_llmbench.gate.verdict import Direction, Status, Verdict
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 20261030
@@ -67,40 +64,6 @@ class PairedGap:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "status": self.status}
-
-    def gate(self) -> "PairedGapGate":
-        """The noise model that judges this gap through ``bench.check`` (reference=0: no gap)."""
-        return PairedGapGate(low=self.low, high=self.high, confidence=self.confidence, n_cases=self.n_cases,
-                             p=self.p_value)
-
-
-@dataclass(frozen=True)
-class PairedGapGate(NoiseModel):
-    """A gap measured against the baseline's own answers in this run: REGRESSED when the whole paired
-    bootstrap interval lies on the bad side of the reference (0), its p the bootstrap share not worse."""
-
-    low: float
-    high: float
-    confidence: float = 0.95
-    n_cases: int = 0
-    p: float | None = None
-    name = "PairedDecisionGap"
-
-    def verdict(self, baseline: BaselineEntry, observed: Observation, direction: Direction) -> Verdict:
-        ref = baseline.value
-        finite = bool(np.isfinite(self.low) and np.isfinite(self.high))
-        bad = finite and (self.high < ref if direction == "higher" else self.low > ref)
-        good = finite and (self.low > ref if direction == "higher" else self.high < ref)
-        status: Status = "REGRESSED" if bad else "improved" if good else "pass"
-        side = "below" if direction == "higher" else "above"
-        rule = (f"paired bootstrap over {self.n_cases} cases, {self.confidence:.0%} interval "
-                f"[{self.low:+.4f}, {self.high:+.4f}]: fail if the whole interval is {side} {ref:g}")
-        # the interval's half-width on the bad side, so "worse than the reference by more than the
-        # tolerance" is exactly "the whole interval on the bad side"
-        tolerance = (self.high - observed.value if direction == "higher" else observed.value - self.low) \
-            if finite else float("inf")
-        v = self._verdict(ref, observed, max(tolerance, 0.0), rule, direction, status, p_value=self.p)
-        return replace(v, paired=True)
 
 
 def case_sums(values_a: Mapping[tuple[str, str], float | None], values_b: Mapping[tuple[str, str], float | None]
@@ -169,6 +132,16 @@ def paired_gap(candidate: Iterable[Decision], reference: Iterable[Decision], met
     p = bootstrap_p_worse(diff, count, DIRECTIONS[metric], resamples=resamples, seed=seed)
     return PairedGap(metric, DIRECTIONS[metric], gap, low, high, confidence, len(cases), int(count.sum()),
                      candidate=names[0], reference=names[1], p_value=p)
+
+
+CASE_SEP = "::"  # "<case id>::<question id>": the part before it is the cluster a paired gate resamples
+
+
+def gate_cases(decisions: Iterable[Decision], metric: str = "correct") -> dict[str, float]:
+    """``{"<case>::<question>": value}`` for ``bench.check(..., cases=…, noise=PairedBootstrap(cluster=CASE_SEP))``,
+    the per-question gate against the baseline's sidecar; questions without a value (a failed answer
+    for a probability metric) are left out."""
+    return {f"{c}{CASE_SEP}{q}": v for (c, q), v in decision_values(decisions, metric).items() if v is not None}
 
 
 def changed_answers(a: Iterable[Decision], b: Iterable[Decision]) -> int:

@@ -9,11 +9,12 @@ import pytest
 from pytest_llmbench.gate.noise.base import NOISE_MODELS, NoiseModel, NoiseModelError, register_noise_model
 from pytest_llmbench.gate.noise.binomial import Binomial
 from pytest_llmbench.gate.noise.history import History
+from pytest_llmbench.gate.noise.paired import McNemar, PairedBootstrap, PairedT
 from pytest_llmbench.gate.noise.relative import Relative
 from pytest_llmbench.gate.noise.spread import Spread
 from pytest_llmbench.gate.noise.stderr import StdErr
 
-BUILT_IN = (StdErr, Relative, Spread, Binomial, History)
+BUILT_IN = (StdErr, Relative, Spread, Binomial, History, PairedT, McNemar, PairedBootstrap)
 
 
 @pytest.hookimpl
@@ -45,5 +46,5 @@ def noise_from_dict(d: dict[str, Any]) -> NoiseModel:
         raise ValueError(f"bad parameters for noise model {name}: {e}") from None
 
 
-__all__ = ["NOISE_MODELS", "Binomial", "History", "NoiseModel", "NoiseModelError", "Relative", "Spread",
-           "StdErr", "noise_from_dict", "register_noise_model"]
+__all__ = ["NOISE_MODELS", "Binomial", "History", "McNemar", "NoiseModel", "NoiseModelError", "PairedBootstrap",
+           "PairedT", "Relative", "Spread", "StdErr", "noise_from_dict", "register_noise_model"]

@@ -1,0 +1,230 @@
+"""Paired noise models: judge the per-case differences when a run measured the baseline's cases.
+
+Why: most of the spread of a mean over prompts is *between* prompts (a code prompt accepts 5 tokens, a
+chat prompt 2), and a rerun at the same seeds repeats it. Differencing case by case removes that shared
+part, so the same prompts resolve a much smaller change (benches/perf/paired_power.out.md).
+
+Pairing rule: both sides carry cases (the observation's ``cases=``, the baseline's sidecar) and the
+case ids they share cover at least ``min_overlap`` (default 90%) of the larger side, and at least two
+cases. The test then runs on the shared cases only. Otherwise — no sidecar yet, another prompt set or
+seed, too many cases lost — the model falls back to its unpaired rule (Welch t on the means, Fisher on
+the counts) and the rule text starts with ``unpaired (why)``. Every verdict carries a one-sided p-value
+(the chance of a change at least this bad when nothing changed) and ``paired``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy import stats
+
+from pytest_llmbench.gate.cases import stored
+from pytest_llmbench.gate.entry import BaselineEntry
+from pytest_llmbench.gate.metric import Observation
+from pytest_llmbench.gate.noise.base import NoiseModel, NoiseModelError
+from pytest_llmbench.gate.noise.binomial import Binomial
+from pytest_llmbench.gate.noise.stderr import StdErr
+from pytest_llmbench.gate.verdict import Direction, Status, Verdict, fmt
+
+MIN_OVERLAP = 0.9
+BOOTSTRAP_SEED = 202611  # 6 digits: baseline files keep 6 significant digits, so it reads back the same
+
+
+def common_cases(baseline: Mapping[str, float] | None, observed: Mapping[str, float] | None,
+                 min_overlap: float) -> tuple[list[str], str]:
+    """The shared case ids when the pairing rule holds (else ``[]``), and why not in words."""
+    if not baseline:
+        return [], "the baseline has no per-case values"
+    if not observed:
+        return [], "this check passed no cases="
+    common = sorted(baseline.keys() & observed.keys())
+    larger = max(len(baseline), len(observed))
+    if len(common) < 2 or len(common) < min_overlap * larger:
+        return [], (f"{len(common)} of {larger} case ids shared, pairing needs {min_overlap:.0%} "
+                    f"and at least 2")
+    return common, ""
+
+
+def _status(p_worse: float, p_better: float, alpha: float) -> Status:
+    if p_worse < alpha:
+        return "REGRESSED"
+    if p_better < alpha:
+        return "improved"
+    return "pass"
+
+
+def _worse_sign(direction: Direction) -> float:
+    """Multiply a difference (new − base) by this to get 'how much better'."""
+    return 1.0 if direction == "higher" else -1.0
+
+
+def _shared(common: list[str], baseline: BaselineEntry, observed: Observation) -> str:
+    larger = max(len(baseline.cases or ()), len(observed.cases or ()))
+    return f"{len(common)} cases" if len(common) == larger else f"{len(common)} of {larger} cases (shared ids)"
+
+
+def _paired(v: Verdict, p_worse: float) -> Verdict:
+    return replace(v, p_value=float(min(1.0, max(0.0, p_worse))), paired=True)
+
+
+def _unpaired(v: Verdict, model: NoiseModel, why: str) -> Verdict:
+    """The unpaired rule's own verdict and p-value (Welch, Fisher), under the paired model's name."""
+    return replace(v, rule=f"unpaired ({why}): {v.rule}", noise=model.describe(), paired=False)
+
+
+@dataclass(frozen=True)
+class PairedT(NoiseModel):
+    """Means of per-case values (accept length per prompt): one-sided paired t on the differences.
+
+    Fails when the mean difference is worse than ``t(1−alpha, m−1)·SE(diff)``; unpaired, it is
+    ``StdErr(alpha=alpha)`` (Welch).
+    """
+
+    alpha: float = 0.01
+    min_overlap: float = MIN_OVERLAP
+    name = "PairedT"
+
+    def verdict(self, baseline: BaselineEntry, observed: Observation, direction: Direction) -> Verdict:
+        common, why = common_cases(baseline.cases, observed.cases, self.min_overlap)
+        if not common:
+            return _unpaired(StdErr(alpha=self.alpha).verdict(baseline, observed, direction), self, why)
+        b = np.array([stored(baseline.cases[c]) for c in common], dtype=float)  # type: ignore[index]
+        o = np.array([stored(observed.cases[c]) for c in common], dtype=float)  # type: ignore[index]
+        better = _worse_sign(direction) * (o - b)  # > 0 where the new run is better
+        mean, se, m = float(np.mean(better)), float(stats.sem(better)), len(common)
+        if se == 0:  # every case moved by the same amount (often: not at all)
+            p_worse = 1.0 if mean >= 0 else 0.0
+            p_better = 1.0 if mean <= 0 else 0.0
+        else:
+            p_worse = float(stats.ttest_1samp(better, 0.0, alternative="less").pvalue)
+            p_better = float(stats.ttest_1samp(better, 0.0, alternative="greater").pvalue)
+        t_crit = float(stats.t.ppf(1 - self.alpha, m - 1))
+        tolerance = t_crit * se
+        diff = _worse_sign(direction) * mean
+        bound = "<" if direction == "higher" else ">"
+        sign = "−" if direction == "higher" else "+"
+        rule = (f"PairedT alpha={self.alpha:g} (paired t on {_shared(common, baseline, observed)}): mean diff "
+                f"{fmt(diff, sign=True)} (SE {fmt(se)}); fail if mean diff {bound} {sign}t(df={m - 1})·SE = "
+                f"{sign}{fmt(tolerance)}")
+        v = self._verdict(baseline.value, observed, tolerance, rule, direction, _status(p_worse, p_better, self.alpha))
+        return _paired(v, p_worse)
+
+
+@dataclass(frozen=True)
+class McNemar(NoiseModel):
+    """Pass/fail per case (BFCL, GSM8K): exact McNemar on the discordant cases.
+
+    Of the cases that changed, the count that got worse is Binomial(changed, ½) when nothing changed
+    (scipy.stats.binomtest); cases that pass (or fail) in both runs carry no information and do not
+    dilute the test as they do in a comparison of two totals. Unpaired, it is ``Binomial(alpha)``.
+    Values are 1 for pass and 0 for fail (or 1 for a failure when lower is better).
+    """
+
+    alpha: float = 0.01
+    min_overlap: float = MIN_OVERLAP
+    name = "McNemar"
+
+    def verdict(self, baseline: BaselineEntry, observed: Observation, direction: Direction) -> Verdict:
+        common, why = common_cases(baseline.cases, observed.cases, self.min_overlap)
+        if not common:
+            if baseline.n is None:
+                raise NoiseModelError(f"McNemar cannot pair ({why}) and its unpaired rule (Fisher on the totals) "
+                                      f"needs the baseline's n, which it lacks: add n: to the entry, or delete the "
+                                      f"entry and record it again with --update-baselines")
+            return _unpaired(Binomial(alpha=self.alpha).verdict(baseline, observed, direction), self, why)
+        for side, cases in (("baseline", baseline.cases), ("observed", observed.cases)):
+            bad = [c for c in common if cases[c] not in (0.0, 1.0)]  # type: ignore[index]
+            if bad:
+                raise NoiseModelError(f"McNemar needs pass/fail cases (1 or 0); {side} case {bad[0]!r} is "
+                                      f"{fmt(cases[bad[0]])}")  # type: ignore[index]
+        sign = _worse_sign(direction)
+        moved = [sign * (stored(observed.cases[c]) - stored(baseline.cases[c])) for c in common]  # type: ignore[index]
+        worse, better = sum(1 for x in moved if x < 0), sum(1 for x in moved if x > 0)
+        changed = worse + better
+        p_worse = self._p(worse, changed)
+        p_better = self._p(better, changed)
+        crit = next((k for k in range(changed + 1) if self._p(k, changed) < self.alpha), None)
+        head = (f"McNemar alpha={self.alpha:g} (exact, {_shared(common, baseline, observed)}): {worse} worse, "
+                f"{better} better")
+        if crit is None:
+            tolerance = float(changed)
+            rule = f"{head}; {changed} changed cases cannot fail at this alpha"
+        else:
+            tolerance = float(2 * crit - changed - 1)  # the largest net loss (worse − better) that passes
+            rule = f"{head}; fail if ≥ {crit} of the {changed} changed cases are worse"
+        v = self._verdict(baseline.value, observed, tolerance, rule, direction, _status(p_worse, p_better, self.alpha))
+        return _paired(v, p_worse)
+
+    @staticmethod
+    def _p(k: int, changed: int) -> float:
+        """P(at least k of ``changed`` discordant cases go one way | both ways equally likely)."""
+        if changed == 0:
+            return 1.0
+        return float(stats.binomtest(k, changed, 0.5, alternative="greater").pvalue)
+
+
+@dataclass(frozen=True)
+class PairedBootstrap(NoiseModel):
+    """Per-question scores (decisions: correct 0/1, log loss): a paired bootstrap of the mean difference.
+
+    With ``cluster`` set (e.g. ``"/"``), the part of a case id before it names a cluster (a decisions
+    case with several questions about one state) and clusters are resampled whole, because their
+    questions are not independent; the statistic is Σdiff / Σcount over the clusters drawn
+    (scipy.stats.bootstrap, paired). The p-value is the share of resampled differences that are not
+    worse, so it fails when the one-sided (1 − alpha) percentile bound lies on the bad side of zero.
+    Unpaired, it is ``StdErr(alpha=alpha)`` (Welch).
+    """
+
+    alpha: float = 0.01
+    resamples: int = 4000
+    cluster: str = ""
+    min_overlap: float = MIN_OVERLAP
+    seed: int = BOOTSTRAP_SEED
+    name = "PairedBootstrap"
+
+    def verdict(self, baseline: BaselineEntry, observed: Observation, direction: Direction) -> Verdict:
+        common, why = common_cases(baseline.cases, observed.cases, self.min_overlap)
+        groups = self._groups(common)
+        if common and len(groups) < 2:
+            common, why = [], f"{len(groups)} cluster of shared cases; the bootstrap needs at least 2"
+        if not common:
+            return _unpaired(StdErr(alpha=self.alpha).verdict(baseline, observed, direction), self, why)
+        sign = _worse_sign(direction)
+        sums = np.array([sum(sign * (stored(observed.cases[c]) - stored(baseline.cases[c]))  # type: ignore[index]
+                             for c in g) for g in groups.values()], dtype=float)
+        counts = np.array([len(g) for g in groups.values()], dtype=float)
+        gap = float(sums.sum() / counts.sum())  # > 0: better
+        if np.all(sums == 0):
+            boot = np.zeros(1)
+        else:
+            res = stats.bootstrap((sums, counts), _ratio, paired=True, vectorized=True,
+                                  n_resamples=self.resamples, method="percentile",
+                                  random_state=np.random.default_rng(self.seed))
+            boot = np.asarray(res.bootstrap_distribution)
+        p_worse = float((1 + np.sum(boot >= 0)) / (boot.size + 1)) if boot.any() else 1.0
+        p_better = float((1 + np.sum(boot <= 0)) / (boot.size + 1)) if boot.any() else 1.0
+        upper = float(np.quantile(boot, 1 - self.alpha))  # one-sided bound of 'how much better'
+        tolerance = max(0.0, upper - gap)
+        where = f"{len(common)} cases" + (f" in {len(groups)} clusters" if self.cluster else "")
+        if len(common) < max(len(baseline.cases or ()), len(observed.cases or ())):
+            where += " (shared ids)"
+        diff = sign * gap
+        bad = "below" if direction == "higher" else "above"
+        rule = (f"PairedBootstrap alpha={self.alpha:g} ({self.resamples} resamples of {where}): mean diff "
+                f"{fmt(diff, sign=True)}, one-sided {1 - self.alpha:.0%} bound {fmt(sign * upper, sign=True)}"
+                f"; fail if the bound is {bad} 0")
+        v = self._verdict(baseline.value, observed, tolerance, rule, direction, _status(p_worse, p_better, self.alpha))
+        return _paired(v, p_worse)
+
+    def _groups(self, common: list[str]) -> dict[str, list[str]]:
+        groups: dict[str, list[str]] = {}
+        for c in common:
+            key = c.split(self.cluster, 1)[0] if self.cluster else c
+            groups.setdefault(key, []).append(c)
+        return groups
+
+
+def _ratio(sums: np.ndarray, counts: np.ndarray, axis: int = -1) -> np.ndarray:
+    return sums.sum(axis=axis) / counts.sum(axis=axis)
