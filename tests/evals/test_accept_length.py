@@ -98,7 +98,7 @@ def test_median_tpot_over_requests_skips_failed_and_one_token_answers():
 
 def test_by_case_keys_prompt_turn_and_sampling_seed():
     fake = FakeRun(_accept_for)
-    prompts = [Prompt("a", "s", ("hello", "more please")), Prompt("b", "s", ("hi",))]
+    prompts = [Prompt(id="a", set="s", turns=("hello", "more please")), Prompt(id="b", set="s", turns=("hi",))]
     res = run_accept_length(None, prompts, "dflash2-card-cpu", run=fake)  # sampling seed 1
     assert res.by_case() == pytest.approx({"a#0@seed1": 1.5, "b#0@seed1": 1.2, "a#1@seed1": 2.1})
     other = run_accept_length(None, prompts, "dflash2-card-cpu", run=FakeRun(_accept_for), seed=7)
