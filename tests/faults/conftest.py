@@ -26,7 +26,12 @@ from pytest_llmbench import Scenario
 def when_tokens(server, tokens, action):
     def run():
         while True:
-            m = re.search(r"^llamacpp:tokens_predicted_total (\S+)", server.client.get("/metrics").text, re.M)
+            try:  # a slow /metrics answer on a loaded machine must not end the watcher silently
+                text = server.client.get("/metrics").text
+            except Exception:
+                time.sleep(0.05)
+                continue
+            m = re.search(r"^llamacpp:tokens_predicted_total (\S+)", text, re.M)
             if m and float(m.group(1)) >= tokens:
                 return action()
             time.sleep(0.05)
