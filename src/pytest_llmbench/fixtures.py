@@ -100,6 +100,9 @@ class Bench:
 
         if self.server is None:
             raise RuntimeError("bench.run needs the test to use the llm_server fixture")
+        compare = _comparison(self)  # issue 12 seam: a compared config runs the scenario on both arms
+        if compare is not None:
+            return compare.run(self, scenario, prompts=prompts)
         reporter = self.item.config.pluginmanager.get_plugin("terminalreporter")
         try:
             result = run_scenario(self.server, scenario, prompts=prompts, reporter=reporter)
@@ -139,11 +142,23 @@ class Bench:
     def check(self, metric: str, observed: Any, **kwargs: Any):
         """Gate ``observed`` against the baseline of this config/test/metric; see gate.session."""
         gate = self.item.config.stash.get(stash.GATE, None)
+        compare = _comparison(self)  # issue 12 seam: a serving metric of a compared config is a comparison
+        if compare is not None and compare.judges(self, metric):
+            verdict = compare.check(self, metric)
+            self.verdicts.append(verdict)
+            return verdict
         if gate is None:
             raise RuntimeError("the llmbench gate is not active in this session")
         verdict = gate.check(self, metric, observed, **kwargs)
         self.verdicts.append(verdict)
         return verdict
+
+
+def _comparison(bench: Bench):
+    """The comparison session when this bench's config runs as reference vs candidate (issue 12)."""
+    from pytest_llmbench.compare.session import active_for
+
+    return active_for(bench)
 
 
 @pytest.fixture(autouse=True)

@@ -47,7 +47,10 @@ def _add_component_options(parser: pytest.Parser) -> None:
     from pytest_llmbench.report.session import add_options as report_options
     from pytest_llmbench.shard import add_options as shard_options
 
+    from pytest_llmbench.compare.options import add_options as compare_options
+
     gate_options(parser)
+    compare_options(parser)  # issue 12: reference vs candidate
     gpu_options(parser)
     report_options(parser)
     shard_options(parser)
@@ -116,6 +119,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_llmbench.shard import ShardSelector
 
     config.pluginmanager.register(ShardSelector(config), "llmbench-shard")  # --llmbench-shard; results origin
+    from pytest_llmbench.compare.session import maybe_register
+
+    maybe_register(config, paths)  # issue 12: registers "llmbench-compare" when arms or a compare: block are given
     from pytest_llmbench.launchers.gpus import apply_options
 
     apply_options(config)

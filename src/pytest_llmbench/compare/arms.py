@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,7 @@ def binary_in(folder: Path, flag: str, cfg: ServerConfig) -> Path:
     """The engine's server program inside ``folder`` (``--llmbench-*-bin``), or a clear error."""
     from pytest_llmbench.engines import ENGINES
 
-    name = getattr(ENGINES[cfg.engine], "binary_name", None)
+    name = ENGINES[cfg.engine].binary_name
     if cfg.launcher == "docker" or not name:
         raise ArmError(f"{flag}: config {cfg.name!r} ({cfg.engine} via {cfg.launcher}) does not run a local "
                        f"binary; compare images with --llmbench-reference-image instead")
@@ -199,8 +199,6 @@ def arms_from_block(pair: ComparePair, configs: Mapping[str, ServerConfig],
     if pair.reference == pair.candidate:
         raise ConfigError(pair.source, "reference and candidate are the same config", key=pair.key("candidate"))
     ref_cfg, cand_cfg = configs[pair.reference], configs[pair.candidate]
-    if ref_cfg.engine != cand_cfg.engine and cand_cfg.launcher == "subprocess":
-        pass  # allowed: two engines on one model is a fair comparison too
     image = candidate_image if cand_cfg.launcher == "docker" else None
     return ArmPair(
         pair.candidate,
@@ -220,13 +218,3 @@ def block_pairs(pairs: Iterable[ComparePair], configs: Mapping[str, ServerConfig
                               key=p.key("candidate"))
         out[p.candidate] = arms_from_block(p, configs, candidate_image)
     return out
-
-
-@dataclass
-class ArmSet:
-    """Every compared config of this session (filled once the selected tests are known)."""
-
-    pairs: dict[str, ArmPair] = field(default_factory=dict)
-
-    def get(self, config_name: str | None) -> ArmPair | None:
-        return self.pairs.get(config_name) if config_name else None

@@ -95,7 +95,7 @@ def compare_metric(metric: str, rounds: "Rounds", *, alpha: float,
 
 class FamilyPlans:
     """One sequential plan per error-budget family (their alphas differ); the rounds stop when every
-    family with a comparison says so."""
+    comparison is decided, or at the last look."""
 
     def __init__(self, alphas: Mapping[str, float], *, max_looks: int, min_looks: int = 2) -> None:
         from pytest_llmbench.compare.sequential import SequentialPlan
@@ -106,13 +106,13 @@ class FamilyPlans:
     def alpha_at(self, family: str, look: int) -> float:
         return self.plans[family].alpha_at(look)
 
+    def adjust_p(self, family: str, look: int, p: float) -> float:
+        return self.plans[family].adjust_p(look, p)
+
     def stop(self, look: int, comparisons: "Sequence[Comparison]") -> bool:
         if look >= self.max_looks:
             return True
-        by_family: dict[str, list] = {}
-        for c in comparisons:
-            by_family.setdefault(family_of(c.metric), []).append(c)
-        return all(self.plans[f].stop(look, cs) for f, cs in by_family.items())
+        return look >= self.min_looks and all(c.decided for c in comparisons)
 
     def describe(self) -> str:
         return "; ".join(f"{f}: {p.describe()}" for f, p in self.plans.items())
@@ -120,15 +120,24 @@ class FamilyPlans:
 
 def judge_all(metrics: Iterable[str], plans: FamilyPlans, margins: Mapping[str, float] | None = None
               ) -> "Callable[[Rounds, int], list[Comparison]]":
-    """The judge for ``run_rounds``: every named metric both arms have, at its family's alpha for the look."""
+    """The judge of one scenario's rounds: every named metric both arms have, at its family's alpha for
+    the look; a verdict once decided is kept (compare.sequential.Tracker), its p-value look-adjusted."""
+    from pytest_llmbench.compare.sequential import Tracker
+
     names = tuple(metrics)
+    trackers = {f: Tracker(p) for f, p in plans.plans.items()}
 
     def judge(rounds: "Rounds", look: int) -> "list[Comparison]":
-        out = []
+        by_family: dict[str, list] = {}
         for name in names:
-            c = compare_metric(name, rounds, alpha=plans.alpha_at(family_of(name), look), margins=margins)
+            fam = family_of(name)
+            c = compare_metric(name, rounds, alpha=plans.alpha_at(fam, look), margins=margins)
             if c is not None:
-                out.append(c)
+                by_family.setdefault(fam, []).append(c)
+        out: list = []
+        for fam, tracker in trackers.items():
+            if by_family.get(fam) or tracker.standing:
+                out.extend(tracker.update(look, by_family.get(fam, [])))
         return out
 
     return judge

@@ -59,9 +59,9 @@ class CompareSettings:
     decide: tuple[str, ...]
 
 
-def _int(config: pytest.Config, option: str, ini: str) -> int:
-    raw = config.getoption(option, None)
-    where = f"--{option.replace('_', '-')}"
+def _int(config: pytest.Config, option: str | None, ini: str) -> int:
+    raw = config.getoption(option, None) if option else None
+    where = f"--{option.replace('_', '-')}" if option else ""
     if raw is None:
         raw, where = config.getini(ini), f"ini {ini}"
     try:
@@ -103,7 +103,7 @@ def read_settings(config: pytest.Config) -> CompareSettings:
     alpha = config.getoption("llmbench_compare_alpha", None)
     if alpha is not None and not 0 < alpha < 1:
         raise pytest.UsageError(f"--llmbench-compare-alpha {alpha}: must be between 0 and 1")
-    min_rounds = _int(config, "llmbench_min_rounds_unused", "llmbench_min_rounds")
+    min_rounds = _int(config, None, "llmbench_min_rounds")
     max_rounds = _int(config, "llmbench_max_rounds", "llmbench_max_rounds")
     if max_rounds < min_rounds:
         raise pytest.UsageError(f"--llmbench-max-rounds {max_rounds} is below ini llmbench_min_rounds {min_rounds}")

@@ -15,7 +15,7 @@ comes at the end of the session, the suite's error budget (Holm per family) acro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -168,11 +168,15 @@ class CompareSession:
         if last is None or source_of(metric) is None:
             return False
         if metric not in last.comparisons:
-            alpha = self.plans.alpha_at(family_of(metric), last.look)  # type: ignore[union-attr]
-            c = compare_metric(metric, last.rounds, alpha=alpha, margins=self.settings.margins)
+            fam, plans = family_of(metric), self.plans
+            try:  # a metric outside llmbench_compare_metrics: judged once, at the last look's alpha
+                c = compare_metric(metric, last.rounds, alpha=plans.alpha_at(fam, last.look),  # type: ignore[union-attr]
+                                   margins=self.settings.margins)
+            except ValueError as e:
+                pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
             if c is None:
                 return False
-            last.comparisons[metric] = c
+            last.comparisons[metric] = replace(c, p_value=plans.adjust_p(fam, last.look, c.p_value))  # type: ignore[union-attr]
         return True
 
     def check(self, bench: Any, metric: str) -> Any:

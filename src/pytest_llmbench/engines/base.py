@@ -39,6 +39,8 @@ class Engine:
     health_path: ClassVar[str] = "/health"
     chat_path: ClassVar[str] = "/v1/chat/completions"
     completions_path: ClassVar[str] = "/v1/completions"
+    #: The server program a local binary folder holds (``--llmbench-reference-bin``); None: not a local binary.
+    binary_name: ClassVar[str | None] = None
 
     # ---- configuration ----------------------------------------------------------------------
     #: Flags the plugin sets itself (model, host, port); a config that passes one is an error.

@@ -51,6 +51,7 @@ def llamacpp_binary(name: str = "llama-server") -> Path:
 
 class LlamaCppEngine(Engine):
     name = "llamacpp"
+    binary_name = "llama-server"  # what a --llmbench-*-bin folder must hold (compare/arms.py)
     reserved_flags = ("-m", "--model", "--host", "--port")
     speculative = False  # set by configure(): does this server draft at all?
 
