@@ -119,11 +119,12 @@ class CompareSession:
 
         return alpha_spec(self.config)
 
-    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+    def pytest_report_collectionfinish(self, config: pytest.Config, start_path: Any, items: Any) -> list[str]:
+        """After collection (the arms exist only once the selected configs are known)."""
         lines = [f"llmbench compare: {p.describe()}" for p in self.pairs.values()]
         if self.plans is not None and self.pairs:
             lines.append(f"llmbench compare: rounds {self.settings.min_rounds}–{self.settings.max_rounds}, "
-                         f"per-comparison α " + ", ".join(f"{f}={a:.3g}" for f, a in self.alphas.items()))
+                         f"per-comparison α " + ", ".join(f"{f}={self.alphas[f]:.3g}" for f in ("timing", "quality")))
         return lines
 
     # --- bench.run and bench.check of a compared config ---------------------------------------------
