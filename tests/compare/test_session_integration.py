@@ -26,7 +26,8 @@ BENCH = """
 import pytest
 from pytest_llmbench import Scenario
 
-SC = Scenario("tiny", dataset="sharegpt", output_len=24, num_prompts=2, concurrency=1, warmup=1, seed=1)
+# 384-token prompts: prefill in batches of 8 (the injected change below) takes ~48 passes instead of 1.
+SC = Scenario("tiny", dataset="random", input_len=384, output_len=24, num_prompts=2, concurrency=1, warmup=1, seed=1)
 
 @pytest.mark.llm_configs("nospec")
 def test_serving(llm_server, bench):
@@ -57,14 +58,14 @@ def _run(pytester: pytest.Pytester, configs: Path, *args: str) -> pytest.RunResu
 
 
 def test_candidate_with_tiny_batches_regresses_and_fails_its_test(pytester: pytest.Pytester):
-    """Prefill in batches of 8 tokens: time to first token several times longer on every prompt.
+    """Prefill in batches of 8 tokens: time to first token several times longer on every 384-token prompt.
     (Thread count is no good here: on 2 shared cores fewer threads is sometimes faster.)"""
     result = _run(pytester, CPU_YAML, "--llmbench-candidate-args", "-b 8 -ub 8", "--llmbench-max-rounds", "4")
     result.assert_outcomes(failed=1)
     out = pytester.path / "out"
     comps = {c["metric"]: c for c in _records(out, "comparison")}
     ttft = comps["median_ttft_ms"]
-    assert ttft["verdict"] == "regressed" and ttft["ratio"] > 1.5, ttft
+    assert ttft["verdict"] == "regressed" and ttft["ratio"] > 2, ttft
     assert ttft["config"] == "smol-nospec" and ttft["candidate_arm"] == "args -b 8 -ub 8"
     assert 3 <= ttft["rounds"] <= 4 and ttft["prompts"] == 2 * 2 * ttft["rounds"]
     blocks = [(b["round"], b["role"]) for b in _records(out, "comparison_block")]
@@ -111,6 +112,6 @@ compare:
     result.assert_outcomes(passed=1)
     out = pytester.path / "out"
     ttft = {c["metric"]: c for c in _records(out, "comparison")}["median_ttft_ms"]
-    assert ttft["verdict"] == "improved" and ttft["ratio"] < 0.67, ttft
+    assert ttft["verdict"] == "improved" and ttft["ratio"] < 0.5, ttft
     assert ttft["reference_arm"] == "config smol-ub8" and ttft["candidate_arm"] == "config smol-nospec"
     assert _no_server_left(out)
