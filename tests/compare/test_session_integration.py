@@ -36,6 +36,7 @@ def test_serving(llm_server, bench):
     bench.check("output_throughput", result.metrics["output_throughput"])
     bench.check("median_tpot_ms", result.metrics["median_tpot_ms"])
     bench.check("median_ttft_ms", result.metrics["median_ttft_ms"])
+    bench.check("answers_right", 5.0)  # not a serving metric: the stored-baseline gate judges it
 """
 
 
@@ -92,6 +93,8 @@ def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
     assert {s["role"] for s in starts} == {"reference", "candidate"}
     assert len({s["build_info"] for s in starts}) == 1  # one build on both sides
     assert all(s["host_rss_bytes"] > 50 * 2**20 for s in starts)  # the model is loaded in each
+    (verdict,) = [v for v in _records(out, "verdict")]
+    assert verdict["metric"] == "answers_right" and verdict["status"] == "new"  # no stored baseline: new
     budget = _records(out, "comparison_budget")[0]
     assert budget["comparisons"] == 3 and budget["suite_regressed"] == []
     assert _no_server_left(out)
