@@ -16,8 +16,10 @@ kept, so the same data give
 Usage (heavy: each session holds /tmp/llmbench-heavy.lock while it runs)::
 
     python benches/perf/compare_error_rates.py calibrate --args "-t 1" --args "--poll 0"
-    python benches/perf/compare_error_rates.py run --label aa --sessions 20 --out benches/perf/data/compare_rates.jsonl
-    python benches/perf/compare_error_rates.py run --label slow --candidate-args "..." --sessions 20 --out ...
+    flock /tmp/llmbench-heavy.lock sh -c '
+      python benches/perf/compare_error_rates.py --no-lock run --label aa --sessions 20 --out benches/perf/data/compare_rates.jsonl
+      python benches/perf/compare_error_rates.py --no-lock run --label ub8 --candidate-args "-b 8 -ub 8" --sessions 20 --out benches/perf/data/compare_rates.jsonl'
+
     python benches/perf/compare_error_rates.py report benches/perf/data/compare_rates.jsonl > benches/perf/compare_error_rates.out.md
 
 Servers stay up across the sessions of one ``run`` (caches flushed before every block); a session is
@@ -52,8 +54,14 @@ DECIDE = ("output_throughput", "median_ttft_ms", "median_tpot_ms", "accept_lengt
 ALPHA = 0.01  # per comparison, over all looks (the issue's target for one comparison)
 
 
+NO_LOCK = False  # --no-lock: the caller holds the heavy lock already (flock around several runs)
+
+
 @contextmanager
 def heavy_lock():
+    if NO_LOCK:
+        yield
+        return
     with open(LOCK, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
@@ -175,7 +183,10 @@ def main(argv: list[str]) -> int:
             q.add_argument("--args", action="append", required=True)
     r = sub.add_parser("report")
     r.add_argument("data")
+    p.add_argument("--no-lock", action="store_true", help="the caller holds /tmp/llmbench-heavy.lock")
     args = p.parse_args(argv)
+    global NO_LOCK
+    NO_LOCK = args.no_lock
     if args.cmd == "run":
         run(args)
     elif args.cmd == "calibrate":
