@@ -33,6 +33,7 @@ SC = Scenario("tiny", dataset="random", input_len=384, output_len=24, num_prompt
 def test_serving(llm_server, bench):
     result = bench.run(SC)
     assert result.metrics["failed"] == 0, result.errors
+    assert llm_server.tokenize("hello world")  # the candidate is up after the rounds (per-block restarts it)
     bench.check("output_throughput", result.metrics["output_throughput"])
     bench.check("median_tpot_ms", result.metrics["median_tpot_ms"])
     bench.check("median_ttft_ms", result.metrics["median_ttft_ms"])
@@ -117,4 +118,22 @@ compare:
     ttft = {c["metric"]: c for c in _records(out, "comparison")}["median_ttft_ms"]
     assert ttft["verdict"] == "improved" and ttft["ratio"] < 0.5, ttft
     assert ttft["reference_arm"] == "config smol-ub8" and ttft["candidate_arm"] == "config smol-nospec"
+    assert _no_server_left(out)
+
+
+def test_per_block_servers_start_each_arm_for_each_block(pytester: pytest.Pytester):
+    """The GPU policy (one arm's server at a time), here on CPU: a start per block, the candidate again after."""
+    result = _run(pytester, CPU_YAML, "--llmbench-reference-args", "--no-warmup", "--llmbench-max-rounds", "3",
+                  "--llmbench-arm-servers", "per-block")
+    result.assert_outcomes(passed=1)
+    out = pytester.path / "out"
+    blocks = _records(out, "comparison_block")
+    starts = _records(out, "arm_start")
+    ref_blocks = sum(b["role"] == "reference" for b in blocks)
+    assert ref_blocks >= 3 and sum(s["role"] == "reference" for s in starts) == ref_blocks
+    # the fixture's start is not an arm_start; every candidate block after a reference block restarts it,
+    # and it is started once more after the last round when a reference block ended the rounds
+    assert sum(s["role"] == "candidate" for s in starts) >= ref_blocks - 1
+    assert all(s["startup_s"] > 0 for s in starts)
+    result.stdout.fnmatch_lines(["smol-nospec: reference [[]args --no-warmup[]] vs candidate [[]installed build[]]: startup *"])
     assert _no_server_left(out)
