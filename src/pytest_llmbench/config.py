@@ -34,7 +34,7 @@ import yaml
 from pytest_llmbench.errors import ConfigError
 from pytest_llmbench.models import ModelRef, parse_model_ref
 
-FILE_KEYS = {"flag_sets", "defaults", "models", "configs"}
+FILE_KEYS = {"flag_sets", "defaults", "models", "configs", "compare"}  # compare: read by compare/arms.py
 CONFIG_KEYS = {
     "name", "engine", "launcher", "model", "models", "flags", "args", "env", "marks", "gpus",
     "startup_timeout", "image", "description", "request", "engine_options",

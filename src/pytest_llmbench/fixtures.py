@@ -142,6 +142,9 @@ class Bench:
 
         if self.server is None:
             raise RuntimeError("bench.run needs the test to use the llm_server fixture")
+        compare = _comparison(self)  # issue 12 seam: a compared config runs the scenario on both arms
+        if compare is not None:
+            return compare.run(self, scenario, prompts=prompts)
         reporter = self.item.config.pluginmanager.get_plugin("terminalreporter")
         try:
             result = run_scenario(self.server, scenario, prompts=prompts, reporter=reporter)
@@ -186,12 +189,24 @@ class Bench:
         """Gate ``observed`` against the baseline of this config/test/metric (a regression fails the test
         at its end, never here); see :meth:`pytest_llmbench.gate.session.GateSession.check`."""
         gate = self.item.config.stash.get(stash.GATE, None)
+        compare = _comparison(self)  # issue 12 seam: a serving metric of a compared config is a comparison
+        if compare is not None and compare.judges(self, metric):
+            verdict = compare.check(self, metric)
+            self.verdicts.append(verdict)
+            return verdict
         if gate is None:
             raise RuntimeError("the llmbench gate is not active in this session")
         verdict = gate.check(self, metric, observed, noise=noise, n=n, direction=direction,
                              hardware_bound=hardware_bound, se=se, family=family, reference=reference, cases=cases)
         self.verdicts.append(verdict)
         return verdict
+
+
+def _comparison(bench: Bench):
+    """The comparison session when this bench's config runs as reference vs candidate (issue 12)."""
+    from pytest_llmbench.compare.session import active_for
+
+    return active_for(bench)
 
 
 @pytest.fixture(autouse=True)

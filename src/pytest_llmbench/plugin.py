@@ -55,13 +55,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _add_component_options(parser: pytest.Parser) -> None:
-    """Options owned by the gate, the report and sharding (each module declares its own; the launchers'
-    come with their plugin module)."""
+    """Options owned by the gate, reference-vs-candidate comparison, the report and sharding (each module
+    declares its own; the launchers' come with their plugin module)."""
+    from pytest_llmbench.compare.options import add_options as compare_options
     from pytest_llmbench.gate.options import add_options as gate_options
     from pytest_llmbench.report.session import add_options as report_options
     from pytest_llmbench.shard import add_options as shard_options
 
     gate_options(parser)
+    compare_options(parser)
     report_options(parser)
     shard_options(parser)
 
@@ -132,6 +134,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_llmbench.shard import ShardSelector
 
     config.pluginmanager.register(ShardSelector(config), "llmbench-shard")  # --llmbench-shard; results origin
+    from pytest_llmbench.compare.session import maybe_register
+
+    maybe_register(config, paths)  # registers "llmbench-compare" when arms or a compare: block are given
     install_cleanup()
 
 

@@ -40,6 +40,8 @@ class Engine:
     health_path: ClassVar[str] = "/health"
     chat_path: ClassVar[str] = "/v1/chat/completions"
     completions_path: ClassVar[str] = "/v1/completions"
+    #: The server program a local binary folder holds (``--llmbench-reference-bin``); None: not a local binary.
+    binary_name: ClassVar[str | None] = None
 
     # ---- capabilities: what the rest of the plugin may rely on, declared, never probed ------------
     #: The engine's typed-decision route (a decision client of that shape answers through it); None:

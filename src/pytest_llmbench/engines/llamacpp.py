@@ -51,6 +51,7 @@ def llamacpp_binary(name: str = "llama-server") -> Path:
 
 class LlamaCppEngine(Engine):
     name = "llamacpp"
+    binary_name = "llama-server"  # what a --llmbench-*-bin folder must hold (compare/arms.py)
     reserved_flags = ("-m", "--model", "--host", "--port")
     # No flush route empties the host-RAM prompt cache: each request says whether it may reuse a prefix.
     uncached_fields = {"cache_prompt": False}

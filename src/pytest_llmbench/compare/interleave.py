@@ -1,0 +1,250 @@
+"""Interleaved rounds: both arms run the same scenario, on the same prompts, in A B B A order.
+
+Why ABBA: on a shared machine speed drifts within minutes (thermal state, neighbours); alternating
+which arm goes first each round puts a linear drift on both arms equally, so the per-round ratio
+stays unbiased. Each block starts from a flushed prefix cache (the scenario flushes after its
+warmup; the block flushes before it too, so the other arm's prompts are never reused).
+
+Servers: both arms stay up when both fit (CPU, or GPU with room); otherwise each block starts its
+arm's server and stops it afterwards (one GPU's memory), and the candidate is started again into the
+``llm_server`` object the test holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_llmbench.compare.arms import ROLES, Arm, ArmPair
+from pytest_llmbench.metrics import scenario_metrics
+from pytest_llmbench.workload.records import RequestRecord
+from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, build_prompts, run_scenario
+
+if TYPE_CHECKING:
+    from pytest_llmbench.compare.stats import Comparison
+    from pytest_llmbench.server import LLMServer
+
+
+def round_order(round_index: int) -> tuple[str, str]:
+    """Which arm goes first in a round: reference first in even rounds, candidate first in odd ones."""
+    return ROLES if round_index % 2 == 0 else (ROLES[1], ROLES[0])
+
+
+def block_order(rounds: int) -> list[tuple[int, str]]:
+    """(round, role) of every block of ``rounds`` rounds: A B | B A | A B | …"""
+    return [(r, role) for r in range(rounds) for role in round_order(r)]
+
+
+@dataclass
+class Block:
+    round: int
+    role: str
+    result: ScenarioResult
+
+
+@dataclass
+class Rounds:
+    """Every block of one scenario's comparison, and the paired views the statistics need."""
+
+    scenario: Scenario
+    blocks: list[Block] = field(default_factory=list)
+
+    def add(self, block: Block) -> None:
+        self.blocks.append(block)
+
+    def _by_round(self, role: str) -> dict[int, Block]:
+        return {b.round: b for b in self.blocks if b.role == role}
+
+    @property
+    def complete(self) -> list[int]:
+        """Rounds in which both arms ran."""
+        ref, cand = self._by_round("reference"), self._by_round("candidate")
+        return sorted(set(ref) & set(cand))
+
+    def round_values(self, metric: str) -> tuple[list[float], list[float]]:
+        """One value per complete round per arm (e.g. output tok/s of each block), paired by round."""
+        ref, cand = self._by_round("reference"), self._by_round("candidate")
+        pairs = [(ref[r].result.metrics.get(metric), cand[r].result.metrics.get(metric)) for r in self.complete]
+        pairs = [(a, b) for a, b in pairs if isinstance(a, (int, float)) and isinstance(b, (int, float))]
+        return [float(a) for a, _ in pairs], [float(b) for _, b in pairs]
+
+    def request_values(self, value: Callable[[RequestRecord], float | None]) -> tuple[list[float], list[float]]:
+        """One value per prompt per arm, paired by (round, prompt); a pair with a failed side is dropped."""
+        ref, cand = self._by_round("reference"), self._by_round("candidate")
+        out_ref: list[float] = []
+        out_cand: list[float] = []
+        for r in self.complete:
+            a = {rec.index: rec for rec in ref[r].result.records}
+            b = {rec.index: rec for rec in cand[r].result.records}
+            for i in sorted(set(a) & set(b)):
+                va = value(a[i]) if a[i].ok else None
+                vb = value(b[i]) if b[i].ok else None
+                if va is not None and vb is not None:
+                    out_ref.append(float(va))
+                    out_cand.append(float(vb))
+        return out_ref, out_cand
+
+    def prompts_used(self) -> int:
+        """Requests sent across both arms (warmups not counted)."""
+        return sum(len(b.result.records) for b in self.blocks)
+
+    def merged(self, role: str) -> ScenarioResult:
+        """One arm's blocks as one result: every request (renumbered), metrics over the summed duration."""
+        blocks = [b for b in self.blocks if b.role == role]
+        records: list[RequestRecord] = []
+        for b in blocks:
+            for rec in b.result.records:
+                records.append(_renumbered(rec, len(records)))
+        duration = sum(float(b.result.metrics.get("duration") or 0.0) for b in blocks)
+        notes = [f"round {b.round}: {n}" for b in blocks for n in b.result.notes]
+        info = blocks[-1].result.server_info if blocks else {}
+        metrics = scenario_metrics(records, duration) if records and duration > 0 else {}
+        metrics["rounds"] = len(blocks)
+        return ScenarioResult(self.scenario, records, metrics, notes, info)
+
+
+def _renumbered(rec: RequestRecord, index: int) -> RequestRecord:
+    from dataclasses import replace
+
+    return replace(rec, index=index)
+
+
+# --- the servers of the two arms ---------------------------------------------------------------------
+
+Starter = Callable[[Arm], "LLMServer"]
+
+
+@dataclass
+class ArmStart:
+    """One start of one arm's server: how long it took and what it held once loaded."""
+
+    role: str
+    startup_s: float
+    host_rss_bytes: int | None = None
+    gpu_memory_gb: float | None = None
+    build_info: str | None = None
+
+
+class ArmServers:
+    """The running servers of one pair. ``keep_both``: start each once and keep it up; otherwise only
+    one arm is up at a time and every block starts its own server."""
+
+    def __init__(self, pair: ArmPair, candidate: "LLMServer", start: Starter, *, keep_both: bool,
+                 facts: Callable[["LLMServer"], dict[str, Any]] | None = None) -> None:
+        self.pair = pair
+        self.keep_both = keep_both
+        self._start = start
+        self._facts = facts
+        self.candidate = candidate  # the llm_server object the test holds; never replaced, restarted in place
+        self.reference: LLMServer | None = None
+        self.starts: list[ArmStart] = []
+        self._noted_candidate = False
+
+    def _note(self, role: str, server: "LLMServer") -> None:
+        facts = self._facts(server) if self._facts else {}
+        self.starts.append(ArmStart(role, float(server.startup_s), facts.get("host_rss_bytes"),
+                                    facts.get("gpu_memory_used_gb"), (server.info or {}).get("build_info")))
+
+    def acquire(self, role: str) -> "LLMServer":
+        if role == "candidate":
+            if not self.keep_both:
+                self._stop_reference()
+                if not self.candidate.alive():
+                    self._restart_candidate()
+            if not self._noted_candidate and self.keep_both:
+                self._note("candidate", self.candidate)
+                self._noted_candidate = True
+            return self.candidate
+        if not self.keep_both:
+            self.candidate.stop()
+        if self.reference is None:
+            self.reference = self._start(self.pair.reference)
+            self._note("reference", self.reference)
+        return self.reference
+
+    def release(self, role: str) -> None:
+        """After a block: in per-block mode its server stops (the next block starts one afresh)."""
+        if self.keep_both:
+            return
+        if role == "reference":
+            self._stop_reference()
+        else:
+            self.candidate.stop()
+
+    def finish(self) -> None:
+        """After the rounds: the test's ``llm_server`` is up again (per-block mode stopped it)."""
+        if not self.keep_both:
+            self._stop_reference()
+            if not self.candidate.alive():
+                self._restart_candidate()
+
+    def close(self) -> None:
+        self._stop_reference()
+
+    def _stop_reference(self) -> None:
+        if self.reference is not None:
+            self.reference.stop()
+            self.reference = None
+
+    def _restart_candidate(self) -> None:
+        fresh = self._start(self.pair.candidate)
+        self._note("candidate", fresh)
+        server = self.candidate
+        server.handle, server.port, server.log_path = fresh.handle, fresh.port, fresh.log_path
+        server.startup_s, server.info, server.not_responding = fresh.startup_s, fresh.info, None
+        if server._client is not None:
+            server._client.close()
+        server._client = None
+
+
+# --- the rounds ------------------------------------------------------------------------------------
+
+
+class Plan(Protocol):
+    """What ``run_rounds`` needs of a sequential plan (compare.sequential.SequentialPlan, or several)."""
+
+    max_looks: int
+    min_looks: int
+
+    def stop(self, look: int, comparisons: Sequence["Comparison"]) -> bool: ...
+
+
+Judge = Callable[[Rounds, int], "list[Comparison]"]
+RunBlock = Callable[["LLMServer", Scenario, Sequence[Any]], ScenarioResult]
+
+
+def _run_block(server: "LLMServer", scenario: Scenario, prompts: Sequence[Any]) -> ScenarioResult:
+    server.flush_cache()
+    return run_scenario(server, scenario, prompts=prompts)
+
+
+def run_rounds(servers: ArmServers, scenario: Scenario, *, plan: "Plan", judge: Judge,
+               prompts: Sequence[Any] | None = None, run_block: RunBlock = _run_block,
+               on_block: Callable[[Block], None] | None = None) -> tuple[Rounds, "list[Comparison]"]:
+    """Rounds until ``plan.stop`` (every judged metric decided, or the plan's last look).
+
+    ``judge(rounds, look)`` returns the comparisons after ``look`` complete rounds (each at the plan's
+    alpha for that look); the last look's comparisons are returned with the blocks."""
+    rounds = Rounds(scenario)
+    if prompts is None:
+        prompts = build_prompts(servers.acquire("candidate"), scenario)
+    prompts = list(prompts)[: scenario.num_prompts]
+    comparisons: list[Comparison] = []
+    try:
+        for r in range(plan.max_looks):
+            for role in round_order(r):
+                server = servers.acquire(role)
+                block = Block(r, role, run_block(server, scenario, prompts))
+                servers.release(role)
+                rounds.add(block)
+                if on_block is not None:
+                    on_block(block)
+            look = r + 1
+            if look >= plan.min_looks:
+                comparisons = judge(rounds, look)
+                if plan.stop(look, comparisons):
+                    break
+    finally:
+        servers.finish()
+    return rounds, comparisons

@@ -1,0 +1,333 @@
+"""CompareSession: the pytest layer of reference-vs-candidate comparisons (issue 12).
+
+With any ``--llmbench-reference-*`` / ``--llmbench-candidate-*`` option, or a YAML ``compare:`` block,
+the selected configs' bench tests become comparisons without a change to the bench code:
+
+- ``llm_server`` is the candidate arm (for options, the config with the candidate's changes);
+- ``bench.run(scenario)`` runs the scenario on both arms in interleaved rounds until every metric of
+  ini ``llmbench_compare_metrics`` is decided (compare.sequential) and returns the candidate's result;
+- ``bench.check(metric, …)`` of a serving metric returns the comparison (a ``comparison`` record);
+  any other check (quality, decisions) keeps its stored baseline.
+
+A regressed comparison fails its test, an inconclusive one too with ``--llmbench-strict``; the table
+comes at the end of the session, the suite's error budget (Holm per family) across comparisons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import httpx
+import pytest
+
+from pytest_llmbench import stash
+from pytest_llmbench.compare import suite, table
+from pytest_llmbench.compare.arms import ArmError, ArmPair, arms_from_options, block_pairs, read_compare_blocks
+from pytest_llmbench.compare.interleave import ArmServers, Block, Rounds, run_rounds
+from pytest_llmbench.compare.judging import FamilyPlans, compare_metric, family_of, judge_all, source_of
+from pytest_llmbench.compare.options import CompareSettings, read_settings
+from pytest_llmbench.config import ConfigError
+from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
+from pytest_llmbench.workload.scenario import WorkloadError
+
+COMPARE = pytest.StashKey["CompareSession"]()
+DEFAULT_ALPHA = 0.01  # one comparison, when the suite's budget is off
+
+
+def maybe_register(config: pytest.Config, config_paths: list) -> None:
+    """Called from the plugin's pytest_configure: a session plugin only when something is compared."""
+    settings = read_settings(config)
+    try:
+        yaml_pairs = [] if settings.arms.active else read_compare_blocks(config_paths)
+    except ConfigError as e:
+        raise pytest.UsageError(f"llmbench config error: {e}") from None
+    if not settings.arms.active and not yaml_pairs:
+        return
+    config.pluginmanager.register(CompareSession(config, settings, yaml_pairs), "llmbench-compare")
+
+
+def active_for(bench: Any) -> "CompareSession | None":
+    """The session plugin when ``bench``'s config is compared (the seam fixtures.Bench calls)."""
+    session = bench.item.config.stash.get(COMPARE, None)
+    if session is None or session.pairs.get(bench.config_name) is None:
+        return None
+    return session
+
+
+@dataclass
+class _LastRun:
+    scenario: str
+    rounds: Rounds
+    comparisons: dict[str, Any]
+    look: int
+
+
+class CompareSession:
+    def __init__(self, config: pytest.Config, settings: CompareSettings, yaml_pairs: list) -> None:
+        self.config = config
+        self.settings = settings
+        self.yaml_pairs = yaml_pairs
+        self.pairs: dict[str, ArmPair] = {}
+        self.alphas: dict[str, float] = {}
+        self.plans: FamilyPlans | None = None
+        self._servers: ArmServers | None = None
+        self._last: dict[str, _LastRun] = {}
+        self._failing: dict[str, list[str]] = {}
+        self.records: list[dict[str, Any]] = []  # this process's comparison records
+        self.is_worker = hasattr(config, "workerinput")
+        config.stash[COMPARE] = self
+
+    # --- set-up once the selected tests are known ---------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        configs = self.config.stash[stash.CONFIGS]
+        items = [i for i in session.items if _config_of(i) is not None]
+        selected = sorted({_config_of(i) for i in items})
+        try:
+            if self.settings.arms.active:
+                for name in selected:
+                    pair = arms_from_options(configs[name], self.settings.arms)
+                    self.pairs[name] = pair
+                    configs[name] = pair.candidate.config  # llm_server starts the candidate
+            else:
+                chosen = block_pairs(self.yaml_pairs, configs, self.settings.arms.candidate_image)
+                self.pairs = {k: v for k, v in chosen.items() if k in selected}
+        except (ArmError, ConfigError) as e:
+            raise pytest.UsageError(str(e)) from None
+        self.alphas = self._alphas(items)
+        self.plans = FamilyPlans(self.alphas, max_looks=self.settings.max_rounds, min_looks=self.settings.min_rounds)
+
+    def _alphas(self, items: list[pytest.Item]) -> dict[str, float]:
+        """Per-comparison alpha by family: given, or the family's budget over the comparisons counted up
+        front (compared tests that use ``bench`` × the deciding metrics of that family)."""
+        if self.settings.alpha is not None:
+            return dict.fromkeys(FAMILIES, self.settings.alpha)
+        budget = parse_alpha(self._gate_alpha_spec())
+        if budget is None:
+            return dict.fromkeys(FAMILIES, DEFAULT_ALPHA)
+        tests = sum(1 for i in items if _config_of(i) in self.pairs and "bench" in getattr(i, "fixturenames", ()))
+        out = {}
+        for fam in FAMILIES:
+            per_test = sum(1 for m in self.settings.decide if family_of(m) == fam)
+            out[fam] = budget[fam] / max(tests * per_test, 1)
+        return out
+
+    def _gate_alpha_spec(self) -> str | None:
+        from pytest_llmbench.gate.options import alpha_spec
+
+        return alpha_spec(self.config)
+
+    def pytest_report_collectionfinish(self, config: pytest.Config, start_path: Any, items: Any) -> list[str]:
+        """After collection (the arms exist only once the selected configs are known)."""
+        lines = [f"llmbench compare: {p.describe()}" for p in self.pairs.values()]
+        if self.plans is not None and self.pairs:
+            lines.append(f"llmbench compare: rounds {self.settings.min_rounds}–{self.settings.max_rounds}, "
+                         f"per-comparison α " + ", ".join(f"{f}={self.alphas[f]:.3g}" for f in ("timing", "quality")))
+        return lines
+
+    # --- bench.run and bench.check of a compared config ---------------------------------------------
+
+    def run(self, bench: Any, scenario: Any, *, prompts: Any = None) -> Any:
+        pair = self.pairs[bench.config_name]
+        servers = self._servers_for(pair, bench.server)
+        judge = judge_all(self.settings.decide, self.plans, self.settings.margins)  # type: ignore[arg-type]
+        results = self.config.stash[stash.RESULTS]
+
+        def on_block(block: Block) -> None:
+            m = block.result.metrics
+            results.write({"record": "comparison_block", "config": pair.config_name, "nodeid": bench.nodeid,
+                           "test_key": bench.test_key, "scenario": scenario.name, "round": block.round,
+                           "role": block.role, "arm": pair.arm(block.role).label, "notes": block.result.notes,
+                           "metrics": {k: v for k, v in m.items() if isinstance(v, (int, float))}})
+
+        try:
+            rounds, comps = run_rounds(servers, scenario, plan=self.plans, judge=judge, prompts=prompts,  # type: ignore[arg-type]
+                                       on_block=on_block)
+        except (httpx.TransportError, WorkloadError) as e:
+            for role, server in (("reference", servers.reference), ("candidate", servers.candidate)):
+                if server is not None and server.problem():
+                    pytest.fail(server.gone_message(f"during scenario {scenario.name} ({role} arm)"), pytrace=False)
+            raise
+        finally:
+            self._write_starts(pair, servers)
+        for role in ("reference", "candidate"):
+            failed = [b for b in rounds.blocks if b.role == role and b.result.metrics.get("failed")]
+            server = servers.reference if role == "reference" else servers.candidate
+            if failed and server is not None and not server.settled_alive():
+                pytest.fail(server.gone_message(f"during scenario {scenario.name} ({role} arm)"), pytrace=False)
+        look = len(rounds.complete)
+        self._last[bench.nodeid] = _LastRun(scenario.name, rounds, {c.metric: c for c in comps}, look)
+        result = rounds.merged("candidate")
+        bench._keep(result)  # the candidate's numbers are the test's measurements (and its scenario record)
+        return result
+
+    def judges(self, bench: Any, metric: str) -> bool:
+        """Does this check become a comparison? A serving metric both arms measured in the last run."""
+        last = self._last.get(bench.nodeid)
+        if last is None or source_of(metric) is None:
+            return False
+        if metric not in last.comparisons:
+            fam, plans = family_of(metric), self.plans
+            try:  # a metric outside llmbench_compare_metrics: judged once, at the last look's alpha
+                c = compare_metric(metric, last.rounds, alpha=plans.alpha_at(fam, last.look),  # type: ignore[union-attr]
+                                   margins=self.settings.margins)
+            except ValueError as e:
+                pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
+            if c is None:
+                return False
+            last.comparisons[metric] = replace(c, p_value=plans.adjust_p(fam, last.look, c.p_value))  # type: ignore[union-attr]
+        return True
+
+    def check(self, bench: Any, metric: str) -> Any:
+        last = self._last[bench.nodeid]
+        c = last.comparisons[metric]
+        pair = self.pairs[bench.config_name]
+        record = {"record": "comparison", "config": pair.config_name, "nodeid": bench.nodeid,
+                  "test_key": bench.test_key, "scenario": last.scenario, **c.as_record(),
+                  "higher_is_better": c.higher_is_better, "kind": c.kind, "family": family_of(metric),
+                  "alpha": self.plans.alpha_at(family_of(metric), last.look),  # type: ignore[union-attr]
+                  "rounds": last.look, "prompts": last.rounds.prompts_used(),
+                  "max_rounds": self.settings.max_rounds, "reference_arm": pair.reference.label,
+                  "candidate_arm": pair.candidate.label, "strict": self.settings.strict}
+        self.config.stash[stash.RESULTS].write(record)
+        self.records.append(record)
+        props = bench.item.user_properties
+        props.append((f"llmbench.comparison.{metric}", c.verdict))
+        message = _message(record)
+        if c.verdict == "regressed" or (c.verdict == "inconclusive" and self.settings.strict):
+            why = "" if c.verdict == "regressed" else " (--llmbench-strict)"
+            self._failing.setdefault(bench.nodeid, []).append(message + why)
+        return c
+
+    # --- servers -------------------------------------------------------------------------------------
+
+    def _servers_for(self, pair: ArmPair, candidate: Any) -> ArmServers:
+        if self._servers is not None and (self._servers.pair is not pair or self._servers.candidate is not candidate):
+            self._servers.close()
+            self._servers = None
+        if self._servers is None:
+            mode = self.settings.server_mode
+            keep_both = mode == "both" or (mode == "auto" and pair.candidate.config.gpus == 0)
+            self._servers = ArmServers(pair, candidate, self._starter(candidate), keep_both=keep_both,
+                                       facts=_facts)
+        return self._servers
+
+    def _starter(self, candidate: Any):
+        from pytest_llmbench.server import ServerStartError, start_server
+
+        results = self.config.stash[stash.RESULTS]
+
+        def start(arm):
+            try:
+                server = start_server(arm.config, results.server_dir(arm.server_name), gpu_ids=candidate.gpu_ids,
+                                      image=arm.image)
+            except ServerStartError as e:
+                pytest.fail(f"{arm.role} arm ({arm.label}): {e}", pytrace=False)
+            results.log_server_start(server)
+            return server
+
+        return start
+
+    def _write_starts(self, pair: ArmPair, servers: ArmServers) -> None:
+        results = self.config.stash[stash.RESULTS]
+        for s in servers.starts:
+            results.write({"record": "arm_start", "config": pair.config_name, "role": s.role,
+                           "label": pair.arm(s.role).label, "startup_s": s.startup_s,
+                           "host_rss_bytes": s.host_rss_bytes, "gpu_memory_gb": s.gpu_memory_gb,
+                           "build_info": s.build_info})
+        servers.starts.clear()
+
+    def close_servers(self) -> None:
+        if self._servers is not None:
+            self._servers.close()
+            self._servers = None
+
+    def pytest_fixture_post_finalizer(self, fixturedef: Any, request: Any) -> None:
+        """The config's ``llm_server`` stopped: its reference stops too (the next config starts clean)."""
+        if fixturedef.argname == "llm_server":
+            self.close_servers()
+
+    # --- outcome, table, budget ----------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+        report = yield
+        if report.when in ("call", "teardown"):
+            messages = self._failing.pop(item.nodeid, None)
+            if messages:
+                text = f"{len(messages)} comparison(s) failed:\n" + "\n".join(f"  {m}" for m in messages)
+                if report.passed:
+                    report.outcome = "failed"
+                    report.longrepr = text
+                else:
+                    report.sections.append(("llmbench comparisons", text))
+        return report
+
+    def _all_records(self, kind: str) -> list[dict[str, Any]]:
+        results = self.config.stash.get(stash.RESULTS, None)
+        if results is None or not any(results.dir.glob("results*.jsonl")):
+            return []
+        from pytest_llmbench.report.results import iter_records
+
+        return list(iter_records(results.dir, kind))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.close_servers()
+        if self.is_worker:
+            return
+        budget = parse_alpha(self._gate_alpha_spec())
+        self.adjusted = suite.adjust(self._all_records("comparison"), budget)
+        suite_regressed = [r for r in self.adjusted if r.get("suite_verdict") == "regressed"]
+        if self.adjusted and stash.RESULTS in self.config.stash:
+            self.config.stash[stash.RESULTS].write({
+                "record": "comparison_budget", "method": "holm", "alphas": budget,
+                "per_comparison_alpha": self.alphas, "comparisons": len(self.adjusted),
+                "q_values": [{"nodeid": r["nodeid"], "metric": r["metric"], "q_value": r.get("q_value")}
+                             for r in self.adjusted],
+                "suite_regressed": [{"nodeid": r["nodeid"], "metric": r["metric"]} for r in suite_regressed]})
+        if suite_regressed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker:
+            return
+        rows = getattr(self, "adjusted", None) or []
+        starts = self._all_records("arm_start")
+        if not rows and not starts:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "llmbench comparisons (reference vs candidate, interleaved)")
+        for line in table.render(rows):
+            tr.write_line(line)
+        if rows:
+            tr.write_line(table.counts(rows))
+        for line in table.arms_lines(starts):
+            tr.write_line(line)
+        for r in rows:
+            if r.get("suite_verdict") == "regressed":
+                tr.write_line(f"REGRESSED at suite level (test {r['nodeid']} passed; Holm q={r['q_value']:.3g}): "
+                              f"{_message(r)}", red=True)
+
+
+def _config_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    name = callspec.params.get("llm_server") if callspec else None
+    return name if isinstance(name, str) else None
+
+
+def _facts(server: Any) -> dict[str, Any]:
+    from pytest_llmbench.server_facts import collect_facts
+
+    try:
+        return collect_facts(server)
+    except Exception:  # facts are informative; never fail a comparison over them
+        return {}
+
+
+def _message(r: dict[str, Any]) -> str:
+    est = (f"×{r['ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r.get("ratio") is not None
+           else f"{r.get('difference', 0):+.3g} [{r['ci_low']:+.3g}, {r['ci_high']:+.3g}]")
+    return (f"{r['config']} {r.get('test_key')} {r['metric']}: {r['verdict']} — candidate/reference {est}, "
+            f"margin {r.get('margin')}, {r.get('method')} ({r.get('rounds')} rounds, {r.get('prompts')} prompts)")

@@ -1,0 +1,90 @@
+"""CompareSession.judges/check without servers: which checks become comparisons, the record, and
+which verdicts fail the test (regressed always, inconclusive only with --llmbench-strict)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pytest_llmbench import stash
+from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
+from pytest_llmbench.compare.interleave import Block, Rounds
+from pytest_llmbench.compare.judging import FamilyPlans
+from pytest_llmbench.compare.options import CompareSettings
+from pytest_llmbench.compare.session import CompareSession, _LastRun
+from pytest_llmbench.config import load_config_file
+from pytest_llmbench.report.results import ResultsWriter
+from pytest_llmbench.workload.records import RequestRecord
+from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
+
+from .test_arms import CPU_YAML
+
+SC = Scenario("s", dataset="prompts", output_len=8, num_prompts=4, warmup=0)
+
+
+def _rounds(cand_speed: float, ttft_noise: float, n_rounds: int = 5) -> Rounds:
+    rng = np.random.default_rng(1)
+    rounds = Rounds(SC)
+    for r in range(n_rounds):
+        for role in ("reference", "candidate"):
+            speed = 100.0 if role == "reference" else cand_speed
+            recs = [RequestRecord(index=i, ok=True, ttft_s=0.1 * (1 + ttft_noise * rng.standard_normal()),
+                                  e2e_s=1.0, completion_tokens=8) for i in range(4)]
+            m = {"output_throughput": speed * (1 + 0.002 * rng.standard_normal()), "duration": 1.0}
+            rounds.add(Block(r, role, ScenarioResult(SC, recs, m)))
+    return rounds
+
+
+def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace]:
+    cfg = {c.name: c for c in load_config_file(CPU_YAML)}["smol-nospec"]
+    settings = CompareSettings(arms=ArmOptions.parse(reference_args="-t 1"), max_rounds=5, min_rounds=3,
+                               strict=strict, server_mode="auto", alpha=0.01, margins={}, decide=())
+    config = SimpleNamespace(stash={stash.RESULTS: ResultsWriter(tmp_path)})
+    s = CompareSession.__new__(CompareSession)
+    s.config, s.settings, s.yaml_pairs = config, settings, []
+    s.pairs = {"smol-nospec": arms_from_options(cfg, settings.arms)}
+    s.alphas = {"timing": 0.01, "quality": 0.01, "decisions": 0.01}
+    s.plans = FamilyPlans(s.alphas, max_looks=5, min_looks=3)
+    s._servers, s._last, s._failing, s.records, s.is_worker = None, {}, {}, [], False
+    item = SimpleNamespace(user_properties=[], nodeid="b.py::test_serving[smol-nospec]")
+    bench = SimpleNamespace(item=item, nodeid=item.nodeid, config_name="smol-nospec", test_key="b.py::test_serving")
+    return s, bench
+
+
+def test_serving_metrics_become_comparisons_and_others_do_not(tmp_path):
+    s, bench = _session(tmp_path, strict=False)
+    assert not s.judges(bench, "output_throughput")  # no bench.run yet in this test
+    s._last[bench.nodeid] = _LastRun("s", _rounds(50.0, 0.01), {}, 5)
+    assert s.judges(bench, "output_throughput") and s.judges(bench, "p99_ttft_ms")
+    assert not s.judges(bench, "accuracy")  # quality keeps its stored baseline
+    assert not s.judges(bench, "accept_length")  # neither arm drafted: nothing to pair
+
+
+def test_regressed_fails_the_test_and_writes_the_record(tmp_path):
+    s, bench = _session(tmp_path, strict=False)
+    s._last[bench.nodeid] = _LastRun("s", _rounds(50.0, 0.01), {}, 5)
+    assert s.judges(bench, "output_throughput")
+    c = s.check(bench, "output_throughput")
+    assert c.verdict == "regressed" and c.estimate == pytest.approx(0.5, rel=0.01)
+    (line,) = (tmp_path / "results.jsonl").read_text().splitlines()
+    rec = json.loads(line)
+    for key in ("config", "metric", "reference", "candidate", "ratio", "ci_low", "ci_high", "verdict", "rounds",
+                "prompts", "p_value", "alpha", "family", "reference_arm", "candidate_arm"):
+        assert key in rec, key
+    assert (rec["record"], rec["config"], rec["rounds"], rec["prompts"]) == ("comparison", "smol-nospec", 5, 40)
+    assert rec["reference_arm"] == "args -t 1" and rec["family"] == "timing"
+    assert "output_throughput: regressed" in s._failing[bench.nodeid][0]
+    assert ("llmbench.comparison.output_throughput", "regressed") in bench.item.user_properties
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_inconclusive_fails_only_when_strict(tmp_path, strict):
+    s, bench = _session(tmp_path, strict=strict)
+    s._last[bench.nodeid] = _LastRun("s", _rounds(100.0, 0.5), {}, 5)  # TTFT noise ±50%: undecidable
+    assert s.judges(bench, "median_ttft_ms")
+    assert s.check(bench, "median_ttft_ms").verdict == "inconclusive"
+    failing = s._failing.get(bench.nodeid, [])
+    assert (len(failing) == 1 and "--llmbench-strict" in failing[0]) if strict else failing == []

@@ -1,0 +1,139 @@
+"""Comparisons inside real pytest sessions with real llama-servers (SmolLM2-135M, 2 threads).
+
+The bench file is unchanged bench code (``bench.run`` + ``bench.check``); the options or a YAML
+``compare:`` block make it a comparison. Slow: each session starts two servers and runs rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from pytest_llmbench.engines.llamacpp import llamacpp_binary
+
+from ..conftest import process_alive
+
+pytestmark = pytest.mark.integration
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+CPU_YAML = ROOT / "benches" / "configs" / "cpu.yaml"
+
+BENCH = """
+import pytest
+from pytest_llmbench import Scenario
+
+# 384-token prompts: prefill in batches of 8 (the injected change below) takes ~48 passes instead of 1 (measured: TTFT ×1.32).
+SC = Scenario("tiny", dataset="random", input_len=384, output_len=24, num_prompts=2, concurrency=1, warmup=1, seed=1)
+
+@pytest.mark.llm_configs("nospec")
+def test_serving(llm_server, bench):
+    result = bench.run(SC)
+    assert result.metrics["failed"] == 0, result.errors
+    assert llm_server.tokenize("hello world")  # the candidate is up after the rounds (per-block restarts it)
+    bench.check("output_throughput", result.metrics["output_throughput"])
+    bench.check("median_tpot_ms", result.metrics["median_tpot_ms"])
+    bench.check("median_ttft_ms", result.metrics["median_ttft_ms"])
+    bench.check("answers_right", 5.0, direction="higher")  # not a serving metric: the stored-baseline gate judges it
+"""
+
+
+def _records(out: Path, kind: str) -> list[dict]:
+    rows = [json.loads(line) for f in sorted(out.glob("results*.jsonl")) for line in f.read_text().splitlines()]
+    return [r for r in rows if r.get("record") == kind]
+
+
+def _no_server_left(out: Path) -> bool:
+    """Every server the session started (both arms, every start) has exited."""
+    pids = [pid for r in _records(out, "server") for pid in r["pids"]]
+    return bool(pids) and not any(process_alive(pid) for pid in pids)
+
+
+def _run(pytester: pytest.Pytester, configs: Path, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(test_bench=BENCH)
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--llmbench-configs", str(configs),
+                                         "--results-dir", "out", "--runner", "ci-a", "-k", "smol-nospec",
+                                         "--llmbench-compare-alpha", "0.05", *args, timeout=600)
+
+
+def test_candidate_with_tiny_batches_regresses_and_fails_its_test(pytester: pytest.Pytester):
+    """Prefill in batches of 8 tokens: time to first token several times longer on every 384-token prompt.
+    (Thread count is no good here: on 2 shared cores fewer threads is sometimes faster.)"""
+    result = _run(pytester, CPU_YAML, "--llmbench-candidate-args", "-b 8 -ub 8", "--llmbench-max-rounds", "4")
+    result.assert_outcomes(failed=1)
+    out = pytester.path / "out"
+    comps = {c["metric"]: c for c in _records(out, "comparison")}
+    ttft = comps["median_ttft_ms"]
+    assert ttft["verdict"] == "regressed" and ttft["ratio"] > 1.2, ttft  # measured ×1.32
+    assert ttft["config"] == "smol-nospec" and ttft["candidate_arm"] == "args -b 8 -ub 8"
+    assert 3 <= ttft["rounds"] <= 4 and ttft["prompts"] == 2 * 2 * ttft["rounds"]
+    blocks = [(b["round"], b["role"]) for b in _records(out, "comparison_block")]
+    assert blocks[:4] == [(0, "reference"), (0, "candidate"), (1, "candidate"), (1, "reference")]
+    # the candidate arm really ran with one thread: its command line ends with the extra args
+    server_args = {r["config"]: r["server_args"] for r in _records(out, "server")}
+    assert server_args["smol-nospec"][-4:] == ["-b", "8", "-ub", "8"] and "-ub" not in server_args["smol-nospec.reference"]
+    assert (out / "smol-nospec.reference" / "server.log").is_file()
+    result.stdout.fnmatch_lines(["*llmbench comparisons*", "REGRESSED*smol-nospec*median_ttft_ms*",
+                                 "*comparison(s) failed*"])
+    assert _no_server_left(out)
+
+
+def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
+    folder = shlex.quote(str(llamacpp_binary().parent))
+    result = _run(pytester, CPU_YAML, "--llmbench-reference-bin", folder, "--llmbench-candidate-bin", folder,
+                  "--llmbench-max-rounds", "3")
+    result.assert_outcomes(passed=1)
+    out = pytester.path / "out"
+    comps = _records(out, "comparison")
+    assert {c["metric"] for c in comps} == {"output_throughput", "median_tpot_ms", "median_ttft_ms"}
+    assert all(c["verdict"] in ("equivalent", "inconclusive") for c in comps), comps
+    starts = _records(out, "arm_start")
+    assert {s["role"] for s in starts} == {"reference", "candidate"}
+    assert len({s["build_info"] for s in starts}) == 1  # one build on both sides
+    assert all(s["host_rss_bytes"] > 50 * 2**20 for s in starts)  # the model is loaded in each
+    (verdict,) = [v for v in _records(out, "verdict")]
+    assert verdict["metric"] == "answers_right" and verdict["status"] == "new"  # no stored baseline: new
+    budget = _records(out, "comparison_budget")[0]
+    assert budget["comparisons"] == 3 and budget["suite_regressed"] == []
+    assert _no_server_left(out)
+
+
+def test_yaml_compare_block_runs_the_candidate_config_against_the_reference_config(pytester: pytest.Pytester):
+    text = CPU_YAML.read_text() + """
+  - name: smol-ub8
+    description: prefill in batches of 8 tokens (the seeds' "config A vs config B", here deliberately slower)
+    args: [-b, "8", -ub, "8"]
+    marks: [nospec]
+compare:
+  - {reference: smol-ub8, candidate: smol-nospec}
+"""
+    configs = pytester.path / "configs.yaml"
+    configs.write_text(text)
+    result = _run(pytester, configs, "--llmbench-max-rounds", "4")
+    result.assert_outcomes(passed=1)
+    out = pytester.path / "out"
+    ttft = {c["metric"]: c for c in _records(out, "comparison")}["median_ttft_ms"]
+    assert ttft["verdict"] == "improved" and ttft["ratio"] < 0.85, ttft
+    assert ttft["reference_arm"] == "config smol-ub8" and ttft["candidate_arm"] == "config smol-nospec"
+    assert _no_server_left(out)
+
+
+def test_per_block_servers_start_each_arm_for_each_block(pytester: pytest.Pytester):
+    """The GPU policy (one arm's server at a time), here on CPU: a start per block, the candidate again after."""
+    result = _run(pytester, CPU_YAML, "--llmbench-reference-args", "--no-warmup", "--llmbench-max-rounds", "3",
+                  "--llmbench-arm-servers", "per-block")
+    result.assert_outcomes(passed=1)
+    out = pytester.path / "out"
+    blocks = _records(out, "comparison_block")
+    starts = _records(out, "arm_start")
+    ref_blocks = sum(b["role"] == "reference" for b in blocks)
+    assert ref_blocks >= 3 and sum(s["role"] == "reference" for s in starts) == ref_blocks
+    # the fixture's start is not an arm_start; every candidate block after a reference block restarts it,
+    # and it is started once more after the last round when a reference block ended the rounds
+    assert sum(s["role"] == "candidate" for s in starts) >= ref_blocks - 1
+    assert all(s["startup_s"] > 0 for s in starts)
+    result.stdout.fnmatch_lines(["smol-nospec: reference [[]args --no-warmup[]] vs candidate [[]installed build[]]: startup *"])
+    assert _no_server_left(out)
