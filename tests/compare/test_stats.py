@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from pytest_llmbench.compare.stats import (
-    VERDICTS, Comparison, compare_decisions, compare_paired, compare_pass_fail, compare_rounds, verdict_of,
+    VERDICTS, Comparison, clopper_pearson, compare_decisions, compare_paired, compare_pass_fail, compare_rounds, verdict_of,
 )
 
 RNG = np.random.default_rng(12)
@@ -151,14 +151,35 @@ def test_mcnemar_margin_moves_the_null():
     assert regressed.verdict == "regressed" and regressed.ci_high < 0
 
 
-def test_mcnemar_agreeing_arms_are_equivalent_and_ci_covers_estimate():
+def test_mcnemar_agreeing_arms_bound_the_unseen_disagreement():
+    """205 cases with no disagreement still leave up to 2.6% disagreeing cases plausible (at alpha/2):
+    equivalent within 3 points, not within 2."""
     ref = RNG.random(205) < 0.8
-    same = compare_pass_fail("bfcl_passed", ref, ref, margin=0.02, alpha=0.01)
-    assert (same.estimate, same.ci_low, same.ci_high, same.verdict) == (0.0, 0.0, 0.0, "equivalent")
+    same2 = compare_pass_fail("bfcl_passed", ref, ref, margin=0.02, alpha=0.01)
+    assert same2.estimate == 0.0 and same2.verdict == "inconclusive"
+    assert same2.ci_low == pytest.approx(-(1 - 0.005 ** (1 / 205))) == -same2.ci_high
+    same3 = compare_pass_fail("bfcl_passed", ref, ref, margin=0.03, alpha=0.01)
+    assert same3.verdict == "equivalent"
     cand = ref.copy()
     cand[:20] = ~cand[:20]
     c = compare_pass_fail("bfcl_passed", ref, cand, margin=0.02, alpha=0.01)
     assert c.ci_low <= c.estimate <= c.ci_high and c.verdict == "inconclusive"
+
+
+def test_mcnemar_p_value_and_interval_agree():
+    ref = np.array([True] * 160 + [True] * 30 + [False] * 5 + [False] * 10)
+    cand = np.array([True] * 160 + [False] * 30 + [True] * 5 + [False] * 10)
+    for margin in (0.0, 0.02, 0.05):
+        c = compare_pass_fail("bfcl_passed", ref, cand, margin=margin, alpha=0.01)
+        at_p = compare_pass_fail("bfcl_passed", ref, cand, margin=margin, alpha=min(c.p_value * 1.001, 0.49))
+        assert (c.verdict == "regressed") == (c.p_value <= 0.01)
+        assert at_p.ci_high <= -margin + 1e-9  # the interval just reaches -margin at alpha = p
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 10), (3, 10), (10, 10), (7, 205), (100, 205)])
+def test_clopper_pearson_is_scipys_exact_interval(k, n):
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.98, method="exact")
+    assert clopper_pearson(k, n, 0.01) == pytest.approx((ci.low, ci.high), abs=1e-12)
 
 
 def test_decisions_bootstrap_is_seeded_and_consistent():
