@@ -39,7 +39,7 @@ import numpy as np
 from scipy import stats
 
 from pytest_llmbench.compare.sequential import FUTILITY_BOUND, SequentialPlan, Tracker
-from pytest_llmbench.compare.stats import compare_pass_fail, compare_paired, compare_rounds
+from pytest_llmbench.compare.stats import compare_decisions, compare_pass_fail, compare_paired, compare_rounds
 from pytest_llmbench.gate.budget import holm
 
 ALPHA, SUITE_ALPHA, POWER_TARGET = 0.01, 0.05, 0.95
@@ -117,6 +117,8 @@ def metrics() -> list[Metric]:
             out.append(Metric("median TPOT" + (" per round" if grouped else " per prompt"),
                               f"prompt 7%, block {sigma:.0%}", "prompts", PROMPTS_PER_ROUND, "ratio", 0.05, 1.1,
                               tpot(sigma), higher_is_better=False, grouped=grouped))
+    out.append(Metric("median TPOT per round, 3% margin", "prompt 7%, block 2%", "prompts", PROMPTS_PER_ROUND,
+                      "ratio", 0.03, 1.1, tpot(0.02), higher_is_better=False, grouped=True))
     for rho, sd in ((0.5, 0.9), (0.0, 1.27)):
         out.append(Metric("accept length", f"diff SD {sd} (rho {rho})", "prompts", PROMPTS_PER_ROUND,
                           "difference", 0.1, -0.3, accept(sd)))
@@ -288,8 +290,8 @@ def cost(rng, reps: int, max_rounds: int, summary: dict) -> None:
           "does. Per-prompt metrics: multiply rounds by 32 prompts.\n")
     print("| metric | noise | seq. power | seq. rounds at effect | fixed N for power (oracle) | planned fixed N "
           "| seq. / oracle | seq. / planned | seq. A/A equivalent | seq. A/A rounds | fixed N for that equivalence "
-          "| seq. / that |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| seq. / that | half A/A, half effect: seq. / planned |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     grid = list(range(2, 41))
     ms = metrics()
     oracle = {}
@@ -299,7 +301,8 @@ def cost(rng, reps: int, max_rounds: int, summary: dict) -> None:
     for m in ms:
         r_aa, r_ef = summary[(m.name, m.noise)]
         n_pow = oracle[(m.name, m.noise)]
-        n_plan = max((v for (name, _), v in oracle.items() if name == m.name and v), default=None)
+        n_plan = max((v for (name, _), v in oracle.items() if name == m.name and v), default=None) \
+            or n_pow
         neutral = 1.0 if m.kind == "ratio" else 0.0
         target = r_aa["equivalent"]
         n_eq = fixed_n_for(m, rng, reps, neutral, lambda j: np.mean(j.verdict == 2) >= target, grid) \
@@ -310,7 +313,8 @@ def cost(rng, reps: int, max_rounds: int, summary: dict) -> None:
 
         print(f"| {m.name} | {m.noise} | {pct(r_ef['regressed'])} | {r_ef['rounds']:.1f} | {n_pow or '> 40'} | "
               f"{n_plan or '> 40'} | {ratio(r_ef['rounds'], n_pow)} | {ratio(r_ef['rounds'], n_plan)} | "
-              f"{pct(target)} | {r_aa['rounds']:.1f} | {n_eq or '–'} | {ratio(r_aa['rounds'], n_eq)} |")
+              f"{pct(target)} | {r_aa['rounds']:.1f} | {n_eq or '–'} | {ratio(r_aa['rounds'], n_eq)} | "
+              f"{ratio((r_aa['rounds'] + r_ef['rounds']) / 2, n_plan)} |")
 
 
 def suite(rng, reps: int, max_rounds: int) -> None:
@@ -318,17 +322,20 @@ def suite(rng, reps: int, max_rounds: int) -> None:
     print(f"\n## 3. A suite of 10 comparisons ({reps} suites per row, O'Brien-Fleming + futility, max {max_rounds})\n")
     print("4 configs × (tok/s, median TPOT per round) + 2 draft configs × accept length, main noise (block SD 2%, "
           "rho 0.5). Each comparison runs its sequential test at 'alpha per comparison'; 'alone': any comparison "
-          f"regressed by its own test; 'Holm': any Holm-adjusted look-adjusted p ≤ {SUITE_ALPHA} "
-          "(gate.budget.holm). 'all at the boundary' puts every comparison exactly at its margin: the worst case "
-          "for false alarms. Each metric judged as if alone; a config's rounds = the most its metrics used.\n")
-    print("| alpha per comparison | truth | P(any regressed), alone | P(any regressed), Holm 5% | changed comparison "
+          f"regressed by its own test; 'Holm': any Holm-adjusted look-adjusted p ≤ the family's alpha "
+          f"({SUITE_ALPHA}, or 0.02 in the last rows: the timing family's default; gate.budget.holm). 'all at "
+          "the boundary' puts every comparison exactly at its margin: the worst case for false alarms. Each "
+          "metric judged as if alone; a config's rounds = the most its metrics used.\n")
+    print("| alpha per comparison | truth | P(any regressed), alone | P(any regressed), Holm | changed comparison "
           "regressed: alone / Holm | unchanged comparisons: reg / eq / inc / imp | rounds per config |")
     print("|---:|---|---:|---:|---|---|---:|")
     by = {(m.name, m.noise): m for m in metrics()}
     members = [by[("tok/s", "block SD 2%")], by[("median TPOT per round", "prompt 7%, block 2%")]] * 4 \
         + [by[("accept length", "diff SD 0.9 (rho 0.5)")]] * 2
     config_of = [0, 0, 1, 1, 2, 2, 3, 3, 4, 5]
-    for alpha in (ALPHA, SUITE_ALPHA / len(members)):
+    # the default; the suite's Bonferroni threshold (gate.budget: alpha / m, known before any test runs) at a
+    # 5% suite budget; and at the timing family's default 0.02
+    for alpha in (ALPHA, SUITE_ALPHA / len(members), 0.02 / len(members)):
         plan = SequentialPlan(alpha, max_rounds)
         for truth in ("A/A", "all at the boundary", "one tok/s −10%"):
             verdicts, padj, used = [], [], []
@@ -341,7 +348,8 @@ def suite(rng, reps: int, max_rounds: int) -> None:
                 padj.append(j.p_adj)
                 used.append(j.rounds)
             v, p, u = np.array(verdicts).T, np.array(padj).T, np.array(used).T
-            flagged = np.array([holm(row) for row in p]) <= SUITE_ALPHA
+            family = SUITE_ALPHA if alpha >= SUITE_ALPHA / len(members) else 0.02
+            flagged = np.array([holm(row) for row in p]) <= family
             unchanged = slice(1, None) if truth.startswith("one") else slice(None)
             mix = " / ".join(pct(np.mean(v[:, unchanged] == c)) for c in (1, 2, 0, 3))
             per_config = np.stack([u[:, [i for i, c in enumerate(config_of) if c == k]].max(axis=1)
@@ -382,11 +390,38 @@ def pass_fail(rng, reps: int) -> None:
                       f"{pct(out[3])} |")
 
 
+def decisions(rng, reps: int) -> None:
+    """Part 5: the paired bootstrap for per-question decisions (real code)."""
+    n, base, margin = 200, 0.8, 0.03
+    print(f"\n## 5. Decisions: paired bootstrap on {n} questions, margin {margin:g} ({reps} replicates per cell, "
+          "real code)\n")
+    print("Per-question correct (0/1), the arms disagreeing on a share psi of questions. 'boundary': the "
+          "candidate exactly one margin worse.\n")
+    print("| psi | truth | regressed | equivalent | inconclusive | improved |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for psi in (0.05, 0.15):
+        for truth, delta in (("A/A", 0.0), ("boundary", -margin)):
+            lost_share = 0.5 - delta / (2 * psi)
+            out = np.zeros(4)
+            for i in range(reps):
+                ref = rng.random(n) < base
+                disc = rng.random(n) < psi
+                lost = rng.random(n) < lost_share
+                ref = np.where(disc, lost, ref)
+                cand = np.where(disc, ~lost, ref)
+                c = compare_decisions("correct", ref.astype(float), cand.astype(float), higher_is_better=True,
+                                      margin=margin, alpha=ALPHA, seed=i)
+                out[CODES.index(c.verdict)] += 1
+            out /= reps
+            print(f"| {psi:g} | {truth} | {pct(out[1])} | {pct(out[2])} | {pct(out[0])} | {pct(out[3])} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=4000, help="replicates per cell")
     ap.add_argument("--suite-reps", type=int, default=2000)
     ap.add_argument("--pass-fail-reps", type=int, default=1000)
+    ap.add_argument("--decision-reps", type=int, default=150)
     ap.add_argument("--max-rounds", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -397,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     cost(rng, args.reps // 4, args.max_rounds, summary)
     suite(rng, args.suite_reps, args.max_rounds)
     pass_fail(rng, args.pass_fail_reps)
+    decisions(rng, args.decision_reps)
     print(f"\n({time.time() - t0:.0f} s; the O'Brien-Fleming rows' first {CHECKED} replicates per metric re-judged "
           "by compare_rounds / compare_paired through sequential.Tracker: all agree)")
     return 0

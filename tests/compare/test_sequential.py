@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -86,3 +87,42 @@ def test_tracker_keeps_the_first_decided_verdict_and_the_smallest_adjusted_p():
 def test_describe_names_the_spending():
     assert "O'Brien-Fleming" in SequentialPlan(alpha=0.01, max_looks=4).describe()
     assert "Pocock" in SequentialPlan(alpha=0.01, max_looks=4, spending="pocock").describe()
+
+
+def undecided(estimate: float, se: float, n: int, kind: str = "ratio", margin: float = 0.03) -> Comparison:
+    return replace(C, kind=kind, estimate=estimate, se=se, n=n, margin=margin)
+
+
+def test_futility_stops_for_an_unchanged_build_that_cannot_reach_equivalence():
+    plan = SequentialPlan(alpha=0.01, max_looks=20)
+    # 5 rounds, log-ratio SD 6% (se 2.7%): even at 20 rounds the interval is wider than ±3%
+    assert plan.futile(5, undecided(1.0, 0.06 / math.sqrt(5), 5))
+    assert plan.stop(5, [undecided(1.0, 0.06 / math.sqrt(5), 5), replace(C, verdict="equivalent")])
+    # the same spread with a 10% drop in sight: regression is reachable, keep going
+    assert not plan.futile(5, undecided(0.90, 0.06 / math.sqrt(5), 5))
+    # low noise: equivalence is reachable, keep going
+    assert not plan.futile(5, undecided(1.0, 0.02 / math.sqrt(5), 5))
+
+
+def test_futility_needs_a_t_based_comparison_and_can_be_switched_off():
+    plan = SequentialPlan(alpha=0.01, max_looks=20)
+    assert not plan.futile(5, replace(C, n=5))  # no standard error (McNemar, bootstrap): never futile
+    assert not plan.futile(1, undecided(1.0, 0.03, 2))  # before min_looks
+    assert not plan.futile(5, replace(undecided(0.9, 0.01, 5), verdict="regressed"))
+    assert plan.futile(5, undecided(1.0, 0.0, 5))  # no spread, still undecided: nothing more to learn
+    off = SequentialPlan(alpha=0.01, max_looks=20, futility=False)
+    assert not off.futile(5, undecided(1.0, 0.06 / math.sqrt(5), 5))
+    assert not off.stop(5, [undecided(1.0, 0.06 / math.sqrt(5), 5)])
+
+
+def test_futility_on_a_difference_scale():
+    plan = SequentialPlan(alpha=0.01, max_looks=20)
+    # accept length, 64 prompts after 2 rounds, per-prompt SD 0.9: ±0.1 is out of reach in 640 prompts
+    assert plan.futile(2, undecided(0.0, 0.9 / 8, 64, kind="difference", margin=0.1))
+    assert not plan.futile(2, undecided(-0.3, 0.9 / 8, 64, kind="difference", margin=0.1))
+
+
+def test_tracker_lists_futile_metrics():
+    t = Tracker(SequentialPlan(alpha=0.01, max_looks=20))
+    t.update(3, [undecided(1.0, 0.06 / math.sqrt(3), 3)])
+    assert t.futile() == ["output_throughput"] and t.done()

@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from pytest_llmbench.compare.stats import (
-    VERDICTS, Comparison, clopper_pearson, compare_decisions, compare_paired, compare_pass_fail, compare_rounds, verdict_of,
+    VERDICTS, Comparison, clopper_pearson, compare_decisions, compare_paired, compare_pass_fail, compare_rounds,
+    verdict_of,
 )
 
 RNG = np.random.default_rng(12)
@@ -206,3 +207,37 @@ def test_comparison_decided():
                 margin=0.03, higher_is_better=True, p_value=0.5, n=4, method="x")
     assert not Comparison(verdict="inconclusive", **base).decided
     assert Comparison(verdict="equivalent", **base).decided
+
+
+def test_rounds_make_the_round_the_unit_of_a_per_prompt_comparison():
+    """Per-prompt TPOT whose blocks carry a shared shock: the t over prompts sees the shock as a
+    regression, the t over per-round means does not."""
+    rng = np.random.default_rng(5)
+    rounds_, prompts = 4, 32
+    shock = np.repeat(rng.normal(0, 0.04, rounds_), prompts) + 0.06  # the blocks happened to be slower
+    ref = 10 * np.exp(rng.normal(0, 0.3, rounds_ * prompts))
+    cand = ref * np.exp(shock + rng.normal(0, 0.02, rounds_ * prompts))
+    labels = np.repeat(np.arange(rounds_), prompts)
+    per_prompt = compare_paired("median_tpot_ms", ref, cand, higher_is_better=False, margin=0.03, alpha=0.01,
+                                relative=True)
+    per_round = compare_paired("median_tpot_ms", ref, cand, higher_is_better=False, margin=0.03, alpha=0.01,
+                               relative=True, rounds=labels)
+    assert per_prompt.n == 128 and per_round.n == 4
+    assert per_round.method == "paired log-ratio t over 4 rounds (128 prompts)"
+    assert per_round.estimate == pytest.approx(per_prompt.estimate)  # equal rounds: the same mean
+    means = np.log(cand / ref).reshape(rounds_, prompts).mean(axis=1)
+    assert per_round.se == pytest.approx(stats.sem(means))
+    assert per_round.ci_high - per_round.ci_low > 5 * (per_prompt.ci_high - per_prompt.ci_low)
+
+
+def test_round_labels_must_match_the_prompts():
+    with pytest.raises(ValueError, match="median_tpot_ms: 3 round labels for 4 prompts"):
+        compare_paired("median_tpot_ms", [1, 2, 3, 4], [1, 2, 3, 4], higher_is_better=False, margin=0.05,
+                       alpha=0.01, relative=True, rounds=[0, 0, 1])
+
+
+def test_t_comparisons_carry_their_standard_error():
+    ref, cand = rounds(6, 0.95, 0.02)
+    c = compare_rounds("output_throughput", ref, cand, higher_is_better=True, margin=0.03, alpha=0.01)
+    assert c.se == pytest.approx(stats.sem(np.log(cand / ref)))
+    assert math.isnan(compare_pass_fail("p", [True, False], [True, True], margin=0.0, alpha=0.01).se)
