@@ -7,9 +7,10 @@ the test (t on few rounds, exact McNemar, bootstrap) and however the looks are c
 ``regressed`` (or a wrong ``equivalent``) at any look has probability at most Σ alpha_k = alpha.
 
 O'Brien–Fleming-type spending is the default: it spends almost nothing on the first looks, where a t on
-two or three rounds is fragile anyway, and keeps most of alpha for the last look, so a run that needs every
-round loses little to the repeated looks. ``benches/perf/simulate_comparisons.out.md`` compares it with
-Pocock-type spending and with a fixed number of rounds.
+two or three rounds cannot decide anything at a small alpha anyway, and keeps most of alpha for the late
+looks (the last quarter of 20 looks gets 71% of it), so it keeps the most power at a given maximum.
+``benches/perf/simulate_comparisons.out.md`` compares it with Pocock-type spending, an always-valid union
+bound and fixed numbers of rounds.
 
 A decided verdict is kept (:class:`Tracker`): a later look cannot turn it back into ``inconclusive``. The
 p-value carried to the suite's Holm step is the look-adjusted ``min_k p_k · alpha / alpha_k``, which is a
