@@ -16,6 +16,9 @@ from pytest_llmbench.compare.margins import DEFAULT_MARGINS, margin_for
     ("bfcl_passed", ("difference", 0.03)),
     ("gsm8k_correct", ("difference", 0.03)),
     ("startup_s", ("ratio", 0.10)),
+    ("gpu_memory_gb", ("ratio", 0.02)),
+    ("host_rss_bytes", ("ratio", 0.02)),
+    ("spec_accept_length", ("difference", 0.1)),
 ])
 def test_defaults(metric, expected):
     assert margin_for(metric) == expected

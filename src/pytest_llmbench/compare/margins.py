@@ -41,7 +41,7 @@ FAMILIES: tuple[tuple[frozenset[str], tuple[str, float]], ...] = (
     (frozenset({"accept", "acceptance"}), (DIFFERENCE, 0.1)),
     (frozenset({"passed", "pass", "accuracy", "acc", "correct"}), (DIFFERENCE, 0.03)),
     (frozenset({"startup"}), (RATIO, 0.10)),
-    (frozenset({"memory", "mem"}), (RATIO, 0.02)),
+    (frozenset({"memory", "mem", "rss"}), (RATIO, 0.02)),
 )
 
 
