@@ -15,12 +15,12 @@ Ratios live in log space (log-ratio t), so a 3% margin means the ratio interval 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 VERDICTS = ("regressed", "equivalent", "inconclusive", "improved")
 BOOTSTRAP_RESAMPLES = 9999
@@ -44,6 +44,7 @@ class Comparison:
     n: int
     method: str
     confidence: float = float("nan")  # the interval's two-sided level, 1 - 2·alpha
+    se: float = float("nan")  # standard error on the tested scale (log ratio or difference); t-based only
 
     @property
     def decided(self) -> bool:
@@ -108,25 +109,31 @@ def _t_comparison(metric: str, d: np.ndarray, *, kind: str, reference: float, ca
     """Paired t on per-pair differences ``d`` (log ratios for ``kind='ratio'``)."""
     n = d.size
     mean = float(d.mean()) if n else float("nan")
-    low = high = float("nan")
+    low = high = se = float("nan")
     p = 1.0
     if n >= 2:
         if np.all(d == d[0]):  # no spread: the interval is the point (identical arms give exactly 0)
             low = high = mean
+            se = 0.0
             bound = _worse_bound(kind, margin, higher_is_better)
             p = 0.0 if (mean < bound if higher_is_better else mean > bound) else 1.0
         else:
             res = stats.ttest_1samp(d, popmean=_worse_bound(kind, margin, higher_is_better),
                                     alternative="less" if higher_is_better else "greater")
             p = float(res.pvalue)
-            # two-sided at 1 - 2·alpha: each bound is the one-sided test at alpha (TOST reads both)
-            ci = stats.ttest_1samp(d, popmean=0.0).confidence_interval(confidence_level=1 - 2 * alpha)
-            low, high = float(ci.low), float(ci.high)
-    to_scale = math.exp if kind == "ratio" else float
-    est, low, high = to_scale(mean), to_scale(low), to_scale(high)
+            # two-sided at 1 - 2·alpha: each bound is the one-sided test at alpha (TOST reads both). The
+            # quantile from t.isf, not 1 - alpha: a first look's alpha (1e-16) is lost in 1 - alpha
+            se = float(stats.sem(d))
+            half = float(stats.t.isf(alpha, n - 1) * se)
+            low, high = mean - half, mean + half
+    if kind == "ratio":  # a look at a tiny alpha can have a bound beyond float range: inf, not an error
+        with np.errstate(over="ignore"):
+            est, low, high = (float(x) for x in np.exp([mean, low, high]))
+    else:
+        est, low, high = mean, low, high
     return Comparison(metric, kind, reference, candidate, est, low, high, margin, higher_is_better, p,
                       verdict_of(low, high, kind=kind, margin=margin, higher_is_better=higher_is_better),
-                      n, method, confidence=1 - 2 * alpha)
+                      n, method, confidence=1 - 2 * alpha, se=se)
 
 
 def compare_rounds(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
@@ -146,11 +153,18 @@ def compare_rounds(metric: str, reference: Sequence[float], candidate: Sequence[
 
 
 def compare_paired(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
-                   higher_is_better: bool, margin: float, alpha: float, relative: bool = False) -> Comparison:
+                   higher_is_better: bool, margin: float, alpha: float, relative: bool = False,
+                   rounds: Sequence[Hashable] | None = None) -> Comparison:
     """One value per prompt per arm (latency, accept length), same prompts in the same order: paired t.
 
     ``relative=True`` compares log ratios (latency: a 5% slower TPOT is the same finding on short and
     long prompts); otherwise differences (accept length: 0.1 tokens per step means the same everywhere).
+
+    ``rounds`` (the round of each prompt) makes the round the unit: the per-prompt differences are
+    averaged per round and the t runs over rounds. Pass it for timing: every prompt of a block shares the
+    block's host state, so prompts of one round are not independent, and a t over prompts then reads a
+    block's shock as signal (benches/perf/simulate_comparisons.out.md: 20–37% wrong "regressed" at the
+    margin instead of ≤ 1%). Accept length does not depend on the host, so prompts can be the unit.
     """
     kind = "ratio" if relative else "difference"
     _check(metric, alpha, margin, kind)
@@ -163,19 +177,50 @@ def compare_paired(metric: str, reference: Sequence[float], candidate: Sequence[
         d = cand - ref
         summary = (float(ref.mean()), float(cand.mean())) if ref.size else (math.nan, math.nan)
         method = f"paired t over {ref.size} prompts"
+    if rounds is not None:
+        labels = np.asarray(rounds)
+        if labels.shape != d.shape:
+            raise ValueError(f"{metric}: {labels.size} round labels for {d.size} prompts")
+        _, index = np.unique(labels, return_inverse=True)
+        d = np.bincount(index, weights=d) / np.bincount(index)
+        method = method.replace(f"over {ref.size} prompts", f"over {d.size} rounds ({ref.size} prompts)")
     return _t_comparison(metric, d, kind=kind, reference=summary[0], candidate=summary[1], margin=margin,
                          higher_is_better=higher_is_better, alpha=alpha, method=method)
 
 
+def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
+    """Exact one-sided bounds (each at ``alpha``) for a binomial proportion: the beta quantiles that
+    ``binomtest(k, n).proportion_ci(1 - 2·alpha)`` returns, without its per-call cost."""
+    low = 0.0 if k == 0 else float(stats.beta.isf(1 - alpha, k, n - k + 1))
+    high = 1.0 if k == n else float(stats.beta.isf(alpha, k + 1, n - k))
+    return low, high
+
+
+def _pass_rate_gap(lost: int, won: int, n: int, alpha: float, margin: float) -> tuple[float, float]:
+    """One-sided bounds at ``alpha`` for the pass-rate difference ψ·(1 − 2θ) over the exact box of ψ (share
+    of discordant cases) and θ (share of those the candidate lost): alpha/2 on each, as the extremes of a
+    bilinear function lie at the box's corners. Without a margin only the sign matters, which θ alone
+    decides, so θ gets the whole alpha (the textbook exact McNemar test)."""
+    disc = lost + won
+    a_theta = alpha if margin == 0 else alpha / 2
+    theta_lo, theta_hi = clopper_pearson(lost, disc, a_theta) if disc else (0.0, 1.0)
+    psi_lo, psi_hi = clopper_pearson(disc, n, alpha / 2) if margin else (disc / n, disc / n)
+    corners_low = (psi_lo * (1 - 2 * theta_hi), psi_hi * (1 - 2 * theta_hi))
+    corners_high = (psi_lo * (1 - 2 * theta_lo), psi_hi * (1 - 2 * theta_lo))
+    return min(corners_low), max(corners_high)
+
+
 def compare_pass_fail(metric: str, reference: Sequence[bool], candidate: Sequence[bool], *,
                       margin: float, alpha: float) -> Comparison:
-    """Pass/fail per case, same cases: exact McNemar on the discordant cases, with the margin as a
-    shifted null.
+    """Pass/fail per case, same cases: exact McNemar, with the margin on the pass-rate difference.
 
-    Given the ``D`` cases where the arms disagree, the pass-rate difference over the ``n`` cases is
-    ``(D/n)·(1 - 2θ)``, θ the share of discordant cases the candidate lost. "Worse by more than δ" is
-    θ > 1/2 + δn/(2D), so the margin moves the binomial's null proportion; δ = 0 is the textbook exact
-    McNemar test. The interval is the Clopper–Pearson interval of θ mapped onto the difference.
+    Over ``n`` cases the difference is ψ·(1 − 2θ), ψ the share of cases the arms disagree on and θ the
+    share of those the candidate lost. The exact McNemar test is the binomial on θ; with a margin the
+    null "worse by δ" also depends on ψ, so ψ gets its own exact (Clopper–Pearson) bound and the interval
+    is taken over both (:func:`_pass_rate_gap`). Reading ψ as known (D/n) instead said "equivalent" 64% of
+    the time for a candidate exactly 2 points worse when the arms disagree on 2% of cases
+    (benches/perf/simulate_comparisons.out.md). With margin 0 this is the exact McNemar test.
+    ``p_value`` is the smallest alpha at which the interval lies wholly below −margin.
     """
     _check(metric, alpha, margin, "difference")
     ref, cand = _pairs(metric, np.asarray(reference, dtype=float), np.asarray(candidate, dtype=float),
@@ -185,25 +230,25 @@ def compare_pass_fail(metric: str, reference: Sequence[bool], candidate: Sequenc
     n = ref.size
     lost = int(np.sum((ref == 1) & (cand == 0)))
     won = int(np.sum((ref == 0) & (cand == 1)))
-    disc = lost + won
     conf = 1 - 2 * alpha
     method = f"exact McNemar on {n} cases ({lost} lost, {won} won)"
     if n == 0:
         return Comparison(metric, "difference", math.nan, math.nan, math.nan, math.nan, math.nan, margin, True,
                           1.0, "inconclusive", 0, method, conf)
-    est = (won - lost) / n
-    if disc == 0:  # the arms agree on every case: the difference on these cases is exactly 0
-        low = high = 0.0
+    low, high = _pass_rate_gap(lost, won, n, alpha, margin)
+
+    def excess(a: float) -> float:  # > 0 while the upper bound at level a is not below -margin
+        return _pass_rate_gap(lost, won, n, a, margin)[1] + margin
+
+    if excess(0.5 - 1e-9) >= 0:
         p = 1.0
+    elif excess(1e-15) < 0:
+        p = 1e-15
     else:
-        ci = stats.binomtest(lost, disc).proportion_ci(confidence_level=conf, method="exact")
-        scale = disc / n
-        low, high = scale * (1 - 2 * ci.high), scale * (1 - 2 * ci.low)
-        theta0 = 0.5 + margin * n / (2 * disc)
-        p = 1.0 if theta0 >= 1 else float(stats.binomtest(lost, disc, theta0, alternative="greater").pvalue)
-    return Comparison(metric, "difference", float(ref.mean()), float(cand.mean()), est, low, high, margin, True,
-                      p, verdict_of(low, high, kind="difference", margin=margin, higher_is_better=True), n,
-                      method, conf)
+        p = float(optimize.brentq(excess, 1e-15, 0.5 - 1e-9, xtol=1e-15, rtol=1e-10))
+    return Comparison(metric, "difference", float(ref.mean()), float(cand.mean()), (won - lost) / n, low, high,
+                      margin, True, p, verdict_of(low, high, kind="difference", margin=margin,
+                                                  higher_is_better=True), n, method, conf)
 
 
 def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
