@@ -9,6 +9,9 @@ import pytest
 from pytest_llmbench.compare.arms import (ArmError, ArmOptions, arms_from_block, arms_from_options, block_pairs,
                                           read_compare_blocks)
 from pytest_llmbench.config import ConfigError, load_config_file
+from pytest_llmbench.registry import Registry
+
+REGISTRY = Registry.builtin()
 
 CPU_YAML = Path(__file__).resolve().parents[2] / "benches" / "configs" / "cpu.yaml"
 
@@ -27,7 +30,7 @@ def build_dir(tmp_path):
 
 
 def test_reference_bin_changes_only_the_reference_binary(configs, build_dir):
-    pair = arms_from_options(configs["smol-nospec"], ArmOptions.parse(reference_bin=str(build_dir)))
+    pair = arms_from_options(configs["smol-nospec"], ArmOptions.parse(reference_bin=str(build_dir)), REGISTRY)
     assert pair.reference.config.engine_options["binary"] == str(build_dir / "llama-server")
     assert "binary" not in pair.candidate.config.engine_options
     assert pair.reference.config.args == pair.candidate.config.args == configs["smol-nospec"].args
@@ -36,7 +39,7 @@ def test_reference_bin_changes_only_the_reference_binary(configs, build_dir):
 
 
 def test_args_are_appended_per_arm(configs):
-    pair = arms_from_options(configs["smol-nospec"], ArmOptions.parse(candidate_args="-t 1 --ubatch-size '64'"))
+    pair = arms_from_options(configs["smol-nospec"], ArmOptions.parse(candidate_args="-t 1 --ubatch-size '64'"), REGISTRY)
     base = configs["smol-nospec"].args
     assert pair.candidate.config.args == (*base, "-t", "1", "--ubatch-size", "64")
     assert pair.reference.config.args == base
@@ -44,7 +47,7 @@ def test_args_are_appended_per_arm(configs):
 
 def test_same_folder_on_both_sides_is_an_a_a_run(configs, build_dir):
     opts = ArmOptions.parse(reference_bin=str(build_dir), candidate_bin=str(build_dir))
-    pair = arms_from_options(configs["smol-nospec"], opts)
+    pair = arms_from_options(configs["smol-nospec"], opts, REGISTRY)
     assert pair.reference.config == pair.candidate.config
 
 
@@ -54,12 +57,12 @@ def test_same_folder_on_both_sides_is_an_a_a_run(configs, build_dir):
 ])
 def test_bad_options_name_the_option(configs, opts, message):
     with pytest.raises(ArmError, match=message):
-        arms_from_options(configs["smol-nospec"], ArmOptions.parse(**opts))
+        arms_from_options(configs["smol-nospec"], ArmOptions.parse(**opts), REGISTRY)
 
 
 def test_folder_without_llama_server(configs, tmp_path):
     with pytest.raises(ArmError, match="no llama-server in this folder"):
-        arms_from_options(configs["smol-nospec"], ArmOptions.parse(candidate_bin=str(tmp_path)))
+        arms_from_options(configs["smol-nospec"], ArmOptions.parse(candidate_bin=str(tmp_path)), REGISTRY)
 
 
 def test_unbalanced_quote_in_args():
@@ -80,7 +83,7 @@ def _write(tmp_path, text):
 
 def test_yaml_block_pairs_two_configs(tmp_path, configs):
     f = _write(tmp_path, "configs: []\ncompare:\n  - {reference: smol-nospec, candidate: smol-draft}\n")
-    pairs = block_pairs(read_compare_blocks([tmp_path]), configs)
+    pairs = block_pairs(read_compare_blocks([tmp_path]), configs, REGISTRY)
     pair = pairs["smol-draft"]
     assert pair.reference.config is configs["smol-nospec"] and pair.candidate.config is configs["smol-draft"]
     assert pair.source == str(f) and pair.reference.label == "config smol-nospec"
@@ -101,14 +104,14 @@ def test_malformed_block_names_file_and_key(tmp_path, block, key):
 def test_unknown_or_repeated_config_in_block(tmp_path, configs):
     f = _write(tmp_path, "configs: []\ncompare:\n  - {reference: smol-nospec, candidate: nope}\n")
     with pytest.raises(ConfigError, match=r"compare\[0\].candidate.*unknown config 'nope'"):
-        block_pairs(read_compare_blocks([f]), configs)
+        block_pairs(read_compare_blocks([f]), configs, REGISTRY)
     f.write_text("configs: []\ncompare:\n  - {reference: smol-nospec, candidate: smol-draft}\n"
                  "  - {reference: smol-ngram, candidate: smol-draft}\n")
     with pytest.raises(ConfigError, match="already a candidate"):
-        block_pairs(read_compare_blocks([f]), configs)
+        block_pairs(read_compare_blocks([f]), configs, REGISTRY)
     pair = read_compare_blocks([f])[0]
     with pytest.raises(ConfigError, match="same config"):
-        arms_from_block(type(pair)("smol-draft", "smol-draft", f, 0), configs)
+        arms_from_block(type(pair)("smol-draft", "smol-draft", f, 0), configs, REGISTRY)
 
 
 def test_compare_key_is_allowed_in_a_config_file(tmp_path):

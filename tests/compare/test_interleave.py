@@ -15,10 +15,13 @@ from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
 from pytest_llmbench.compare.interleave import ArmServers, Block, Rounds, block_order, round_order, run_rounds
 from pytest_llmbench.compare.judging import FamilyPlans, judge_all
 from pytest_llmbench.config import load_config_file
+from pytest_llmbench.registry import Registry
 from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
 
 from .test_arms import CPU_YAML
+
+REGISTRY = Registry.builtin()
 
 SC = Scenario("s", dataset="prompts", output_len=8, num_prompts=3, warmup=0)
 
@@ -51,7 +54,7 @@ class RecordingServer:
 
 def _pair():
     cfg = {c.name: c for c in load_config_file(CPU_YAML)}["smol-nospec"]
-    return arms_from_options(cfg, ArmOptions.parse(reference_args="-t 1"))
+    return arms_from_options(cfg, ArmOptions.parse(reference_args="-t 1"), REGISTRY)
 
 
 def _result(tokens_per_s: float, ttfts: list[float | None]) -> ScenarioResult:
@@ -121,8 +124,15 @@ def test_rounds_stop_once_decided_and_run_to_the_maximum_when_not():
     rounds, comps, _ = _run(servers, max_rounds=8, speeds=(100.0, 50.0))  # halved: decided early
     assert comps[0].verdict == "regressed" and len(rounds.complete) < 8
     servers, _, _ = _servers(keep_both=True)
-    rounds, comps, _ = _run(servers, max_rounds=4, speeds=(100.0, 96.0), noise=0.05)  # 4% slower in 5% noise
-    assert len(rounds.complete) == 4 and comps[0].verdict != "equivalent"
+    rounds, comps, _ = _run(servers, max_rounds=4, speeds=(100.0, 97.0), noise=0.01)  # 3% slower in 1% noise
+    assert len(rounds.complete) == 4 and comps[0].verdict == "inconclusive"  # at the margin: never decided
+
+
+def test_rounds_end_early_when_no_verdict_is_reachable():
+    """Futility: 4% slower in 5% noise cannot be decided by round 20; the rounds end, inconclusive."""
+    servers, _, _ = _servers(keep_both=True)
+    rounds, comps, _ = _run(servers, max_rounds=20, speeds=(100.0, 96.0), noise=0.05)
+    assert len(rounds.complete) < 20 and comps[0].verdict == "inconclusive"
 
 
 def test_request_values_pair_by_round_and_prompt_and_drop_failed_pairs():
@@ -130,8 +140,8 @@ def test_request_values_pair_by_round_and_prompt_and_drop_failed_pairs():
     rounds.add(Block(0, "reference", _result(1, [0.1, 0.2, None])))
     rounds.add(Block(0, "candidate", _result(1, [0.15, None, 0.3])))
     rounds.add(Block(1, "candidate", _result(1, [0.5, 0.6, 0.7])))  # its reference block never ran
-    ref, cand = rounds.request_values(lambda r: r.ttft_s)
-    assert (ref, cand) == ([0.1], [0.15])
+    ref, cand, round_of = rounds.request_values(lambda r: r.ttft_s)
+    assert (ref, cand, round_of) == ([0.1], [0.15], [0])
     assert rounds.complete == [0] and rounds.prompts_used() == 9
 
 

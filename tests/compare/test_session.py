@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pytest_llmbench import stash
+from pytest_llmbench import sink, stash
 from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
 from pytest_llmbench.compare.interleave import Block, Rounds
 from pytest_llmbench.compare.judging import FamilyPlans
@@ -19,8 +19,11 @@ from pytest_llmbench.config import load_config_file
 from pytest_llmbench.report.results import ResultsWriter
 from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
+from pytest_llmbench.registry import Registry
 
 from .test_arms import CPU_YAML
+
+REGISTRY = Registry.builtin()
 
 SC = Scenario("s", dataset="prompts", output_len=8, num_prompts=4, warmup=0)
 
@@ -42,15 +45,17 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
     cfg = {c.name: c for c in load_config_file(CPU_YAML)}["smol-nospec"]
     settings = CompareSettings(arms=ArmOptions.parse(reference_args="-t 1"), max_rounds=5, min_rounds=3,
                                strict=strict, server_mode="auto", alpha=0.01, margins={}, decide=())
-    config = SimpleNamespace(stash={stash.RESULTS: ResultsWriter(tmp_path)})
+    writer = ResultsWriter(tmp_path)
+    config = SimpleNamespace(stash={stash.RESULTS: writer})
     s = CompareSession.__new__(CompareSession)
     s.config, s.settings, s.yaml_pairs = config, settings, []
-    s.pairs = {"smol-nospec": arms_from_options(cfg, settings.arms)}
+    s.pairs = {"smol-nospec": arms_from_options(cfg, settings.arms, REGISTRY)}
     s.alphas = {"timing": 0.01, "quality": 0.01, "decisions": 0.01}
     s.plans = FamilyPlans(s.alphas, max_looks=5, min_looks=3)
     s._servers, s._last, s._failing, s.records, s.is_worker = None, {}, {}, [], False
     item = SimpleNamespace(user_properties=[], nodeid="b.py::test_serving[smol-nospec]")
-    bench = SimpleNamespace(item=item, nodeid=item.nodeid, config_name="smol-nospec", test_key="b.py::test_serving")
+    bench = SimpleNamespace(item=item, nodeid=item.nodeid, config_name="smol-nospec", test_key="b.py::test_serving",
+                            emit=lambda record: writer.write(sink.plain(record)))  # the results.jsonl sink alone
     return s, bench
 
 

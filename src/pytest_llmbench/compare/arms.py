@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from pytest_llmbench.config import ConfigError, ServerConfig
+from pytest_llmbench.registry import Registry
 
 ROLES = ("reference", "candidate")
 
@@ -95,12 +96,15 @@ class ArmOptions:
                    candidate_image=candidate_image or None)
 
 
-def binary_in(folder: Path, flag: str, cfg: ServerConfig) -> Path:
-    """The engine's server program inside ``folder`` (``--llmbench-*-bin``), or a clear error."""
-    from pytest_llmbench.engines import ENGINES
+def runs_images(cfg: ServerConfig, registry: Registry) -> bool:
+    """Does ``cfg``'s launcher run a container image (so arms differ by image, not by binary)?"""
+    return bool(getattr(registry.launcher(cfg.launcher), "runs_images", False))
 
-    name = ENGINES[cfg.engine].binary_name
-    if cfg.launcher == "docker" or not name:
+
+def binary_in(folder: Path, flag: str, cfg: ServerConfig, registry: Registry) -> Path:
+    """The engine's server program inside ``folder`` (``--llmbench-*-bin``), or a clear error."""
+    name = registry.engines[cfg.engine].binary_name
+    if runs_images(cfg, registry) or not name:
         raise ArmError(f"{flag}: config {cfg.name!r} ({cfg.engine} via {cfg.launcher}) does not run a local "
                        f"binary; compare images with --llmbench-reference-image instead")
     if not folder.is_dir():
@@ -111,13 +115,13 @@ def binary_in(folder: Path, flag: str, cfg: ServerConfig) -> Path:
     return program
 
 
-def _derive(cfg: ServerConfig, role: str, *, image: str | None, binary_dir: Path | None,
+def _derive(cfg: ServerConfig, role: str, registry: Registry, *, image: str | None, binary_dir: Path | None,
             extra_args: tuple[str, ...]) -> Arm:
     flag = f"--llmbench-{role}-bin"
     changes: dict[str, Any] = {}
     label: list[str] = []
     if binary_dir is not None:
-        program = binary_in(binary_dir, flag, cfg)
+        program = binary_in(binary_dir, flag, cfg, registry)
         changes["engine_options"] = {**cfg.engine_options, "binary": str(program)}
         label.append(f"bin {binary_dir}")
     if extra_args:
@@ -126,18 +130,19 @@ def _derive(cfg: ServerConfig, role: str, *, image: str | None, binary_dir: Path
     if image and image != cfg.image:
         label.append(f"image {image}")
     return Arm(role, replace(cfg, **changes) if changes else cfg, image=image or cfg.image,
-               label=", ".join(label) or ("installed build" if cfg.launcher != "docker" else f"image {cfg.image}"))
+               label=", ".join(label) or (f"image {cfg.image}" if runs_images(cfg, registry) else "installed build"))
 
 
-def arms_from_options(cfg: ServerConfig, options: ArmOptions) -> ArmPair:
+def arms_from_options(cfg: ServerConfig, options: ArmOptions, registry: Registry) -> ArmPair:
     """Both arms of ``cfg`` from the command line; the candidate is what ``llm_server`` runs."""
-    if options.reference_image and cfg.launcher != "docker":
+    images = runs_images(cfg, registry)
+    if options.reference_image and not images:
         raise ArmError(f"--llmbench-reference-image: config {cfg.name!r} runs via {cfg.launcher}, not docker; "
                        f"compare local builds with --llmbench-reference-bin DIR")
-    candidate_image = options.candidate_image if cfg.launcher == "docker" else None
-    ref = _derive(cfg, "reference", image=options.reference_image or candidate_image,
+    candidate_image = options.candidate_image if images else None
+    ref = _derive(cfg, "reference", registry, image=options.reference_image or candidate_image,
                   binary_dir=options.reference_bin, extra_args=options.reference_args)
-    cand = _derive(cfg, "candidate", image=candidate_image, binary_dir=options.candidate_bin,
+    cand = _derive(cfg, "candidate", registry, image=candidate_image, binary_dir=options.candidate_bin,
                    extra_args=options.candidate_args)
     if (ref.config, ref.image) == (cand.config, cand.image) and not (options.reference_bin or options.candidate_bin):
         # Same build named on both sides is a deliberate A/A run; anything else that ends up equal is a typo.
@@ -188,7 +193,7 @@ def read_compare_blocks(paths: Iterable[Path]) -> list[ComparePair]:
     return out
 
 
-def arms_from_block(pair: ComparePair, configs: Mapping[str, ServerConfig],
+def arms_from_block(pair: ComparePair, configs: Mapping[str, ServerConfig], registry: Registry,
                     candidate_image: str | None = None) -> ArmPair:
     """The arms of a YAML pair: the reference config runs next to the candidate config's tests."""
     for what in ("reference", "candidate"):
@@ -199,7 +204,7 @@ def arms_from_block(pair: ComparePair, configs: Mapping[str, ServerConfig],
     if pair.reference == pair.candidate:
         raise ConfigError(pair.source, "reference and candidate are the same config", key=pair.key("candidate"))
     ref_cfg, cand_cfg = configs[pair.reference], configs[pair.candidate]
-    image = candidate_image if cand_cfg.launcher == "docker" else None
+    image = candidate_image if runs_images(cand_cfg, registry) else None
     return ArmPair(
         pair.candidate,
         Arm("reference", ref_cfg, image=ref_cfg.image, label=f"config {ref_cfg.name}"),
@@ -208,7 +213,7 @@ def arms_from_block(pair: ComparePair, configs: Mapping[str, ServerConfig],
     )
 
 
-def block_pairs(pairs: Iterable[ComparePair], configs: Mapping[str, ServerConfig],
+def block_pairs(pairs: Iterable[ComparePair], configs: Mapping[str, ServerConfig], registry: Registry,
                 candidate_image: str | None = None) -> dict[str, ArmPair]:
     """Candidate config name → its arms; a config compared twice is an error (one reference per test)."""
     out: dict[str, ArmPair] = {}
@@ -216,5 +221,5 @@ def block_pairs(pairs: Iterable[ComparePair], configs: Mapping[str, ServerConfig
         if p.candidate in out:
             raise ConfigError(p.source, f"config {p.candidate!r} is already a candidate in another compare entry",
                               key=p.key("candidate"))
-        out[p.candidate] = arms_from_block(p, configs, candidate_image)
+        out[p.candidate] = arms_from_block(p, configs, registry, candidate_image)
     return out

@@ -86,11 +86,13 @@ def compare_metric(metric: str, rounds: "Rounds", *, alpha: float,
             return None
         return compare_rounds(metric, ref, cand, higher_is_better=source.higher_is_better, margin=margin,
                               alpha=alpha)
-    ref, cand = rounds.request_values(source.value)  # type: ignore[arg-type]
-    if len(ref) < 2:
+    ref, cand, round_of = rounds.request_values(source.value)  # type: ignore[arg-type]
+    # Timing shares each block's host state, so the round is its unit; accept length does not (per prompt).
+    by_round = round_of if family_of(metric) == "timing" else None
+    if len(ref) < 2 or (by_round is not None and len(set(by_round)) < 2):
         return None
     return compare_paired(metric, ref, cand, higher_is_better=source.higher_is_better, margin=margin,
-                          alpha=alpha, relative=kind == "ratio")
+                          alpha=alpha, relative=kind == "ratio", rounds=by_round)
 
 
 class FamilyPlans:
@@ -110,9 +112,11 @@ class FamilyPlans:
         return self.plans[family].adjust_p(look, p)
 
     def stop(self, look: int, comparisons: "Sequence[Comparison]") -> bool:
-        if look >= self.max_looks:
-            return True
-        return look >= self.min_looks and all(c.decided for c in comparisons)
+        """Each family's plan decides for its own comparisons (decided, or futile: no verdict reachable)."""
+        by_family: dict[str, list] = {f: [] for f in self.plans}
+        for c in comparisons:
+            by_family[family_of(c.metric)].append(c)
+        return all(plan.stop(look, by_family[f]) for f, plan in self.plans.items())
 
     def describe(self) -> str:
         return "; ".join(f"{f}: {p.describe()}" for f, p in self.plans.items())

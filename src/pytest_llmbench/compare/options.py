@@ -25,9 +25,10 @@ def add_options(parser: pytest.Parser) -> None:
     add("--llmbench-candidate-bin", metavar="DIR", default=None,
         help="the candidate's llama-server folder (default: the installed one)")
     add("--llmbench-reference-args", metavar="ARGS", default=None,
-        help="extra server args of the reference arm (one shell-quoted string)")
+        help="extra server args of the reference arm, one shell-quoted string "
+             "(--llmbench-reference-args='--flag …' when it starts with a dash)")
     add("--llmbench-candidate-args", metavar="ARGS", default=None,
-        help="extra server args of the candidate arm (one shell-quoted string)")
+        help="extra server args of the candidate arm, one shell-quoted string (the = form, as above)")
     add("--llmbench-max-rounds", metavar="N", type=int, default=None,
         help=f"most interleaved rounds per scenario (default: ini llmbench_max_rounds, else {DEFAULT_MAX_ROUNDS})")
     add("--llmbench-strict", action="store_true", default=False,

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from pytest_llmbench import stash
+from pytest_llmbench import sink, stash
 from pytest_llmbench.compare import suite, table
 from pytest_llmbench.compare.arms import ArmError, ArmPair, arms_from_options, block_pairs, read_compare_blocks
 from pytest_llmbench.compare.interleave import ArmServers, Block, Rounds, run_rounds
@@ -29,6 +29,7 @@ from pytest_llmbench.compare.judging import FamilyPlans, compare_metric, family_
 from pytest_llmbench.compare.options import CompareSettings, read_settings
 from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
+from pytest_llmbench.report.results import server_line
 from pytest_llmbench.workload.scenario import WorkloadError
 
 COMPARE = pytest.StashKey["CompareSession"]()
@@ -83,16 +84,17 @@ class CompareSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         configs = self.config.stash[stash.CONFIGS]
+        registry = self.config.stash[stash.REGISTRY]
         items = [i for i in session.items if _config_of(i) is not None]
         selected = sorted({_config_of(i) for i in items})
         try:
             if self.settings.arms.active:
                 for name in selected:
-                    pair = arms_from_options(configs[name], self.settings.arms)
+                    pair = arms_from_options(configs[name], self.settings.arms, registry)
                     self.pairs[name] = pair
                     configs[name] = pair.candidate.config  # llm_server starts the candidate
             else:
-                chosen = block_pairs(self.yaml_pairs, configs, self.settings.arms.candidate_image)
+                chosen = block_pairs(self.yaml_pairs, configs, registry, self.settings.arms.candidate_image)
                 self.pairs = {k: v for k, v in chosen.items() if k in selected}
         except (ArmError, ConfigError) as e:
             raise pytest.UsageError(str(e)) from None
@@ -133,11 +135,10 @@ class CompareSession:
         pair = self.pairs[bench.config_name]
         servers = self._servers_for(pair, bench.server)
         judge = judge_all(self.settings.decide, self.plans, self.settings.margins)  # type: ignore[arg-type]
-        results = self.config.stash[stash.RESULTS]
 
         def on_block(block: Block) -> None:
             m = block.result.metrics
-            results.write({"record": "comparison_block", "config": pair.config_name, "nodeid": bench.nodeid,
+            bench.emit({"record": "comparison_block", "config": pair.config_name, "nodeid": bench.nodeid,
                            "test_key": bench.test_key, "scenario": scenario.name, "round": block.round,
                            "role": block.role, "arm": pair.arm(block.role).label, "notes": block.result.notes,
                            "metrics": {k: v for k, v in m.items() if isinstance(v, (int, float))}})
@@ -191,7 +192,7 @@ class CompareSession:
                   "rounds": last.look, "prompts": last.rounds.prompts_used(),
                   "max_rounds": self.settings.max_rounds, "reference_arm": pair.reference.label,
                   "candidate_arm": pair.candidate.label, "strict": self.settings.strict}
-        self.config.stash[stash.RESULTS].write(record)
+        bench.emit(record)
         self.records.append(record)
         props = bench.item.user_properties
         props.append((f"llmbench.comparison.{metric}", c.verdict))
@@ -225,15 +226,14 @@ class CompareSession:
                                       image=arm.image)
             except ServerStartError as e:
                 pytest.fail(f"{arm.role} arm ({arm.label}): {e}", pytrace=False)
-            results.log_server_start(server)
+            sink.emit(self.config, {**server_line(server), "config": arm.server_name, "role": arm.role})
             return server
 
         return start
 
     def _write_starts(self, pair: ArmPair, servers: ArmServers) -> None:
-        results = self.config.stash[stash.RESULTS]
         for s in servers.starts:
-            results.write({"record": "arm_start", "config": pair.config_name, "role": s.role,
+            sink.emit(self.config, {"record": "arm_start", "config": pair.config_name, "role": s.role,
                            "label": pair.arm(s.role).label, "startup_s": s.startup_s,
                            "host_rss_bytes": s.host_rss_bytes, "gpu_memory_gb": s.gpu_memory_gb,
                            "build_info": s.build_info})
@@ -280,8 +280,8 @@ class CompareSession:
         budget = parse_alpha(self._gate_alpha_spec())
         self.adjusted = suite.adjust(self._all_records("comparison"), budget)
         suite_regressed = [r for r in self.adjusted if r.get("suite_verdict") == "regressed"]
-        if self.adjusted and stash.RESULTS in self.config.stash:
-            self.config.stash[stash.RESULTS].write({
+        if self.adjusted:
+            sink.emit(self.config, {
                 "record": "comparison_budget", "method": "holm", "alphas": budget,
                 "per_comparison_alpha": self.alphas, "comparisons": len(self.adjusted),
                 "q_values": [{"nodeid": r["nodeid"], "metric": r["metric"], "q_value": r.get("q_value")}

@@ -76,6 +76,9 @@ class Launcher(Protocol):
     """Starts servers; registered as an instance (built with its options) by ``pytest_llmbench_launchers``."""
 
     name: str
+    #: Runs a container image (``image:``, ``--llmbench-image``, ``--llmbench-reference-image``); a launcher
+    #: without it runs a program on this host (``--llmbench-reference-bin`` swaps that program).
+    runs_images: bool
 
     def validate(self, cfg: "ServerConfig") -> tuple[str, str] | None:
         """(key, message) when this launcher cannot start ``cfg`` (checked before any server starts)."""

@@ -182,6 +182,7 @@ def _follow_logs(container: Any, log_path: Path) -> threading.Thread:
 
 class DockerLauncher:
     name = "docker"
+    runs_images = True
     _cleaned = False
 
     def __init__(self, *, client: Any = None, no_pull: bool = False, image: str | None = None):

@@ -91,6 +91,7 @@ def _group_members(pgid: int) -> list[int]:
 
 class SubprocessLauncher:
     name = "subprocess"
+    runs_images = False
 
     def validate(self, cfg: Any) -> tuple[str, str] | None:
         return None  # any engine with a command line runs as a process
