@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,11 +45,13 @@ from pytest_llmbench.compare.arms import ArmOptions, arms_from_options  # noqa: 
 from pytest_llmbench.compare.interleave import ArmServers, run_rounds  # noqa: E402
 from pytest_llmbench.compare.judging import FamilyPlans, compare_metric, judge_all  # noqa: E402
 from pytest_llmbench.config import load_config_file  # noqa: E402
+from pytest_llmbench.registry import Registry  # noqa: E402
 from pytest_llmbench.server import start_server  # noqa: E402
 from pytest_llmbench.server_facts import collect_facts  # noqa: E402
 from pytest_llmbench.workload.scenario import Scenario  # noqa: E402
 
 LOCK = "/tmp/llmbench-heavy.lock"
+REGISTRY = Registry.builtin()
 SCENARIO = Scenario("chat-small", dataset="sharegpt", output_len=32, num_prompts=3, concurrency=1, warmup=1, seed=1)
 DECIDE = ("output_throughput", "median_ttft_ms", "median_tpot_ms", "accept_length")
 ALPHA = 0.01  # per comparison, over all looks (the target for one comparison)
@@ -84,7 +87,7 @@ class RecordingPlan(FamilyPlans):
 
 
 def _pair(config: str, args: argparse.Namespace):
-    cfg = {c.name: c for c in load_config_file(ROOT / "benches" / "configs" / "cpu.yaml")}[config]
+    cfg = {c.name: c for c in load_config_file(Path(args.config_file))}[config]
     opts = ArmOptions.parse(reference_bin=args.reference_bin, candidate_bin=args.candidate_bin,
                             reference_args=args.reference_args, candidate_args=args.candidate_args)
     if not opts.active:  # A/A: the installed build on both sides
@@ -92,12 +95,14 @@ def _pair(config: str, args: argparse.Namespace):
 
         folder = str(llamacpp_binary().parent)
         opts = ArmOptions.parse(reference_bin=folder, candidate_bin=folder)
-    return arms_from_options(cfg, opts)
+    return arms_from_options(cfg, opts, REGISTRY)
 
 
 def _servers(pair, workdir: Path) -> ArmServers:
+    gpu_ids = tuple(str(i) for i in range(pair.candidate.config.gpus))  # both arms on the same GPU(s)
+
     def start(arm):
-        return start_server(arm.config, workdir / arm.server_name)
+        return start_server(arm.config, workdir / arm.server_name, gpu_ids=gpu_ids, registry=REGISTRY)
 
     with heavy_lock():
         candidate = start(pair.candidate)
@@ -125,7 +130,7 @@ def run(args: argparse.Namespace) -> None:
                          for role in ("reference", "candidate")}
             merged = {role: {k: rounds.merged(role).metrics.get(k) for k in DECIDE} for role in ("reference", "candidate")}
             row = {"label": args.label, "config": args.config, "session": s, "reference": pair.reference.label,
-                   "candidate": pair.candidate.label, "prompts_per_block": SCENARIO.num_prompts,
+                   "candidate": pair.candidate.label, "prompts_per_block": SCENARIO.num_prompts, "output_len": SCENARIO.output_len,
                    "max_rounds": args.max_rounds, "looks": plans.looks, "fixed_n": fixed, "per_round_tput": per_round,
                    "merged": merged, "wall_s": round(time.monotonic() - t0, 1),
                    "starts": [vars(x) for x in servers.starts]}
@@ -163,11 +168,15 @@ def calibrate(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str]) -> int:
+    global NO_LOCK, SCENARIO
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     for name in ("run", "calibrate"):
         q = sub.add_parser(name)
         q.add_argument("--config", default="smol-nospec")
+        q.add_argument("--config-file", default=str(ROOT / "benches" / "configs" / "cpu.yaml"))
+        q.add_argument("--prompts", type=int, default=SCENARIO.num_prompts, help="prompts per block")
+        q.add_argument("--output-len", type=int, default=SCENARIO.output_len, help="tokens per answer")
         q.add_argument("--max-rounds", type=int, default=6)
         q.add_argument("--min-rounds", type=int, default=3)
         q.add_argument("--reference-bin")
@@ -185,8 +194,9 @@ def main(argv: list[str]) -> int:
     r.add_argument("data")
     p.add_argument("--no-lock", action="store_true", help="the caller holds /tmp/llmbench-heavy.lock")
     args = p.parse_args(argv)
-    global NO_LOCK
     NO_LOCK = args.no_lock
+    if args.cmd != "report":
+        SCENARIO = replace(SCENARIO, num_prompts=args.prompts, output_len=args.output_len)
     if args.cmd == "run":
         run(args)
     elif args.cmd == "calibrate":

@@ -63,7 +63,7 @@ def report(path: Path) -> str:
     for label, group in by_label.items():
         g = group[0]
         out += [f"## {label}: reference [{g['reference']}] vs candidate [{g['candidate']}]", "",
-                f"{len(group)} sessions, scenario: {g['prompts_per_block']} ShareGPT prompts × 32 tokens per block, "
+                f"{len(group)} sessions, scenario: {g['prompts_per_block']} ShareGPT prompts × {g.get('output_len', 32)} tokens per block, "
                 f"1 user, at most {g['max_rounds']} ABBA rounds.", "",
                 "| metric | sequential: regressed / equivalent / inconclusive / improved | fixed-N (all rounds) | "
                 "median ratio or diff (fixed-N) |", "|---|---|---|---|"]
