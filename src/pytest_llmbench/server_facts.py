@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 MIB = 1024 * 1024
 
 
-def _nvml_used(gpu_ids: Sequence[str]) -> dict[str, int] | None:
+def _nvml_memory(gpu_ids: Sequence[str]) -> dict[str, tuple[int, int]] | None:
     try:
         import pynvml
     except ImportError:
@@ -36,7 +36,8 @@ def _nvml_used(gpu_ids: Sequence[str]) -> dict[str, int] | None:
                 h = pynvml.nvmlDeviceGetHandleByUUID(gid)
             else:
                 h = pynvml.nvmlDeviceGetHandleByIndex(int(gid))
-            out[gid] = int(pynvml.nvmlDeviceGetMemoryInfo(h).used)
+            info = pynvml.nvmlDeviceGetMemoryInfo(h)
+            out[gid] = (int(info.used), int(info.total))
         return out
     except Exception:
         return None
@@ -47,10 +48,10 @@ def _nvml_used(gpu_ids: Sequence[str]) -> dict[str, int] | None:
             pass
 
 
-def _smi_used(gpu_ids: Sequence[str]) -> dict[str, int] | None:
+def _smi_memory(gpu_ids: Sequence[str]) -> dict[str, tuple[int, int]] | None:
     try:
-        r = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv,noheader,nounits"],
-                           capture_output=True, text=True, timeout=20)
+        r = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,memory.used,memory.total",
+                            "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if r.returncode != 0:
@@ -58,22 +59,36 @@ def _smi_used(gpu_ids: Sequence[str]) -> dict[str, int] | None:
     rows = {}
     for line in r.stdout.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 3 and parts[2].isdigit():
-            rows[parts[0]] = rows[parts[1]] = int(parts[2]) * MIB
+        if len(parts) == 4 and parts[2].isdigit() and parts[3].isdigit():
+            rows[parts[0]] = rows[parts[1]] = (int(parts[2]) * MIB, int(parts[3]) * MIB)
     if not all(g in rows for g in gpu_ids):
         return None
     return {g: rows[g] for g in gpu_ids}
 
 
-def gpu_memory_used(gpu_ids: Sequence[str]) -> tuple[dict[str, int] | None, str | None]:
-    """Used bytes per GPU id and where the numbers came from; (None, None) without GPUs."""
+def gpu_memory(gpu_ids: Sequence[str]) -> tuple[dict[str, tuple[int, int]] | None, str | None]:
+    """(used, total) bytes per GPU id and where the numbers came from; (None, None) without GPUs."""
     if not gpu_ids:
         return None, None
-    used = _nvml_used(gpu_ids)
-    if used is not None:
-        return used, "nvml"
-    used = _smi_used(gpu_ids)
-    return (used, "nvidia-smi") if used is not None else (None, None)
+    mem = _nvml_memory(gpu_ids)
+    if mem is not None:
+        return mem, "nvml"
+    mem = _smi_memory(gpu_ids)
+    return (mem, "nvidia-smi") if mem is not None else (None, None)
+
+
+def gpu_memory_used(gpu_ids: Sequence[str]) -> tuple[dict[str, int] | None, str | None]:
+    """Used bytes per GPU id and where the numbers came from; (None, None) without GPUs."""
+    mem, source = gpu_memory(gpu_ids)
+    return ({g: used for g, (used, _) in mem.items()} if mem is not None else None), source
+
+
+def gpu_used_share(gpu_ids: Sequence[str]) -> float | None:
+    """The fullest assigned GPU's used share of its memory (0..1); None when it cannot be read."""
+    mem, _ = gpu_memory(gpu_ids)
+    if not mem:
+        return None
+    return max(used / total for used, total in mem.values() if total > 0)
 
 
 def host_rss(pids: Sequence[int]) -> int | None:

@@ -93,3 +93,16 @@ def test_inconclusive_fails_only_when_strict(tmp_path, strict):
     assert s.check(bench, "median_ttft_ms").verdict == "inconclusive"
     failing = s._failing.get(bench.nodeid, [])
     assert (len(failing) == 1 and "--llmbench-strict" in failing[0]) if strict else failing == []
+
+
+def test_auto_server_policy_keeps_both_arms_up_when_the_reference_fits(monkeypatch):
+    """CPU configs always; GPU configs while the candidate leaves more than half of the GPU free (SGLang's
+    static memory fraction does not: one arm at a time); unreadable GPU memory: one arm at a time."""
+    from pytest_llmbench import server_facts
+    from pytest_llmbench.compare.session import both_fit
+
+    assert both_fit(SimpleNamespace(gpu_ids=()))
+    shares = {"small": 0.02, "sglang": 0.87, "unknown": None}
+    for name, share in shares.items():
+        monkeypatch.setattr(server_facts, "gpu_used_share", lambda ids, share=share: share)
+        assert both_fit(SimpleNamespace(gpu_ids=("0",))) is (name == "small"), name

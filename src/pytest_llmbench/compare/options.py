@@ -35,7 +35,8 @@ def add_options(parser: pytest.Parser) -> None:
         help="an inconclusive comparison fails its test too (a regressed one always does)")
     add("--llmbench-arm-servers", choices=SERVER_MODES, default="auto",
         help="both: keep both arms' servers up; per-block: start one arm's server per block (when both do "
-             "not fit in GPU memory); auto: both on CPU configs, per-block for configs with GPUs")
+             "not fit in GPU memory); auto: both on CPU, and on GPUs while the loaded candidate leaves more "
+             "than half of their memory free, else per-block")
     add("--llmbench-compare-alpha", metavar="P", type=float, default=None,
         help="error rate of one comparison over all its looks (default: the --gate-alpha family's alpha "
              "divided by the comparisons counted up front, as the gate does)")

@@ -210,7 +210,7 @@ class CompareSession:
             self._servers = None
         if self._servers is None:
             mode = self.settings.server_mode
-            keep_both = mode == "both" or (mode == "auto" and pair.candidate.config.gpus == 0)
+            keep_both = mode == "both" or (mode == "auto" and both_fit(candidate))
             self._servers = ArmServers(pair, candidate, self._starter(candidate), keep_both=keep_both,
                                        facts=_facts)
         return self._servers
@@ -309,6 +309,22 @@ class CompareSession:
             if r.get("suite_verdict") == "regressed":
                 tr.write_line(f"REGRESSED at suite level (test {r['nodeid']} passed; Holm q={r['q_value']:.3g}): "
                               f"{_message(r)}", red=True)
+
+
+#: auto mode keeps both arms up when the loaded candidate uses at most this share of its GPUs' memory (the
+#: reference is assumed the same size; engines that reserve most of the GPU, as SGLang does, go per block).
+BOTH_FIT_SHARE = 0.45
+
+
+def both_fit(candidate: Any) -> bool:
+    """Can the reference start beside the running candidate? Always on CPU; on GPUs when the candidate's
+    devices are under half full (unreadable memory: no, one arm at a time is the safe side)."""
+    if not candidate.gpu_ids:
+        return True
+    from pytest_llmbench.server_facts import gpu_used_share
+
+    share = gpu_used_share(candidate.gpu_ids)
+    return share is not None and share <= BOTH_FIT_SHARE
 
 
 def _config_of(item: pytest.Item) -> str | None:
