@@ -30,20 +30,26 @@ CARD_CPU = get_protocol("dflash2-card-cpu")
 @pytest.mark.parametrize("set_name", ["mt-bench", "humaneval"])
 def test_accept_length(llm_server, bench, datasets, set_name):
     prompts = datasets.prompt_set(set_name, CARD_CPU.prompts_per_set, CARD_CPU.seed)
-    result = run_accept_length(llm_server, prompts, CARD_CPU.name)
-    assert result.failed == 0, f"{result.failed} request(s) failed: {result.errors}"
-    assert result.values, f"{llm_server.name} drafted nothing on {set_name}: no per-request accept length"
+    by_arm = {role: run_accept_length(server, prompts, CARD_CPU.name) for role, server in bench.arms()}
+    for role, arm_result in by_arm.items():
+        assert arm_result.failed == 0, f"{role}: {arm_result.failed} request(s) failed: {arm_result.errors}"
+        assert arm_result.values, f"{llm_server.name} ({role}) drafted nothing on {set_name}: no accept length"
+    result = by_arm["candidate"]
     summary = result.summary()
     write_eval(bench, "accept_length", result.as_dict())
     bench.record("accept_length_se", summary.se)
-    # Paired per prompt and seed against the baseline's sidecar: the spread between prompts cancels.
-    bench.check("accept_length", cases=result.by_case(), noise=PairedT(alpha=0.01))
+    # Paired per prompt and seed — against the baseline's sidecar, or in a comparison against the reference
+    # arm on the same prompts: the spread between prompts cancels.
+    reference = by_arm.get("reference")
+    bench.check("accept_length", cases=result.by_case(), noise=PairedT(alpha=0.01),
+                reference_cases=reference.by_case() if reference else None)
 
 
 @pytest.mark.llm_configs("cpu", "nospec")
 def test_bfcl_subset(llm_server, bench, snapshot):
     cases = bfcl.subset_cases(bfcl.SUBSET_CPU)
-    result = bfcl.run_bfcl(llm_server, cases, "tools", "bfcl-cpu")
+    by_arm = {role: bfcl.run_bfcl(server, cases, "tools", "bfcl-cpu") for role, server in bench.arms()}
+    result, reference = by_arm["candidate"], by_arm.get("reference")
     write_eval(bench, "bfcl", result.as_dict())
     for category, (passed, total) in result.per_category().items():
         bench.record(f"bfcl.{category}", f"{passed}/{total}")  # reported, not gated
@@ -55,8 +61,10 @@ def test_bfcl_subset(llm_server, bench, snapshot):
     if not snapshot == result.pass_fail():
         warnings.warn("BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
                       stacklevel=1)
-    # Exact McNemar on the cases that flipped against the baseline's sidecar (Fisher on the totals without one).
-    bench.check("bfcl_passed", result.passed, n=result.total, cases=result.by_case(), noise=McNemar(alpha=0.01))
+    # Exact McNemar on the cases that flipped against the baseline's sidecar (Fisher on the totals without
+    # one), or in a comparison against the reference arm's verdicts on the same cases.
+    bench.check("bfcl_passed", result.passed, n=result.total, cases=result.by_case(), noise=McNemar(alpha=0.01),
+                reference_cases=reference.by_case() if reference else None)
 
 
 @pytest.mark.llm_configs("cpu", "nospec")

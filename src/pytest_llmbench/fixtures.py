@@ -142,7 +142,7 @@ class Bench:
 
         if self.server is None:
             raise RuntimeError("bench.run needs the test to use the llm_server fixture")
-        compare = _comparison(self)  # issue 12 seam: a compared config runs the scenario on both arms
+        compare = _comparison(self)  # a compared config runs the scenario on both arms, interleaved
         if compare is not None:
             return compare.run(self, scenario, prompts=prompts)
         reporter = self.item.config.pluginmanager.get_plugin("terminalreporter")
@@ -163,6 +163,21 @@ class Bench:
             self.server.not_responding = hung.removeprefix("server ")
             pytest.fail(self._gone(result), pytrace=False)
         return result
+
+    def arms(self) -> "Iterator[tuple[str, LLMServer]]":
+        """``(role, server)`` to evaluate on: this test's server alone (``"candidate"``), or in a comparison
+        the reference arm's first, then the candidate's. Measure the same cases on each and pass the
+        reference's to ``check(..., cases=..., reference_cases=...)``::
+
+            by_arm = {role: bfcl.run_bfcl(server, cases, ...) for role, server in bench.arms()}
+        """
+        compare = _comparison(self)
+        if self.server is None:
+            raise RuntimeError("bench.arms needs the test to use the llm_server fixture")
+        if compare is None:
+            yield "candidate", self.server
+        else:
+            yield from compare.arm_servers(self)
 
     def _keep(self, result: ScenarioResult) -> None:
         """Every scenario's metrics under ``<scenario>.<metric>``, whichever scenario of the test it is."""
@@ -185,11 +200,20 @@ class Bench:
     def check(self, metric: str, observed: float | Sequence[float] | None = None, *, noise: "NoiseModel | None" = None,
               n: int | None = None, direction: str | None = None, hardware_bound: bool | None = None,
               se: float | None = None, family: str | None = None, reference: float | None = None,
-              cases: "Mapping[str, float] | None" = None) -> "Verdict":
+              cases: "Mapping[str, float] | None" = None,
+              reference_cases: "Mapping[str, float] | None" = None) -> "Verdict":
         """Gate ``observed`` against the baseline of this config/test/metric (a regression fails the test
-        at its end, never here); see :meth:`pytest_llmbench.gate.session.GateSession.check`."""
+        at its end, never here); see :meth:`pytest_llmbench.gate.session.GateSession.check`.
+
+        In a comparison, a serving metric of the last ``bench.run`` is judged reference vs candidate, and
+        so are ``cases`` given with ``reference_cases`` (the reference arm's, from :meth:`arms`)."""
         gate = self.item.config.stash.get(stash.GATE, None)
-        compare = _comparison(self)  # issue 12 seam: a serving metric of a compared config is a comparison
+        compare = _comparison(self)  # a serving metric of a compared config is a comparison
+        if compare is not None and reference_cases is not None and cases is not None:
+            verdict = compare.check_cases(self, metric, cases, reference_cases, noise=noise, direction=direction,
+                                          family=family)
+            self.verdicts.append(verdict)
+            return verdict
         if compare is not None and compare.judges(self, metric):
             verdict = compare.check(self, metric)
             self.verdicts.append(verdict)
@@ -203,7 +227,7 @@ class Bench:
 
 
 def _comparison(bench: Bench):
-    """The comparison session when this bench's config runs as reference vs candidate (issue 12)."""
+    """The comparison session when this bench's config runs as reference vs candidate (compare/session.py)."""
     from pytest_llmbench.compare.session import active_for
 
     return active_for(bench)

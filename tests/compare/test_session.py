@@ -4,6 +4,7 @@ which verdicts fail the test (regressed always, inconclusive only with --llmbenc
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -46,7 +47,8 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
     settings = CompareSettings(arms=ArmOptions.parse(reference_args="-t 1"), max_rounds=5, min_rounds=3,
                                strict=strict, server_mode="auto", alpha=0.01, margins={}, decide=())
     writer = ResultsWriter(tmp_path)
-    config = SimpleNamespace(stash={stash.RESULTS: writer})
+    sinks = SimpleNamespace(pytest_llmbench_record=lambda config, record, item: writer.write(record))
+    config = SimpleNamespace(stash={stash.RESULTS: writer}, hook=sinks)  # the results.jsonl sink alone
     s = CompareSession.__new__(CompareSession)
     s.config, s.settings, s.yaml_pairs = config, settings, []
     s.pairs = {"smol-nospec": arms_from_options(cfg, settings.arms, REGISTRY)}
@@ -55,7 +57,7 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
     s._servers, s._last, s._failing, s.records, s.is_worker = None, {}, {}, [], False
     item = SimpleNamespace(user_properties=[], nodeid="b.py::test_serving[smol-nospec]")
     bench = SimpleNamespace(item=item, nodeid=item.nodeid, config_name="smol-nospec", test_key="b.py::test_serving",
-                            emit=lambda record: writer.write(sink.plain(record)))  # the results.jsonl sink alone
+                            emit=lambda record: sink.emit(config, record))
     return s, bench
 
 
@@ -106,3 +108,57 @@ def test_auto_server_policy_keeps_both_arms_up_when_the_reference_fits(monkeypat
     for name, share in shares.items():
         monkeypatch.setattr(server_facts, "gpu_used_share", lambda ids, share=share: share)
         assert both_fit(SimpleNamespace(gpu_ids=("0",))) is (name == "small"), name
+
+
+def test_cases_on_both_arms_are_paired_by_case_id(tmp_path):
+    """bench.check(cases=, reference_cases=): McNemar for pass/fail, paired bootstrap for decisions, paired
+    t otherwise; only the ids measured on both arms count."""
+    from pytest_llmbench.gate import McNemar, PairedBootstrap, PairedT
+
+    s, bench = _session(tmp_path, strict=False)
+    ref = {f"c{i}": 1.0 for i in range(60)}
+    cand = {**ref, **{f"c{i}": 0.0 for i in range(15)}, "only-candidate": 1.0}  # 15 of 60 lost
+    c = s.check_cases(bench, "bfcl_passed", cand, ref, noise=McNemar(alpha=0.01))
+    assert c.verdict == "regressed" and c.n == 60 and "exact McNemar on 60 cases (15 lost, 0 won)" == c.method
+    same = s.check_cases(bench, "bfcl_passed", ref, ref, noise=McNemar(alpha=0.01))
+    assert same.verdict == "inconclusive" and same.estimate == 0  # 60 cases cannot show ±3 points equivalent
+    rng = np.random.default_rng(3)
+    q_ref = {f"q{i}": float(rng.integers(0, 2)) for i in range(400)}
+    d = s.check_cases(bench, "accuracy", q_ref, q_ref, noise=PairedBootstrap(), family="decisions")
+    assert d.verdict == "equivalent" and d.method.startswith("paired bootstrap over 400")
+    acc = {f"p{i}": 3.0 + 0.01 * i for i in range(30)}
+    lower = {k: v - 0.4 for k, v in acc.items()}
+    t = s.check_cases(bench, "accept_length", lower, acc, noise=PairedT(alpha=0.01))
+    assert t.verdict == "regressed" and t.estimate == pytest.approx(-0.4)
+    records = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [(r["metric"], r["family"], r["verdict"]) for r in records] == [
+        ("bfcl_passed", "quality", "regressed"), ("bfcl_passed", "quality", "inconclusive"),
+        ("accuracy", "decisions", "equivalent"), ("accept_length", "quality", "regressed")]
+    assert len(s._failing[bench.nodeid]) == 2
+
+
+def test_no_common_case_is_an_error_naming_the_check(tmp_path):
+    s, bench = _session(tmp_path, strict=False)
+    with pytest.raises(pytest.fail.Exception, match=r"bench.check\('bfcl_passed'.*no case id measured on both arms"):
+        s.check_cases(bench, "bfcl_passed", {"a": 1.0}, {"b": 1.0})
+
+
+def test_arms_yields_the_reference_then_the_candidate_and_leaves_the_candidate_up(tmp_path):
+    from .test_interleave import RecordingServer
+
+    s, bench = _session(tmp_path, strict=False)
+    s.settings = replace(s.settings, server_mode="per-block")
+    log: list = []
+    bench.server = RecordingServer("candidate", log)
+
+    def start(arm):
+        log.append(("start", arm.role))
+        return RecordingServer(arm.role, log)
+
+    s._starter = lambda candidate: start
+    roles = []
+    for role, server in s.arm_servers(bench):
+        roles.append(role)
+        assert server.role == role and server.alive()
+    assert roles == ["reference", "candidate"] and bench.server.alive()
+    assert log[:2] == [("stop", "candidate"), ("start", "reference")]  # one arm at a time

@@ -15,6 +15,7 @@ comes at the end of the session, the suite's error budget (Holm per family) acro
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,6 +27,8 @@ from pytest_llmbench.compare import suite, table
 from pytest_llmbench.compare.arms import ArmError, ArmPair, arms_from_options, block_pairs, read_compare_blocks
 from pytest_llmbench.compare.interleave import ArmServers, Block, Rounds, run_rounds
 from pytest_llmbench.compare.judging import FamilyPlans, compare_metric, family_of, judge_all, source_of
+from pytest_llmbench.compare.margins import margin_for
+from pytest_llmbench.compare.stats import compare_decisions, compare_paired, compare_pass_fail
 from pytest_llmbench.compare.options import CompareSettings, read_settings
 from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
@@ -184,23 +187,70 @@ class CompareSession:
     def check(self, bench: Any, metric: str) -> Any:
         last = self._last[bench.nodeid]
         c = last.comparisons[metric]
+        return self._conclude(bench, c, family_of(metric), scenario=last.scenario, look=last.look,
+                              prompts=last.rounds.prompts_used())
+
+    def check_cases(self, bench: Any, metric: str, cases: Mapping[str, float], reference_cases: Mapping[str, float],
+                    *, noise: Any = None, direction: str | None = None, family: str | None = None) -> Any:
+        """A per-case check measured on both arms (``bench.arms()``): the same cases paired — exact McNemar
+        for pass/fail (``noise=McNemar``), paired bootstrap for decisions (``PairedBootstrap``), paired t
+        otherwise — judged once, at the family's alpha."""
+        common = sorted(set(cases) & set(reference_cases))
+        if not common:
+            pytest.fail(f"bench.check({metric!r}, reference_cases=...): no case id measured on both arms "
+                        f"({len(reference_cases)} reference, {len(cases)} candidate)", pytrace=False)
+        ref = [float(reference_cases[k]) for k in common]
+        cand = [float(cases[k]) for k in common]
+        higher = direction != "lower"
+        name = type(noise).__name__
+        fam = family or ("decisions" if name == "PairedBootstrap" else "quality")
+        alpha = self.alphas.get(fam, DEFAULT_ALPHA)
+        try:
+            kind, margin = margin_for(metric, self.settings.margins)
+            if name == "McNemar":
+                c = compare_pass_fail(metric, ref, cand, margin=margin, alpha=alpha)
+            elif name == "PairedBootstrap":
+                c = compare_decisions(metric, ref, cand, higher_is_better=higher, margin=margin, alpha=alpha)
+            else:
+                c = compare_paired(metric, ref, cand, higher_is_better=higher, margin=margin, alpha=alpha,
+                                   relative=kind == "ratio")
+        except ValueError as e:
+            pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
+        return self._conclude(bench, c, fam, scenario=None, look=1, prompts=2 * len(common), alpha=alpha)
+
+    def _conclude(self, bench: Any, c: Any, family: str, *, scenario: str | None, look: int, prompts: int,
+                  alpha: float | None = None) -> Any:
+        """The comparison record, the JUnit property, and the test's failure when it regressed."""
         pair = self.pairs[bench.config_name]
         record = {"record": "comparison", "config": pair.config_name, "nodeid": bench.nodeid,
-                  "test_key": bench.test_key, "scenario": last.scenario, **c.as_record(),
-                  "higher_is_better": c.higher_is_better, "kind": c.kind, "family": family_of(metric),
-                  "alpha": self.plans.alpha_at(family_of(metric), last.look),  # type: ignore[union-attr]
-                  "rounds": last.look, "prompts": last.rounds.prompts_used(),
+                  "test_key": bench.test_key, "scenario": scenario, **c.as_record(),
+                  "higher_is_better": c.higher_is_better, "kind": c.kind, "family": family,
+                  "alpha": alpha if alpha is not None else self.plans.alpha_at(family, look),  # type: ignore[union-attr]
+                  "rounds": look, "prompts": prompts,
                   "max_rounds": self.settings.max_rounds, "reference_arm": pair.reference.label,
                   "candidate_arm": pair.candidate.label, "strict": self.settings.strict}
         bench.emit(record)
         self.records.append(record)
         props = bench.item.user_properties
-        props.append((f"llmbench.comparison.{metric}", c.verdict))
+        props.append((f"llmbench.comparison.{c.metric}", c.verdict))
         message = _message(record)
         if c.verdict == "regressed" or (c.verdict == "inconclusive" and self.settings.strict):
             why = "" if c.verdict == "regressed" else " (--llmbench-strict)"
             self._failing.setdefault(bench.nodeid, []).append(message + why)
         return c
+
+    def arm_servers(self, bench: Any) -> Iterator[tuple[str, Any]]:
+        """The reference arm's server, then the candidate's (``bench.arms()``); in per-block mode one is up
+        at a time, and the test's ``llm_server`` is up again afterwards."""
+        pair = self.pairs[bench.config_name]
+        servers = self._servers_for(pair, bench.server)
+        try:
+            yield "reference", servers.acquire("reference")
+            servers.release("reference")
+            yield "candidate", servers.acquire("candidate")
+        finally:
+            servers.finish()
+            self._write_starts(pair, servers)
 
     # --- servers -------------------------------------------------------------------------------------
 
