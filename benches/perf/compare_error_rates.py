@@ -192,6 +192,7 @@ def main(argv: list[str]) -> int:
             q.add_argument("--args", action="append", required=True)
     r = sub.add_parser("report")
     r.add_argument("data")
+    r.add_argument("--where", default="CPU", help="the machine, for the title")
     p.add_argument("--no-lock", action="store_true", help="the caller holds /tmp/llmbench-heavy.lock")
     args = p.parse_args(argv)
     NO_LOCK = args.no_lock
@@ -204,7 +205,7 @@ def main(argv: list[str]) -> int:
     else:
         from compare_error_rates_report import report  # noqa: E402  (benches/perf/, next to this file)
 
-        sys.stdout.write(report(Path(args.data)))
+        sys.stdout.write(report(Path(args.data), args.where))
     return 0
 
 

@@ -49,13 +49,13 @@ def _gate(rows: list[dict], history_rows: list[dict], metric: str, model) -> tup
     return bad, n
 
 
-def report(path: Path) -> str:
+def report(path: Path, where: str = "CPU") -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     by_label: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_label[r["label"]].append(r)
     aa = by_label.get("aa", [])
-    out = ["# Interleaved comparisons on CPU: error rates, power and cost (issue 12)", "",
+    out = [f"# Interleaved comparisons on {where}: error rates, power and cost (issue 12)", "",
            f"Data: `{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}` ({len(rows)} sessions). "
            "Made by `benches/perf/compare_error_rates.py` (the library calls `bench.run` makes). "
            "Per comparison alpha 0.01 over all looks; looks from round "
