@@ -32,6 +32,7 @@ from pytest_llmbench.compare.stats import compare_decisions, compare_paired, com
 from pytest_llmbench.compare.options import CompareSettings, read_settings
 from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
+from pytest_llmbench.gate.verdict import fail_at_end
 from pytest_llmbench.report.results import server_line
 from pytest_llmbench.workload.scenario import WorkloadError
 
@@ -305,14 +306,7 @@ class CompareSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
         report = yield
         if report.when in ("call", "teardown"):
-            messages = self._failing.pop(item.nodeid, None)
-            if messages:
-                text = f"{len(messages)} comparison(s) failed:\n" + "\n".join(f"  {m}" for m in messages)
-                if report.passed:
-                    report.outcome = "failed"
-                    report.longrepr = text
-                else:
-                    report.sections.append(("llmbench comparisons", text))
+            fail_at_end(report, self._failing.pop(item.nodeid, None), "comparison(s) failed", "llmbench comparisons")
         return report
 
     def _all_records(self, kind: str) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ from pytest_llmbench.gate.noise import NOISE_MODELS, NoiseModel, NoiseModelError
 from pytest_llmbench.gate.options import alpha_spec, baselines_dir
 from pytest_llmbench.gate.runner import RunnerProfile, check_name, detect
 from pytest_llmbench.gate.store import BaselineStore, Measurement, Written
-from pytest_llmbench.gate.verdict import Verdict, fmt_p
+from pytest_llmbench.gate.verdict import Verdict, fail_at_end, fmt_p
 from pytest_llmbench.shard import provenance_fields
 from pytest_llmbench.sink import emit
 
@@ -267,14 +267,7 @@ class GateSession:
         """The test's end: a call that passed but has regressed checks fails, listing every one of them."""
         report = yield
         if report.when in ("call", "teardown"):
-            messages = self._failing.pop(item.nodeid, None)
-            if messages:
-                text = f"{len(messages)} regressed check(s):\n" + "\n".join(f"  {m}" for m in messages)
-                if report.passed:
-                    report.outcome = "failed"
-                    report.longrepr = text
-                else:
-                    report.sections.append(("llmbench regressed checks", text))
+            fail_at_end(report, self._failing.pop(item.nodeid, None), "regressed check(s)", "llmbench regressed checks")
         return report
 
     @pytest.hookimpl(optionalhook=True)

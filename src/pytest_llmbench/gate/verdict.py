@@ -110,3 +110,16 @@ def threshold_rule(label: str, baseline: float, tolerance: float, direction: Dir
     if direction == "higher":
         return f"{label}: fail if observed < {fmt(baseline)} − {how} = {fmt(baseline - tolerance)}"
     return f"{label}: fail if observed > {fmt(baseline)} + {how} = {fmt(baseline + tolerance)}"
+
+
+def fail_at_end(report: Any, messages: list[str] | None, heading: str, section: str) -> None:
+    """A call or teardown report that passed but carries failed checks fails, listing each (checks never
+    raise mid-test, so every one of them is seen); a report that already failed gets them as a section."""
+    if report.when not in ("call", "teardown") or not messages:
+        return
+    text = f"{len(messages)} {heading}:\n" + "\n".join(f"  {m}" for m in messages)
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = text
+    else:
+        report.sections.append((section, text))
