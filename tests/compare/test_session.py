@@ -21,6 +21,7 @@ from pytest_llmbench.report.results import ResultsWriter
 from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
 from pytest_llmbench.registry import Registry
+from pytest_llmbench.report import junit
 
 from .test_arms import CPU_YAML
 
@@ -47,8 +48,11 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
     settings = CompareSettings(arms=ArmOptions.parse(reference_args="-t 1"), max_rounds=5, min_rounds=3,
                                strict=strict, server_mode="auto", alpha=0.01, margins={}, decide=())
     writer = ResultsWriter(tmp_path)
-    sinks = SimpleNamespace(pytest_llmbench_record=lambda config, record, item: writer.write(record))
-    config = SimpleNamespace(stash={stash.RESULTS: writer}, hook=sinks)  # the results.jsonl sink alone
+    def sinks(config, record, item):  # the built-in sinks: results.jsonl and JUnit properties
+        writer.write(record)
+        junit.pytest_llmbench_record(record, item)
+
+    config = SimpleNamespace(stash={stash.RESULTS: writer}, hook=SimpleNamespace(pytest_llmbench_record=sinks))
     s = CompareSession.__new__(CompareSession)
     s.config, s.settings, s.yaml_pairs = config, settings, []
     s.pairs = {"smol-nospec": arms_from_options(cfg, settings.arms, REGISTRY)}
@@ -57,7 +61,7 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
     s._servers, s._last, s._failing, s.records, s.is_worker = None, {}, {}, [], False
     item = SimpleNamespace(user_properties=[], nodeid="b.py::test_serving[smol-nospec]")
     bench = SimpleNamespace(item=item, nodeid=item.nodeid, config_name="smol-nospec", test_key="b.py::test_serving",
-                            emit=lambda record: sink.emit(config, record))
+                            emit=lambda record: sink.emit(config, record, item))
     return s, bench
 
 

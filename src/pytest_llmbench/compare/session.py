@@ -230,10 +230,8 @@ class CompareSession:
                   "rounds": look, "prompts": prompts,
                   "max_rounds": self.settings.max_rounds, "reference_arm": pair.reference.label,
                   "candidate_arm": pair.candidate.label, "strict": self.settings.strict}
-        bench.emit(record)
+        bench.emit(record)  # results.jsonl and the JUnit properties (report/junit.py)
         self.records.append(record)
-        props = bench.item.user_properties
-        props.append((f"llmbench.comparison.{c.metric}", c.verdict))
         message = _message(record)
         if c.verdict == "regressed" or (c.verdict == "inconclusive" and self.settings.strict):
             why = "" if c.verdict == "regressed" else " (--llmbench-strict)"

@@ -1,8 +1,9 @@
 """JUnit XML properties, written in this one place: derived from the records the sink emits.
 
 A CI system that reads only the JUnit file still sees each scenario's numbers and each check's verdict
-(``llmbench.<scenario>.<metric>``, ``llmbench.verdict.<metric>`` + ``.message`` + ``.p_value``) and every
-``bench.record`` value (``llmbench.<name>``).
+(``llmbench.<scenario>.<metric>``, ``llmbench.verdict.<metric>`` + ``.message`` + ``.p_value``), each
+comparison's (``llmbench.comparison.<metric>`` + ``.estimate`` + ``.p_value``) and every ``bench.record``
+value (``llmbench.<name>``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,15 @@ def properties(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
                                         (f"{PREFIX}.verdict.{metric}.message", record.get("message"))]
         if record.get("p_value") is not None:
             props.append((f"{PREFIX}.verdict.{metric}.p_value", record["p_value"]))
+        return props
+    if kind == "comparison":  # reference vs candidate (compare/session.py)
+        metric = record.get("metric")
+        props = [(f"{PREFIX}.comparison.{metric}", record.get("verdict"))]
+        estimate = record.get("ratio", record.get("difference"))
+        if estimate is not None:
+            props.append((f"{PREFIX}.comparison.{metric}.estimate", estimate))
+        if record.get("p_value") is not None:
+            props.append((f"{PREFIX}.comparison.{metric}.p_value", record["p_value"]))
         return props
     return []
 
