@@ -18,6 +18,16 @@ def test_a_check_gives_status_message_and_p_when_it_has_one():
     assert junit.properties({**rec, "p_value": 0.2})[-1] == ("llmbench.verdict.ttft.p_value", 0.2)
 
 
+def test_a_comparison_gives_verdict_estimate_and_p():
+    rec = {"record": "comparison", "metric": "output_throughput", "verdict": "regressed", "ratio": 0.87,
+           "p_value": 0.001}
+    assert junit.properties(rec) == [("llmbench.comparison.output_throughput", "regressed"),
+                                     ("llmbench.comparison.output_throughput.estimate", 0.87),
+                                     ("llmbench.comparison.output_throughput.p_value", 0.001)]
+    diff = {"record": "comparison", "metric": "bfcl_passed", "verdict": "equivalent", "difference": 0.0}
+    assert junit.properties(diff)[1] == ("llmbench.comparison.bfcl_passed.estimate", 0.0)
+
+
 def test_other_kinds_and_session_lines_add_nothing():
     item = SimpleNamespace(user_properties=[])
     junit.pytest_llmbench_record({"record": "verdict", "metric": "x"}, item)
