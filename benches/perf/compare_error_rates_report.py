@@ -49,12 +49,76 @@ def _gate(rows: list[dict], history_rows: list[dict], metric: str, model) -> tup
     return bad, n
 
 
+def _fixed_n_tput(group: list[dict], alpha: float = 0.01) -> dict[int, float]:
+    """Share of sessions a fixed-N test (all alpha at one look) calls output tok/s regressed, by N rounds:
+    the per-round values are in every row, so each N is judged on the same sessions' first N rounds."""
+    from pytest_llmbench.compare.margins import margin_for
+    from pytest_llmbench.compare.stats import compare_rounds
+
+    _, margin = margin_for("output_throughput")
+    most = min(len(r["per_round_tput"]["reference"]) for r in group)
+    out = {}
+    for k in range(2, most + 1):
+        hits = sum(compare_rounds("output_throughput", r["per_round_tput"]["reference"][:k],
+                                  r["per_round_tput"]["candidate"][:k], higher_is_better=True, margin=margin,
+                                  alpha=alpha).verdict == "regressed" for r in group)
+        out[k] = hits / len(group)
+    return out
+
+
+def _replay_tput(group: list[dict], spending: str, alpha: float = 0.01, min_looks: int = 3) -> tuple[float, float]:
+    """Output tok/s alone, re-judged look by look from the recorded per-round values with a sequential plan
+    (compare.sequential, futility on): the share called regressed and the mean rounds used."""
+    from pytest_llmbench.compare.margins import margin_for
+    from pytest_llmbench.compare.sequential import SequentialPlan
+    from pytest_llmbench.compare.stats import compare_rounds
+
+    _, margin = margin_for("output_throughput")
+    most = min(len(r["per_round_tput"]["reference"]) for r in group)
+    plan = SequentialPlan(alpha=alpha, max_looks=most, min_looks=min_looks, spending=spending)
+    hits, rounds = 0, 0
+    for r in group:
+        ref, cand = r["per_round_tput"]["reference"], r["per_round_tput"]["candidate"]
+        for k in range(min_looks, most + 1):
+            c = compare_rounds("output_throughput", ref[:k], cand[:k], higher_is_better=True, margin=margin,
+                               alpha=plan.alpha_at(k))
+            if plan.stop(k, [c]):
+                break
+        hits += c.verdict == "regressed"
+        rounds += k
+    return hits / len(group), rounds / len(group)
+
+
+def _replay_line(group: list[dict]) -> str:
+    cells = []
+    for spending in ("obrien-fleming", "pocock"):
+        power, rounds = _replay_tput(group, spending)
+        cells.append(f"{spending}: regressed {power:.0%}, mean {rounds:.2f} rounds")
+    return "- output tok/s alone, replayed from the recorded rounds (stop when it alone is decided or futile): " + "; ".join(cells)
+
+
+def _cost_line(group: list[dict], stops: list[int], prompts_per_block: int) -> str:
+    """Sequential rounds against the smallest fixed N with the sequential design's power for tok/s."""
+    seq_power = sum(_stop(r)[1].get("output_throughput") == "regressed" for r in group) / len(group)
+    if seq_power == 0:
+        return ""
+    by_n = _fixed_n_tput(group)
+    n_same = next((k for k, pw in sorted(by_n.items()) if pw >= seq_power), None)
+    mean_stop = sum(stops) / len(stops)
+    curve = ", ".join(f"{k}: {pw:.0%}" for k, pw in sorted(by_n.items()))
+    if n_same is None:
+        return f"- fixed-N power for output tok/s by rounds ({curve}) never reaches the sequential {seq_power:.0%}"
+    return (f"- cost against a fixed-N design with the same tok/s power ({seq_power:.0%}): fixed N = {n_same} rounds "
+            f"({2 * prompts_per_block * n_same} prompts); sequential mean {mean_stop:.2f} rounds = "
+            f"{mean_stop / n_same:.0%} of it (fixed-N power by rounds: {curve})")
+
+
 def report(path: Path, where: str = "CPU") -> str:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     by_label: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_label[r["label"]].append(r)
-    aa = by_label.get("aa", [])
+    aa = next((g for label, g in by_label.items() if label == "aa" or label.endswith("-aa")), [])
     out = [f"# Interleaved comparisons on {where}: error rates, power and cost (issue 12)", "",
            f"Data: `{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}` ({len(rows)} sessions). "
            "Made by `benches/perf/compare_error_rates.py` (the library calls `bench.run` makes). "
@@ -91,6 +155,11 @@ def report(path: Path, where: str = "CPU") -> str:
                 f"{_ci(sum(_stop(r)[1].get('output_throughput') == 'regressed' for r in group), len(group))}; "
                 f"fixed-N: {_ci(sum(any(c['metric'] == 'output_throughput' and c['verdict'] == 'regressed' for c in r['fixed_n']) for r in group), len(group))}",
                 f"- mean wall time per session: {sum(r['wall_s'] for r in group) / len(group):.0f} s"]
+        out.append(_replay_line(group))
+        if group is not aa:
+            line = _cost_line(group, stops, g["prompts_per_block"])
+            if line:
+                out.append(line)
         if len(aa) >= 4:
             history, judged = aa[:3], [r for r in group if r not in aa[:3]]
             for name, model in (("History(k=3), history = 3 earlier A/A reference runs", History(k=3.0, min_runs=3, fallback=Relative(0.30))),
