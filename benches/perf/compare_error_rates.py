@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> None:
                 lock.__enter__()
             plans = RecordingPlan({"timing": ALPHA, "quality": ALPHA}, max_looks=args.max_rounds, min_looks=args.min_rounds)
             t0 = time.monotonic()
-            rounds, _ = run_rounds(servers, SCENARIO, plan=plans, judge=judge_all(DECIDE, plans))
+            rounds, _ = run_rounds(servers, SCENARIO, plan=plans, judge=judge_all(args.decide or DECIDE, plans))
             fixed = [c.as_record() for m in DECIDE if (c := compare_metric(m, rounds, alpha=ALPHA)) is not None]
             per_round = {role: [b.result.metrics.get("output_throughput") for b in rounds.blocks if b.role == role]
                          for role in ("reference", "candidate")}
@@ -158,7 +158,7 @@ def calibrate(args: argparse.Namespace) -> None:
         plans = FamilyPlans({"timing": ALPHA, "quality": ALPHA}, max_looks=args.max_rounds, min_looks=args.max_rounds)
         try:
             with heavy_lock():
-                rounds, comps = run_rounds(servers, SCENARIO, plan=plans, judge=judge_all(DECIDE, plans))
+                rounds, comps = run_rounds(servers, SCENARIO, plan=plans, judge=judge_all(args.decide or DECIDE, plans))
         finally:
             servers.close()
             servers.candidate.stop()
@@ -177,6 +177,8 @@ def main(argv: list[str]) -> int:
         q.add_argument("--config-file", default=str(ROOT / "benches" / "configs" / "cpu.yaml"))
         q.add_argument("--prompts", type=int, default=SCENARIO.num_prompts, help="prompts per block")
         q.add_argument("--output-len", type=int, default=SCENARIO.output_len, help="tokens per answer")
+        q.add_argument("--decide", action="append", metavar="METRIC",
+                       help="the metrics whose decision ends the rounds (repeatable; default: all of DECIDE)")
         q.add_argument("--max-rounds", type=int, default=6)
         q.add_argument("--min-rounds", type=int, default=3)
         q.add_argument("--reference-bin")

@@ -141,7 +141,7 @@ def test_request_values_pair_by_round_and_prompt_and_drop_failed_pairs():
     rounds.add(Block(0, "candidate", _result(1, [0.15, None, 0.3])))
     rounds.add(Block(1, "candidate", _result(1, [0.5, 0.6, 0.7])))  # its reference block never ran
     ref, cand, round_of = rounds.request_values(lambda r: r.ttft_s)
-    assert (ref, cand, round_of) == ([0.1], [0.15], [0])
+    assert (ref, cand, round_of) == ([0.1], [0.15], [(0, 0)])
     assert rounds.complete == [0] and rounds.prompts_used() == 9
 
 

@@ -223,7 +223,7 @@ def test_rounds_make_the_round_the_unit_of_a_per_prompt_comparison():
     per_round = compare_paired("median_tpot_ms", ref, cand, higher_is_better=False, margin=0.03, alpha=0.01,
                                relative=True, rounds=labels)
     assert per_prompt.n == 128 and per_round.n == 4
-    assert per_round.method == "paired log-ratio t over 4 rounds (128 prompts)"
+    assert per_round.method == "paired log-ratio t over 4 rounds (128 requests)"
     assert per_round.estimate == pytest.approx(per_prompt.estimate)  # equal rounds: the same mean
     means = np.log(cand / ref).reshape(rounds_, prompts).mean(axis=1)
     assert per_round.se == pytest.approx(stats.sem(means))

@@ -70,13 +70,13 @@ class Rounds:
         return [float(a) for a, _ in pairs], [float(b) for _, b in pairs]
 
     def request_values(self, value: Callable[[RequestRecord], float | None]
-                       ) -> tuple[list[float], list[float], list[int]]:
-        """One value per prompt per arm, paired by (round, prompt), and each pair's round; a pair with a
-        failed side is dropped."""
+                       ) -> tuple[list[float], list[float], list[tuple[int, int]]]:
+        """One value per prompt per arm, paired by (round, prompt), and each pair's (round, prompt); a pair
+        with a failed side is dropped."""
         ref, cand = self._by_round("reference"), self._by_round("candidate")
         out_ref: list[float] = []
         out_cand: list[float] = []
-        out_round: list[int] = []
+        out_round: list[tuple[int, int]] = []
         for r in self.complete:
             a = {rec.index: rec for rec in ref[r].result.records}
             b = {rec.index: rec for rec in cand[r].result.records}
@@ -86,7 +86,7 @@ class Rounds:
                 if va is not None and vb is not None:
                     out_ref.append(float(va))
                     out_cand.append(float(vb))
-                    out_round.append(r)
+                    out_round.append((r, i))
         return out_ref, out_cand, out_round
 
     def prompts_used(self) -> int:

@@ -86,13 +86,15 @@ def compare_metric(metric: str, rounds: "Rounds", *, alpha: float,
             return None
         return compare_rounds(metric, ref, cand, higher_is_better=source.higher_is_better, margin=margin,
                               alpha=alpha)
-    ref, cand, round_of = rounds.request_values(source.value)  # type: ignore[arg-type]
-    # Timing shares each block's host state, so the round is its unit; accept length does not (per prompt).
-    by_round = round_of if family_of(metric) == "timing" else None
-    if len(ref) < 2 or (by_round is not None and len(set(by_round)) < 2):
+    ref, cand, where = rounds.request_values(source.value)  # type: ignore[arg-type]
+    # Timing shares each block's host state, so the round is its unit; accept length does not, and a prompt
+    # sent again in the next round is the same observation, so the prompt is its unit.
+    unit = "rounds" if family_of(metric) == "timing" else "prompts"
+    groups = [r for r, _ in where] if unit == "rounds" else [i for _, i in where]
+    if len(ref) < 2 or len(set(groups)) < 2:
         return None
     return compare_paired(metric, ref, cand, higher_is_better=source.higher_is_better, margin=margin,
-                          alpha=alpha, relative=kind == "ratio", rounds=by_round)
+                          alpha=alpha, relative=kind == "ratio", rounds=groups, unit=unit)
 
 
 class FamilyPlans:

@@ -154,7 +154,7 @@ def compare_rounds(metric: str, reference: Sequence[float], candidate: Sequence[
 
 def compare_paired(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
                    higher_is_better: bool, margin: float, alpha: float, relative: bool = False,
-                   rounds: Sequence[Hashable] | None = None) -> Comparison:
+                   rounds: Sequence[Hashable] | None = None, unit: str = "rounds") -> Comparison:
     """One value per prompt per arm (latency, accept length), same prompts in the same order: paired t.
 
     ``relative=True`` compares log ratios (latency: a 5% slower TPOT is the same finding on short and
@@ -164,7 +164,9 @@ def compare_paired(metric: str, reference: Sequence[float], candidate: Sequence[
     averaged per round and the t runs over rounds. Pass it for timing: every prompt of a block shares the
     block's host state, so prompts of one round are not independent, and a t over prompts then reads a
     block's shock as signal (benches/perf/simulate_comparisons.out.md: 20–37% wrong "regressed" at the
-    margin instead of ≤ 1%). Accept length does not depend on the host, so prompts can be the unit.
+    margin instead of ≤ 1%). Accept length does not depend on the host, so the prompt is its unit: pass
+    each value's prompt as ``rounds`` with ``unit="prompts"`` (a prompt repeated over rounds is one
+    observation, not one per round — greedy drafting repeats the same value every round).
     """
     kind = "ratio" if relative else "difference"
     _check(metric, alpha, margin, kind)
@@ -183,7 +185,7 @@ def compare_paired(metric: str, reference: Sequence[float], candidate: Sequence[
             raise ValueError(f"{metric}: {labels.size} round labels for {d.size} prompts")
         _, index = np.unique(labels, return_inverse=True)
         d = np.bincount(index, weights=d) / np.bincount(index)
-        method = method.replace(f"over {ref.size} prompts", f"over {d.size} rounds ({ref.size} prompts)")
+        method = method.replace(f"over {ref.size} prompts", f"over {d.size} {unit} ({ref.size} requests)")
     return _t_comparison(metric, d, kind=kind, reference=summary[0], candidate=summary[1], margin=margin,
                          higher_is_better=higher_is_better, alpha=alpha, method=method)
 
