@@ -35,7 +35,8 @@ def canary():
 
 
 def test_canary_decisions(llm_server, bench, canary):
-    decisions = client_for(llm_server, concurrency=CONCURRENCY).run(canary)
+    by_arm = {role: client_for(server, concurrency=CONCURRENCY).run(canary) for role, server in bench.arms()}
+    decisions, reference = by_arm["candidate"], by_arm.get("reference")  # reference: in a comparison only
     assert len(decisions) == D.n_questions(canary)  # every question accounted for, failures included
     raw = summary_by(decisions)
     cf = crossfit(decisions, k=2, seed=0)  # fit on one half of the cases, score the other, and back
@@ -63,8 +64,11 @@ def test_canary_decisions(llm_server, bench, canary):
     bench.check("failed", raw["all"]["failed"], noise=Spread(max(3.0, 0.02 * n)), direction="lower")
     # Per question, paired with the baseline's sidecar; a case's questions are resampled together.
     paired = PairedBootstrap(alpha=0.01, cluster=CASE_SEP)
-    bench.check("accuracy", cases=gate_cases(decisions, "correct"), noise=paired)
-    bench.check("log_loss", cases=gate_cases(decisions, "log_loss"), noise=paired)
+    # In a comparison, against the reference arm's answers to the same questions instead.
+    bench.check("accuracy", cases=gate_cases(decisions, "correct"), noise=paired,
+                reference_cases=gate_cases(reference, "correct") if reference else None)
+    bench.check("log_loss", cases=gate_cases(decisions, "log_loss"), noise=paired, direction="lower",
+                reference_cases=gate_cases(reference, "log_loss") if reference else None)
     bench.check("calibrated_log_loss", cases=gate_cases(cf.decisions, "log_loss"), noise=paired)
     bench.check("calibrated_ece", calibrated["all"]["ece"], noise=Spread(0.03))
     assert answered > 0.8 * n, f"only {answered} of {n} questions answered: {sorted({d.reason for d in decisions if not d.ok})[:5]}"

@@ -241,3 +241,22 @@ def test_t_comparisons_carry_their_standard_error():
     c = compare_rounds("output_throughput", ref, cand, higher_is_better=True, margin=0.03, alpha=0.01)
     assert c.se == pytest.approx(stats.sem(np.log(cand / ref)))
     assert math.isnan(compare_pass_fail("p", [True, False], [True, True], margin=0.0, alpha=0.01).se)
+
+
+def test_decisions_resample_clusters_whole():
+    """Ten cases of 20 questions each, every question of a case moving together: 200 questions are only
+    ten observations, so the cluster interval is far wider than the one that treats questions as free."""
+    rng = np.random.default_rng(0)
+    case_shift = np.repeat(rng.normal(0, 0.3, 10), 20)
+    ref = np.full(200, 0.5)
+    cand = ref + case_shift
+    labels = np.repeat([f"case{i}" for i in range(10)], 20)
+    free = compare_decisions("accuracy", ref, cand, higher_is_better=True, margin=0.03, alpha=0.025)
+    whole = compare_decisions("accuracy", ref, cand, higher_is_better=True, margin=0.03, alpha=0.025,
+                              clusters=labels)
+    assert whole.estimate == pytest.approx(free.estimate)
+    assert (whole.ci_high - whole.ci_low) > 3 * (free.ci_high - free.ci_low)
+    assert whole.method == "paired bootstrap over 200 questions in 10 clusters"
+    one = compare_decisions("accuracy", ref, cand, higher_is_better=True, margin=0.03, alpha=0.025,
+                            clusters=["c"] * 200)
+    assert one.verdict == "inconclusive" and "one cluster" in one.method

@@ -29,6 +29,7 @@ DEFAULT_MARGINS: dict[str, tuple[str, float]] = {
     "pass_rate": (DIFFERENCE, 0.03),
     "accuracy": (DIFFERENCE, 0.03),
     "correct": (DIFFERENCE, 0.03),
+    "log_loss": (DIFFERENCE, 0.02),  # nats per question; reruns at fixed seeds move it ~0.01 (paired)
     "startup_s": (RATIO, 0.10),
     "gpu_memory_used_gb": (RATIO, 0.02),
     "peak_gpu_memory_gb": (RATIO, 0.02),
@@ -40,6 +41,7 @@ FAMILIES: tuple[tuple[frozenset[str], tuple[str, float]], ...] = (
     (frozenset({"throughput", "tps"}), (RATIO, 0.03)),
     (frozenset({"accept", "acceptance"}), (DIFFERENCE, 0.1)),
     (frozenset({"passed", "pass", "accuracy", "acc", "correct"}), (DIFFERENCE, 0.03)),
+    (frozenset({"loss"}), (DIFFERENCE, 0.02)),
     (frozenset({"startup"}), (RATIO, 0.10)),
     (frozenset({"memory", "mem", "rss"}), (RATIO, 0.02)),
 )

@@ -211,7 +211,10 @@ class CompareSession:
             if name == "McNemar":
                 c = compare_pass_fail(metric, ref, cand, margin=margin, alpha=alpha)
             elif name == "PairedBootstrap":
-                c = compare_decisions(metric, ref, cand, higher_is_better=higher, margin=margin, alpha=alpha)
+                sep = getattr(noise, "cluster", "")  # a case's questions are resampled together
+                clusters = [k.split(sep, 1)[0] for k in common] if sep else None
+                c = compare_decisions(metric, ref, cand, higher_is_better=higher, margin=margin, alpha=alpha,
+                                      clusters=clusters)
             else:
                 c = compare_paired(metric, ref, cand, higher_is_better=higher, margin=margin, alpha=alpha,
                                    relative=kind == "ratio")

@@ -254,8 +254,13 @@ def compare_pass_fail(metric: str, reference: Sequence[bool], candidate: Sequenc
 
 
 def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
-                      higher_is_better: bool, margin: float, alpha: float, seed: int = 0) -> Comparison:
+                      higher_is_better: bool, margin: float, alpha: float, seed: int = 0,
+                      clusters: Sequence[Hashable] | None = None) -> Comparison:
     """Per-question values (correct, log loss, ...): mean difference with a paired percentile bootstrap.
+
+    ``clusters`` (one label per question): questions of one cluster (several questions about one case)
+    are not independent, so clusters are resampled whole and the statistic is Σdiff / Σcount over the
+    clusters drawn (as gate/noise/paired.py's PairedBootstrap does against a baseline).
 
     A bootstrap cannot resolve a tail smaller than a few resamples, so at a look whose alpha is below
     ``10 / resamples`` the interval is left open (inconclusive) rather than read off the extremes.
@@ -265,6 +270,18 @@ def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequen
     n = ref.size
     conf = 1 - 2 * alpha
     method = f"paired bootstrap over {n} questions"
+    if clusters is not None:
+        labels = np.asarray(clusters)
+        if labels.shape != ref.shape:
+            raise ValueError(f"{metric}: {labels.size} cluster labels for {n} questions")
+        _, index = np.unique(labels, return_inverse=True)
+        sums = np.bincount(index, weights=cand - ref)
+        counts = np.bincount(index).astype(float)
+        method += f" in {sums.size} clusters"
+        if sums.size < 2:
+            return Comparison(metric, "difference", float(ref.mean()), float(cand.mean()), float((cand - ref).mean()),
+                              math.nan, math.nan, margin, higher_is_better, 1.0, "inconclusive", n,
+                              method + " (one cluster: nothing to resample)", conf)
     ref_mean = float(ref.mean()) if n else math.nan
     cand_mean = float(cand.mean()) if n else math.nan
     d = cand - ref
@@ -279,7 +296,11 @@ def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequen
         def mean_diff(r: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
             return c.mean(axis=axis) - r.mean(axis=axis)
 
-        res = stats.bootstrap((ref, cand), mean_diff, paired=True, vectorized=True,
+        def pooled(s: np.ndarray, k: np.ndarray, axis: int = -1) -> np.ndarray:
+            return s.sum(axis=axis) / k.sum(axis=axis)
+
+        data, statistic = ((sums, counts), pooled) if clusters is not None else ((ref, cand), mean_diff)
+        res = stats.bootstrap(data, statistic, paired=True, vectorized=True,
                               n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=conf, method="percentile",
                               random_state=np.random.default_rng(seed))
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
