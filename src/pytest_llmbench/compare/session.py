@@ -130,7 +130,7 @@ class CompareSession:
         lines = [f"llmbench compare: {p.describe()}" for p in self.pairs.values()]
         if self.plans is not None and self.pairs:
             lines.append(f"llmbench compare: rounds {self.settings.min_rounds}–{self.settings.max_rounds}, "
-                         f"per-comparison α " + ", ".join(f"{f}={self.alphas[f]:.3g}" for f in ("timing", "quality")))
+                         f"per-comparison α " + ", ".join(f"{f}={a:.3g}" for f, a in self.alphas.items()))
         return lines
 
     # --- bench.run and bench.check of a compared config ---------------------------------------------
