@@ -13,14 +13,14 @@ kept, so the same data give
 - the stored-baseline gate on the candidate's merged number (the CPU suite's History(k=3) model with a
   history of three earlier runs), for contrast.
 
-Usage (heavy: each session holds /tmp/llmbench-heavy.lock while it runs)::
+Usage (heavy: each session holds /tmp/llmbench-heavy.lock while it runs): ``compare_sessions.sh`` drives
+it for the CPU and the GPU (calibrate, A/A, injected); by hand::
 
-    python benches/perf/compare_error_rates.py calibrate --args "-t 1" --args "--poll 0"
-    flock /tmp/llmbench-heavy.lock sh -c '
-      python benches/perf/compare_error_rates.py --no-lock run --label aa --sessions 20 --out benches/perf/data/compare_rates.jsonl
-      python benches/perf/compare_error_rates.py --no-lock run --label ub8 --candidate-args "-b 8 -ub 8" --sessions 20 --out benches/perf/data/compare_rates.jsonl'
-
-    python benches/perf/compare_error_rates.py report benches/perf/data/compare_rates.jsonl > benches/perf/compare_error_rates.out.md
+    python benches/perf/compare_error_rates.py calibrate --args "-fa off" --args "--poll 0"
+    python benches/perf/compare_error_rates.py run --label cpu-aa --sessions 20 --prompts 3 --output-len 48 \
+        --max-rounds 6 --out benches/perf/data/compare_cpu.jsonl
+    python benches/perf/compare_error_rates.py run --label cpu-injected --candidate-args "-fa off" ...
+    python benches/perf/compare_error_rates.py report benches/perf/data/compare_cpu.jsonl > benches/perf/compare_error_rates.out.md
 
 Servers stay up across the sessions of one ``run`` (caches flushed before every block); a session is
 one ``bench.run`` of the scenario below.
