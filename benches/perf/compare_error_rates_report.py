@@ -160,7 +160,7 @@ def report(path: Path, where: str = "CPU") -> str:
             line = _cost_line(group, stops, g["prompts_per_block"])
             if line:
                 out.append(line)
-        if len(aa) >= 4:
+        if len(aa) >= 4 and g["config"] == aa[0]["config"]:  # a baseline of the same config only
             history, judged = aa[:3], [r for r in group if r not in aa[:3]]
             for name, model in (("History(k=3), history = 3 earlier A/A reference runs", History(k=3.0, min_runs=3, fallback=Relative(0.30))),
                                 ("Relative(5%) band around the same baseline", Relative(0.05))):
