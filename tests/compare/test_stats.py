@@ -231,7 +231,7 @@ def test_rounds_make_the_round_the_unit_of_a_per_prompt_comparison():
 
 
 def test_round_labels_must_match_the_prompts():
-    with pytest.raises(ValueError, match="median_tpot_ms: 3 round labels for 4 prompts"):
+    with pytest.raises(ValueError, match="median_tpot_ms: 3 round labels for 4 values"):
         compare_paired("median_tpot_ms", [1, 2, 3, 4], [1, 2, 3, 4], higher_is_better=False, margin=0.05,
                        alpha=0.01, relative=True, rounds=[0, 0, 1])
 

@@ -136,6 +136,16 @@ def _t_comparison(metric: str, d: np.ndarray, *, kind: str, reference: float, ca
                       n, method, confidence=1 - 2 * alpha, se=se)
 
 
+def _group_sums(metric: str, values: np.ndarray, labels: Sequence[Hashable], what: str
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-label sums of ``values`` and counts (labels in sorted order): rounds, prompts or clusters."""
+    keys = np.asarray(labels)
+    if keys.shape != values.shape:
+        raise ValueError(f"{metric}: {keys.size} {what} labels for {values.size} values")
+    _, index = np.unique(keys, return_inverse=True)
+    return np.bincount(index, weights=values), np.bincount(index).astype(float)
+
+
 def compare_rounds(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
                    higher_is_better: bool, margin: float, alpha: float) -> Comparison:
     """One value per round per arm (tok/s of each block), paired by round: t on the log ratios.
@@ -180,11 +190,8 @@ def compare_paired(metric: str, reference: Sequence[float], candidate: Sequence[
         summary = (float(ref.mean()), float(cand.mean())) if ref.size else (math.nan, math.nan)
         method = f"paired t over {ref.size} prompts"
     if rounds is not None:
-        labels = np.asarray(rounds)
-        if labels.shape != d.shape:
-            raise ValueError(f"{metric}: {labels.size} round labels for {d.size} prompts")
-        _, index = np.unique(labels, return_inverse=True)
-        d = np.bincount(index, weights=d) / np.bincount(index)
+        sums, counts = _group_sums(metric, d, rounds, "round")
+        d = sums / counts
         method = method.replace(f"over {ref.size} prompts", f"over {d.size} {unit} ({ref.size} requests)")
     return _t_comparison(metric, d, kind=kind, reference=summary[0], candidate=summary[1], margin=margin,
                          higher_is_better=higher_is_better, alpha=alpha, method=method)
@@ -271,12 +278,7 @@ def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequen
     conf = 1 - 2 * alpha
     method = f"paired bootstrap over {n} questions"
     if clusters is not None:
-        labels = np.asarray(clusters)
-        if labels.shape != ref.shape:
-            raise ValueError(f"{metric}: {labels.size} cluster labels for {n} questions")
-        _, index = np.unique(labels, return_inverse=True)
-        sums = np.bincount(index, weights=cand - ref)
-        counts = np.bincount(index).astype(float)
+        sums, counts = _group_sums(metric, cand - ref, clusters, "cluster")
         method += f" in {sums.size} clusters"
         if sums.size < 2:
             return Comparison(metric, "difference", float(ref.mean()), float(cand.mean()), float((cand - ref).mean()),
