@@ -58,4 +58,5 @@ def test_compare_header_names_the_arms(pytester: pytest.Pytester):
                                            "--llmbench-reference-args", "-t 1", "--gate-alpha", "0.03")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["llmbench compare: smol-nospec: reference args -t 1 vs candidate installed build",
-                                 "llmbench compare: rounds 3–10, per-comparison α timing=0.01, quality=0.03"])
+                                 "llmbench compare: rounds 3–10, per-comparison α timing=0.01, quality=0.03, "
+                                 "decisions=0.03"])
