@@ -388,7 +388,6 @@ def _facts(server: Any) -> dict[str, Any]:
 
 
 def _message(r: dict[str, Any]) -> str:
-    est = (f"×{r['ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r.get("ratio") is not None
-           else f"{r.get('difference', 0):+.3g} [{r['ci_low']:+.3g}, {r['ci_high']:+.3g}]")
-    return (f"{r['config']} {r.get('test_key')} {r['metric']}: {r['verdict']} — candidate/reference {est}, "
+    return (f"{r['config']} {r.get('test_key')} {r['metric']}: {r['verdict']} — "
+            f"candidate/reference {table.estimate(r)}, "
             f"margin {r.get('margin')}, {r.get('method')} ({r.get('rounds')} rounds, {r.get('prompts')} prompts)")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_llmbench.report.table import render as aligned
+
 ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "equivalent": 3}
 
 
@@ -18,7 +20,8 @@ def _num(x: Any) -> str:
     return f"{x:.4g}" if abs(x) < 1e5 else f"{x:.3e}"
 
 
-def _estimate(rec: Mapping[str, Any]) -> str:
+def estimate(rec: Mapping[str, Any]) -> str:
+    """``×0.874 [0.85, 0.90]`` for a ratio, ``-1.07 [-1.91, -0.228]`` for a difference."""
     if rec.get("ratio") is not None:
         return f"×{rec['ratio']:.3f} [{rec['ci_low']:.3f}, {rec['ci_high']:.3f}]"
     if rec.get("difference") is not None:
@@ -40,20 +43,16 @@ def render(comparisons: Iterable[Mapping[str, Any]]) -> list[str]:
     rows = sorted(comparisons, key=sort_key)
     if not rows:
         return []
-    header = ("verdict", "config", "test", "metric", "reference", "candidate", "cand/ref or diff [CI]", "rounds",
-              "prompts", "p", "q")
+    header = ["verdict", "config", "test", "metric", "reference", "candidate", "cand/ref or diff [CI]", "rounds",
+              "prompts", "p", "q"]
     body = []
     for r in rows:
         verdict = str(r.get("suite_verdict") or r.get("verdict"))
-        body.append((verdict.upper() if verdict == "regressed" else verdict, str(r.get("config")), _short_test(r),
-                     str(r.get("metric")), _num(r.get("reference")), _num(r.get("candidate")), _estimate(r),
+        body.append([verdict.upper() if verdict == "regressed" else verdict, str(r.get("config")), _short_test(r),
+                     str(r.get("metric")), _num(r.get("reference")), _num(r.get("candidate")), estimate(r),
                      str(r.get("rounds", "-")), str(r.get("prompts", "-")), _num(r.get("p_value")),
-                     _num(r.get("q_value"))))
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
-    out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
-    return out
+                     _num(r.get("q_value"))])
+    return aligned(body, header, right=set()).split("\n")
 
 
 def counts(comparisons: Sequence[Mapping[str, Any]]) -> str:
@@ -66,11 +65,11 @@ def counts(comparisons: Sequence[Mapping[str, Any]]) -> str:
     parts = [f"{by[v]} {v}" for v in ORDER if by.get(v)]
     cost = ""
     if rounds:
-        cost = f"; rounds used per scenario {min(rounds)}–{max(rounds)}, prompts sent (both arms) {sum(set_of(comparisons))}"
+        cost = f"; rounds used per scenario {min(rounds)}–{max(rounds)}, prompts sent (both arms) {sum(_prompts_per_run(comparisons))}"
     return f"{len(comparisons)} comparisons: " + ", ".join(parts) + cost
 
 
-def set_of(comparisons: Sequence[Mapping[str, Any]]) -> list[int]:
+def _prompts_per_run(comparisons: Sequence[Mapping[str, Any]]) -> list[int]:
     """Prompts per scenario run (several metrics share one run: counted once)."""
     seen: dict[tuple, int] = {}
     for r in comparisons:
