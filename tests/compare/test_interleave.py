@@ -1,4 +1,5 @@
-"""ABBA order, same prompts per block, the server policy (both up / per block) and the paired views.
+"""ABBA order, the moving prompt window, warm-up/pilot/planned rounds within a budget, the server policy
+(both up / per block) and the paired views.
 
 The servers here are plain recording objects (no engine): these tests pin the orchestration; the
 real llama-server runs in test_session_integration.py.
@@ -12,8 +13,11 @@ import numpy as np
 import pytest
 
 from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
-from pytest_llmbench.compare.interleave import ArmServers, Block, Rounds, block_order, round_order, run_rounds
-from pytest_llmbench.compare.judging import FamilyPlans, judge_all
+from pytest_llmbench.compare.interleave import (
+    ArmServers, Block, Rounds, block_order, block_window, round_order, run_rounds,
+)
+from pytest_llmbench.compare.judging import Judge
+from pytest_llmbench.compare.power import Design
 from pytest_llmbench.config import load_config_file
 from pytest_llmbench.registry import Registry
 from pytest_llmbench.workload.records import RequestRecord
@@ -79,60 +83,99 @@ def _servers(keep_both: bool):
     return ArmServers(_pair(), cand, start, keep_both=keep_both), log, cand
 
 
-def _run(servers, *, max_rounds=4, speeds=(100.0, 90.0), decide=("output_throughput",), alpha=0.05, noise=0.001):
+class Clock:
+    """Each block takes ``block_s`` seconds of this clock (the budget is tested without waiting)."""
+
+    def __init__(self, block_s: float = 1.0) -> None:
+        self.now, self.block_s = 0.0, block_s
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _run(servers, *, design=None, speeds=(100.0, 90.0), decide=("output_throughput",), alpha=0.05, noise=0.001,
+         block_prompts=None, clock=None, prompts=("a", "b", "c", "d")):
     seen = []
     rng = np.random.default_rng(0)
+    clock = clock or Clock()
 
     def run_block(server, scenario, prompts):
-        seen.append((server.role, tuple(prompts)))
+        seen.append((server.role, tuple(prompts), scenario.warmup))
         servers_log = getattr(server, "log", None)
         if servers_log is not None:
             servers_log.append(("block", server.role))
+        clock.now += clock.block_s
         speed = speeds[0] if server.role == "reference" else speeds[1]
-        return _result(speed * (1 + noise * rng.standard_normal()), [0.1, 0.2, 0.3])
+        return _result(speed * (1 + noise * rng.standard_normal()), [0.1, 0.2, 0.3][: len(prompts)])
 
-    plans = FamilyPlans({"timing": alpha, "quality": alpha}, max_looks=max_rounds, min_looks=2)
-    rounds, comps = run_rounds(servers, SC, plan=plans, judge=judge_all(decide, plans), prompts=["a", "b", "c", "d"],
-                               run_block=run_block)
-    return rounds, comps, seen
+    design = design or Design(warmup_rounds=1, pilot_rounds=3, max_rounds=4, budget_s=None)
+    judge = Judge(decide, {"timing": alpha, "quality": alpha}, design=design)
+    sc = Scenario("s", dataset="prompts", output_len=8, num_prompts=3, warmup=2)
+    rounds, comps, outcome = run_rounds(servers, sc, design=design, judge=judge, prompts=list(prompts),
+                                        run_block=run_block, block_prompts=block_prompts, clock=clock)
+    return rounds, comps, seen, outcome
 
 
-def test_both_up_starts_the_reference_once_and_sends_the_same_prompts():
+def test_both_up_starts_the_reference_once_and_sends_the_same_prompts_to_both_arms():
     servers, log, cand = _servers(keep_both=True)
-    rounds, comps, seen = _run(servers, max_rounds=3, speeds=(100.0, 100.0), decide=())
-    assert [r for r, _ in seen] == ["reference", "candidate", "candidate", "reference"]  # stopped: nothing to decide
-    assert {p for _, p in seen} == {("a", "b", "c")}  # num_prompts=3: the same three on every block
+    rounds, comps, seen, outcome = _run(servers, speeds=(100.0, 100.0), decide=())
+    # a warm-up round (BA, with the scenario's warmup requests), then a 3-round pilot (AB BA AB), no more
+    assert [r[0] for r, *_ in seen] == list("crrccrrc") and outcome.rounds == 3
+    assert [w for *_, w in seen] == [2, 2, 0, 0, 0, 0, 0, 0]
+    assert {p for _, p, _ in seen} == {("a", "b", "c")}  # num_prompts=3, blocks of all three
     assert log.count(("start", "reference")) == 1 and ("stop", "candidate") not in log
     assert cand.alive() and servers.reference is not None
     servers.close()
     assert ("stop", "reference") in log and servers.reference is None
 
 
+def test_blocks_send_a_window_that_moves_through_the_prompts():
+    assert block_window(0, 2, 5) == [0, 1] and block_window(1, 2, 5) == [2, 3] and block_window(2, 2, 5) == [4, 0]
+    assert block_window(-1, 2, 5) == [3, 4]  # the warm-up round
+    servers, _, _ = _servers(keep_both=True)
+    rounds, _, seen, _ = _run(servers, decide=(), block_prompts=2, prompts=("a", "b", "c"))
+    assert [p for _, p, _ in seen][2:6] == [("a", "b")] * 2 + [("c", "a")] * 2  # both arms, same window
+    assert rounds.blocks[2].prompt_ids == [0, 1] and rounds.blocks[4].prompt_ids == [2, 0]
+
+
 def test_per_block_mode_has_one_arm_up_at_a_time_and_restarts_the_candidate_in_place():
     servers, log, cand = _servers(keep_both=False)
-    _run(servers, max_rounds=2, speeds=(100.0, 100.0), decide=())
+    _run(servers, speeds=(100.0, 100.0), decide=(), design=Design(warmup_rounds=0, pilot_rounds=3, budget_s=None))
     events = [e for e in log if e[0] != "block"]
     # r c | c r: the candidate stops before the reference starts; each block's server stops after it
     assert events[:3] == [("stop", "candidate"), ("start", "reference"), ("stop", "reference")]
     assert ("start", "candidate") in events
     assert cand.alive(), "the test's llm_server object is running again after the rounds"
-    assert len([s for s in servers.starts if s.role == "reference"]) == 2  # one start per reference block
+    assert len([s for s in servers.starts if s.role == "reference"]) == 3  # one start per reference block
 
 
-def test_rounds_stop_once_decided_and_run_to_the_maximum_when_not():
+def test_the_pilot_plans_the_rounds_and_a_clear_change_still_runs_them():
+    quiet, _, _ = _servers(keep_both=True)
+    rounds, comps, _, outcome = _run(quiet, speeds=(100.0, 50.0), design=Design(pilot_rounds=4, budget_s=None))
+    assert comps[0].verdict == "regressed" and outcome.rounds == 4 and outcome.stop == "planned"
+    noisy, _, _ = _servers(keep_both=True)
+    rounds, comps, _, outcome = _run(noisy, speeds=(100.0, 100.0), noise=0.02,
+                                     design=Design(pilot_rounds=4, max_rounds=200, budget_s=None))
+    assert outcome.plan.needed > 4 and len(rounds.complete) == outcome.rounds == outcome.plan.rounds
+    assert comps[0].df == 3 and comps[0].n == outcome.rounds  # Stein: the pilot's spread and df
+
+
+def test_the_budget_caps_the_rounds_and_the_outcome_says_underpowered():
     servers, _, _ = _servers(keep_both=True)
-    rounds, comps, _ = _run(servers, max_rounds=8, speeds=(100.0, 50.0))  # halved: decided early
-    assert comps[0].verdict == "regressed" and len(rounds.complete) < 8
-    servers, _, _ = _servers(keep_both=True)
-    rounds, comps, _ = _run(servers, max_rounds=4, speeds=(100.0, 97.0), noise=0.01)  # 3% slower in 1% noise
-    assert len(rounds.complete) == 4 and comps[0].verdict == "inconclusive"  # at the margin: never decided
+    clock = Clock(block_s=1.0)  # a round: 2 s
+    design = Design(warmup_rounds=1, pilot_rounds=4, max_rounds=200, budget_s=30)
+    rounds, comps, _, outcome = _run(servers, speeds=(100.0, 100.0), noise=0.03, design=design, clock=clock)
+    assert outcome.plan.underpowered and outcome.stop == "underpowered"
+    assert outcome.rounds == len(rounds.complete) == outcome.plan.limit == 14  # (30 s - 2 s warm-up) / 2 s
+    assert clock.now <= 30
+    assert outcome.describe().startswith("underpowered: needs ~") and "the budget allows 14" in outcome.describe()
 
 
-def test_rounds_end_early_when_no_verdict_is_reachable():
-    """Futility: 4% slower in 5% noise cannot be decided by round 20; the rounds end, inconclusive."""
+def test_a_budget_shorter_than_the_pilot_still_judges_three_rounds():
     servers, _, _ = _servers(keep_both=True)
-    rounds, comps, _ = _run(servers, max_rounds=20, speeds=(100.0, 96.0), noise=0.05)
-    assert len(rounds.complete) < 20 and comps[0].verdict == "inconclusive"
+    design = Design(warmup_rounds=1, pilot_rounds=8, budget_s=5)
+    rounds, comps, _, outcome = _run(servers, design=design, clock=Clock(block_s=1.0))
+    assert len(rounds.complete) == 3 and comps[0].n == 3
 
 
 def test_request_values_pair_by_round_and_prompt_and_drop_failed_pairs():
@@ -145,9 +188,9 @@ def test_request_values_pair_by_round_and_prompt_and_drop_failed_pairs():
     assert rounds.complete == [0] and rounds.prompts_used() == 9
 
 
-def test_merged_candidate_result_renumbers_requests_and_sums_durations():
+def test_merged_candidate_result_renumbers_requests_and_sums_durations_without_the_warmup():
     rounds = Rounds(SC)
-    for r in range(2):
+    for r in range(-1, 2):
         rounds.add(Block(r, "candidate", _result(1, [0.1, 0.2, 0.3])))
         rounds.add(Block(r, "reference", _result(1, [0.1, 0.2, 0.3])))
     merged = rounds.merged("candidate")

@@ -1,25 +1,27 @@
-"""Which unit judges which metric (round for timing, prompt for accept length) and when the rounds stop."""
+"""Which unit judges which metric (round for timing, prompt for accept length), the pilot's plan, and the
+final test with the pilot's spread."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+
+import numpy as np
+import pytest
 
 from pytest_llmbench.compare.interleave import Block, Rounds
-from pytest_llmbench.compare.judging import FamilyPlans, compare_metric, family_of, source_of
+from pytest_llmbench.compare.judging import Judge, compare_metric, family_of, per_round, source_of
+from pytest_llmbench.compare.power import Design
 from pytest_llmbench.workload.records import RequestRecord, SpecStats
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
-
-from .test_sequential import C
 
 SC = Scenario("s", dataset="prompts", output_len=8, num_prompts=4, warmup=0)
 
 
-def _block(r: int, role: str, ttfts: list[float], accept: list[float]) -> Block:
+def _block(r: int, role: str, ttfts: list[float], accept: list[float], tput: float = 100.0) -> Block:
     recs = [RequestRecord(index=i, ok=True, ttft_s=t, e2e_s=t + 1, completion_tokens=8,
                           spec=SpecStats(accept_length=a))
             for i, (t, a) in enumerate(zip(ttfts, accept))]
-    return Block(r, role, ScenarioResult(SC, recs, {"output_throughput": 100.0, "duration": 1.0, "failed": 0}))
+    return Block(r, role, ScenarioResult(SC, recs, {"output_throughput": tput, "duration": 1.0, "failed": 0}))
 
 
 def _rounds(n: int) -> Rounds:
@@ -48,19 +50,62 @@ def test_one_round_of_timing_is_not_judged_yet():
     assert compare_metric("accept_length", _rounds(1), alpha=0.01).n == 4
 
 
+def test_accept_length_pairs_by_the_scenario_prompt_when_windows_move():
+    """Blocks of 2 prompts moving through 4: request index 0 is prompt 0 in round 0 and prompt 2 in round 1."""
+    rounds = Rounds(SC)
+    for r, ids in ((0, [0, 1]), (1, [2, 3]), (2, [0, 1])):
+        for role, shift in (("reference", 0.0), ("candidate", -0.1)):
+            accept = [2.0 + i + shift for i in ids]
+            recs = [RequestRecord(index=k, ok=True, ttft_s=0.1, e2e_s=1.0, completion_tokens=8,
+                                  spec=SpecStats(accept_length=a)) for k, a in enumerate(accept)]
+            rounds.add(Block(r, role, ScenarioResult(SC, recs, {"output_throughput": 1.0}), ids))
+    c = compare_metric("accept_length", rounds, alpha=0.01)
+    assert c.n == 4 and c.method == "paired t over 4 prompts (6 requests)"
+
+
+def _tput_rounds(n: int, sd: float, factor: float = 1.0, seed: int = 0) -> Rounds:
+    rng = np.random.default_rng(seed)
+    rounds = Rounds(SC)
+    rounds.add(_block(-1, "reference", [0.1] * 4, [2.0] * 4, 50.0))  # a warm-up round: never judged
+    rounds.add(_block(-1, "candidate", [0.1] * 4, [2.0] * 4, 500.0))
+    for r in range(n):
+        rounds.add(_block(r, "reference", [0.1] * 4, [2.0] * 4, 100.0))
+        rounds.add(_block(r, "candidate", [0.1] * 4, [2.0] * 4, 100.0 * factor * float(np.exp(rng.normal(0, sd)))))
+    return rounds
+
+
+def test_warmup_rounds_are_never_judged():
+    c = compare_metric("output_throughput", _tput_rounds(4, 0.01), alpha=0.01)
+    assert c.n == 4 and 0.97 < c.estimate < 1.03  # the warm-up's ×10 is not in it
+
+
+def test_judge_plans_from_the_pilot_and_tests_with_its_spread():
+    judge = Judge(("output_throughput", "accept_length"), {"timing": 0.01, "quality": 0.01},
+                  design=Design(pilot_rounds=8, budget_s=None))
+    pilot = _tput_rounds(8, 0.02)
+    plan = judge.plan(pilot, seconds_per_round=1.0, elapsed_s=0.0)
+    [need] = plan.needs  # accept length is judged per prompt: it does not plan rounds
+    assert need.metric == "output_throughput" and need.spread.df == 7 and plan.rounds == need.rounds > 8
+    sd = float(np.std(np.log([b.result.metrics["output_throughput"] / 100.0 for b in pilot.blocks
+                              if b.role == "candidate" and b.round >= 0]), ddof=1))
+    assert need.spread.sd == pytest.approx(sd)
+    more = _tput_rounds(plan.rounds, 0.02)  # the same pilot rounds (same seed), then more
+    [tput, accept] = judge.judge(more, plan)
+    assert tput.df == 7 and tput.n == plan.rounds and "8-round pilot" in tput.method
+    assert accept.metric == "accept_length" and accept.verdict == "equivalent"
+
+
+def test_a_metric_that_did_not_plan_gets_its_own_pilot_spread():
+    judge = Judge(("output_throughput",), {"timing": 0.01, "quality": 0.01}, design=Design(pilot_rounds=4))
+    rounds = _tput_rounds(10, 0.02)
+    plan = judge.plan(rounds.upto(4), seconds_per_round=1.0, elapsed_s=0.0)
+    c = judge.compare("median_ttft_ms", rounds, plan)
+    assert c.df == 3 and c.n == 10
+
+
 def test_sources_and_families():
     assert source_of("output_throughput").per == "round"
     assert source_of("p99_itl_ms").per == "prompt" and not source_of("p99_itl_ms").higher_is_better
     assert source_of("bfcl_passed") is None
     assert family_of("accept_length") == "quality" and family_of("median_ttft_ms") == "timing"
-
-
-def test_family_plans_stop_on_futile_comparisons_too():
-    plans = FamilyPlans({"timing": 0.01, "quality": 0.01}, max_looks=20, min_looks=2)
-    hopeless = replace(C, estimate=1.0, se=0.06 / math.sqrt(5), n=5)  # cannot reach ±3% by 20 rounds
-    decided = replace(C, metric="accept_length", kind="difference", verdict="equivalent")
-    assert plans.stop(5, [hopeless, decided])
-    hopeful = replace(C, estimate=0.90, se=0.06 / math.sqrt(5), n=5)  # a 10% drop is within reach
-    assert not plans.stop(5, [hopeful, decided])
-    assert not plans.stop(1, [decided])  # before min_looks
-    assert plans.stop(20, [hopeful])  # the last look
+    assert per_round("median_tpot_ms") and per_round("output_throughput") and not per_round("accept_length")

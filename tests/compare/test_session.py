@@ -13,7 +13,9 @@ import pytest
 from pytest_llmbench import sink, stash
 from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
 from pytest_llmbench.compare.interleave import Block, Rounds
-from pytest_llmbench.compare.judging import FamilyPlans
+from pytest_llmbench.compare.interleave import Outcome
+from pytest_llmbench.compare.judging import Judge
+from pytest_llmbench.compare.power import Design, Plan
 from pytest_llmbench.compare.options import CompareSettings
 from pytest_llmbench.compare.session import CompareSession, _LastRun
 from pytest_llmbench.config import load_config_file
@@ -28,6 +30,14 @@ from .test_arms import CPU_YAML
 REGISTRY = Registry.builtin()
 
 SC = Scenario("s", dataset="prompts", output_len=8, num_prompts=4, warmup=0)
+DESIGN = Design(warmup_rounds=0, pilot_rounds=5, max_rounds=5, budget_s=None)
+ALPHAS = {"timing": 0.01, "quality": 0.01, "decisions": 0.01}
+
+
+def _last(rounds: Rounds) -> _LastRun:
+    judge = Judge((), ALPHAS, design=DESIGN)
+    plan = Plan(rounds=5, limit=5, pilot=5, seconds_per_round=1.0)
+    return _LastRun("s", rounds, {}, Outcome(plan, 5, "planned", 10.0), judge)
 
 
 def _rounds(cand_speed: float, ttft_noise: float, n_rounds: int = 5) -> Rounds:
@@ -45,8 +55,8 @@ def _rounds(cand_speed: float, ttft_noise: float, n_rounds: int = 5) -> Rounds:
 
 def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace]:
     cfg = {c.name: c for c in load_config_file(CPU_YAML)}["smol-nospec"]
-    settings = CompareSettings(arms=ArmOptions.parse(reference_args="-t 1"), max_rounds=5, min_rounds=3,
-                               strict=strict, server_mode="auto", alpha=0.01, margins={}, decide=())
+    settings = CompareSettings(arms=ArmOptions.parse(reference_args="-t 1"), design=DESIGN, block_prompts=4,
+                               strict=strict, server_mode="auto", alpha=0.01, detect={}, ignore={}, decide=())
     writer = ResultsWriter(tmp_path)
     def sinks(config, record, item):  # the built-in sinks: results.jsonl and JUnit properties
         writer.write(record)
@@ -57,7 +67,6 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
     s.config, s.settings, s.yaml_pairs = config, settings, []
     s.pairs = {"smol-nospec": arms_from_options(cfg, settings.arms, REGISTRY)}
     s.alphas = {"timing": 0.01, "quality": 0.01, "decisions": 0.01}
-    s.plans = FamilyPlans(s.alphas, max_looks=5, min_looks=3)
     s._servers, s._last, s._failing, s.records, s.is_worker = None, {}, {}, [], False
     item = SimpleNamespace(user_properties=[], nodeid="b.py::test_serving[smol-nospec]")
     bench = SimpleNamespace(item=item, nodeid=item.nodeid, config_name="smol-nospec", test_key="b.py::test_serving",
@@ -68,7 +77,7 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
 def test_serving_metrics_become_comparisons_and_others_do_not(tmp_path):
     s, bench = _session(tmp_path, strict=False)
     assert not s.judges(bench, "output_throughput")  # no bench.run yet in this test
-    s._last[bench.nodeid] = _LastRun("s", _rounds(50.0, 0.01), {}, 5)
+    s._last[bench.nodeid] = _last(_rounds(50.0, 0.01))
     assert s.judges(bench, "output_throughput") and s.judges(bench, "p99_ttft_ms")
     assert not s.judges(bench, "accuracy")  # quality keeps its stored baseline
     assert not s.judges(bench, "accept_length")  # neither arm drafted: nothing to pair
@@ -76,17 +85,20 @@ def test_serving_metrics_become_comparisons_and_others_do_not(tmp_path):
 
 def test_regressed_fails_the_test_and_writes_the_record(tmp_path):
     s, bench = _session(tmp_path, strict=False)
-    s._last[bench.nodeid] = _LastRun("s", _rounds(50.0, 0.01), {}, 5)
+    s._last[bench.nodeid] = _last(_rounds(50.0, 0.01))
     assert s.judges(bench, "output_throughput")
     c = s.check(bench, "output_throughput")
     assert c.verdict == "regressed" and c.estimate == pytest.approx(0.5, rel=0.01)
     (line,) = (tmp_path / "results.jsonl").read_text().splitlines()
     rec = json.loads(line)
     for key in ("config", "metric", "reference", "candidate", "ratio", "ci_low", "ci_high", "verdict", "rounds",
-                "prompts", "p_value", "alpha", "family", "reference_arm", "candidate_arm"):
+                "prompts", "p_value", "alpha", "family", "reference_arm", "candidate_arm", "stop", "stop_reason",
+                "rules_out", "detectable", "ignore", "detect", "planned_rounds", "underpowered"):
         assert key in rec, key
     assert (rec["record"], rec["config"], rec["rounds"], rec["prompts"]) == ("comparison", "smol-nospec", 5, 40)
     assert rec["reference_arm"] == "args -t 1" and rec["family"] == "timing"
+    assert (rec["stop"], rec["confidence"], rec["ignore"], rec["detect"]) == ("planned", 0.95, 0.01, 0.03)
+    assert rec["ci_high"] < 0.99 and rec["rules_out"] == pytest.approx(1 - rec["ci_low"])
     assert "output_throughput: regressed" in s._failing[bench.nodeid][0]
     assert ("llmbench.comparison.output_throughput", "regressed") in bench.item.user_properties
 
@@ -94,7 +106,7 @@ def test_regressed_fails_the_test_and_writes_the_record(tmp_path):
 @pytest.mark.parametrize("strict", [False, True])
 def test_inconclusive_fails_only_when_strict(tmp_path, strict):
     s, bench = _session(tmp_path, strict=strict)
-    s._last[bench.nodeid] = _LastRun("s", _rounds(100.0, 0.5), {}, 5)  # TTFT noise ±50%: undecidable
+    s._last[bench.nodeid] = _last(_rounds(100.0, 0.5))  # TTFT noise ±50%: undecidable
     assert s.judges(bench, "median_ttft_ms")
     assert s.check(bench, "median_ttft_ms").verdict == "inconclusive"
     failing = s._failing.get(bench.nodeid, [])
@@ -126,6 +138,7 @@ def test_cases_on_both_arms_are_paired_by_case_id(tmp_path):
     assert c.verdict == "regressed" and c.n == 60 and "exact McNemar on 60 cases (15 lost, 0 won)" == c.method
     same = s.check_cases(bench, "bfcl_passed", ref, ref, noise=McNemar(alpha=0.01))
     assert same.verdict == "inconclusive" and same.estimate == 0  # 60 cases cannot show ±3 points equivalent
+    assert same.rules_out > 0.05  # what 60 agreeing cases leave open
     rng = np.random.default_rng(3)
     q_ref = {f"q{i}": float(rng.integers(0, 2)) for i in range(400)}
     d = s.check_cases(bench, "accuracy", q_ref, q_ref, noise=PairedBootstrap(), family="decisions")

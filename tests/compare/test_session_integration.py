@@ -69,9 +69,14 @@ def test_candidate_with_tiny_batches_regresses_and_fails_its_test(pytester: pyte
     ttft = comps["median_ttft_ms"]
     assert ttft["verdict"] == "regressed" and ttft["ratio"] > 1.2, ttft  # measured ×1.32
     assert ttft["config"] == "smol-nospec" and ttft["candidate_arm"] == "args -b 8 -ub 8"
-    assert 3 <= ttft["rounds"] <= 4 and ttft["prompts"] == 2 * 2 * ttft["rounds"]
-    blocks = [(b["round"], b["role"]) for b in _records(out, "comparison_block")]
-    assert blocks[:4] == [(0, "reference"), (0, "candidate"), (1, "candidate"), (1, "reference")]
+    # --llmbench-max-rounds 4 caps the pilot: 4 judged rounds after one warm-up round (both counted in prompts)
+    assert ttft["rounds"] == 4 and ttft["prompts"] == 2 * 2 * (ttft["rounds"] + 1)
+    assert ttft["stop"] in ("planned", "underpowered") and ttft["stop_reason"] and ttft["confidence"] == 0.95
+    blocks = [(b["round"], b["role"], b["warmup"]) for b in _records(out, "comparison_block")]
+    assert blocks[:4] == [(-1, "candidate", True), (-1, "reference", True), (0, "reference", False),
+                          (0, "candidate", False)]
+    (plan,) = _records(out, "comparison_plan")
+    assert plan["pilot"] == 4 and plan["rounds"] == 4 and {n["metric"] for n in plan["needs"]} >= {"output_throughput"}
     # the candidate arm really ran with tiny batches: its command line holds the extra args, the reference's not
     server_args = {r["config"]: " ".join(r["server_args"]) for r in _records(out, "server")}
     assert " -b 8 -ub 8" in server_args["smol-nospec"] and "-ub" not in server_args["smol-nospec.reference"]
@@ -90,6 +95,9 @@ def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
     comps = _records(out, "comparison")
     assert {c["metric"] for c in comps} == {"output_throughput", "median_tpot_ms", "median_ttft_ms"}
     assert all(c["verdict"] in ("equivalent", "inconclusive") for c in comps), comps
+    for c in comps:  # what an undecided comparison could have caught, and what its 95% interval rules out
+        assert c["rules_out"] >= 0 and c["detectable"] > c["ignore"] and c["stop_reason"], c
+        assert c["confidence"] == 0.95 and c["ci_low"] <= c["ratio"] <= c["ci_high"] < 2 * c["ci_low"], c
     starts = _records(out, "arm_start")
     assert {s["role"] for s in starts} == {"reference", "candidate"}
     assert len({s["build_info"] for s in starts}) == 1  # one build on both sides

@@ -1,1 +1,1 @@
-"""Reference vs candidate in one session (issue 12): statistics, sequential looks, margins, and the wiring."""
+"""Reference vs candidate in one session: statistics, sizes, round planning for power, and the wiring."""

@@ -2,8 +2,10 @@
 
 Why ABBA: on a shared machine speed drifts within minutes (thermal state, neighbours); alternating
 which arm goes first each round puts a linear drift on both arms equally, so the per-round ratio
-stays unbiased. Each block starts from a flushed prefix cache (the scenario flushes after its
-warmup; the block flushes before it too, so the other arm's prompts are never reused).
+stays unbiased. Each block starts from a flushed prefix cache (the block flushes before it, so the
+other arm's prompts are never reused). A block sends ``block_prompts`` of the scenario's prompts, the
+window moving on each round, so short blocks and many rounds still cover every prompt; the warm-up
+round (compare/power.py) runs the scenario's own warmup requests, later blocks run none.
 
 Servers: both arms stay up when both fit (CPU, or GPU with room); otherwise each block starts its
 arm's server and stops it afterwards (one GPU's memory), and the candidate is started again into the
@@ -12,9 +14,10 @@ arm's server and stops it afterwards (one GPU's memory), and the candidate is st
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench.compare.arms import ROLES, Arm, ArmPair
 from pytest_llmbench.metrics import scenario_metrics
@@ -22,6 +25,8 @@ from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, build_prompts, run_scenario
 
 if TYPE_CHECKING:
+    from pytest_llmbench.compare.judging import Judge
+    from pytest_llmbench.compare.power import Design, Plan
     from pytest_llmbench.compare.stats import Comparison
     from pytest_llmbench.server import LLMServer
 
@@ -38,9 +43,19 @@ def block_order(rounds: int) -> list[tuple[int, str]]:
 
 @dataclass
 class Block:
+    """One arm's run of one round's prompts; warm-up rounds have negative numbers and are never judged."""
+
     round: int
     role: str
     result: ScenarioResult
+    prompt_ids: Sequence[int] = ()  # the scenario's prompt of each request index (default: the index)
+
+    @property
+    def warmup(self) -> bool:
+        return self.round < 0
+
+    def prompt_of(self, index: int) -> int:
+        return self.prompt_ids[index] if index < len(self.prompt_ids) else index
 
 
 @dataclass
@@ -58,9 +73,13 @@ class Rounds:
 
     @property
     def complete(self) -> list[int]:
-        """Rounds in which both arms ran."""
+        """Judged rounds (not warm-up) in which both arms ran."""
         ref, cand = self._by_round("reference"), self._by_round("candidate")
-        return sorted(set(ref) & set(cand))
+        return sorted(r for r in set(ref) & set(cand) if r >= 0)
+
+    def upto(self, rounds: int) -> "Rounds":
+        """The first ``rounds`` judged rounds (a pilot's view)."""
+        return Rounds(self.scenario, [b for b in self.blocks if 0 <= b.round < rounds])
 
     def round_values(self, metric: str) -> tuple[list[float], list[float]]:
         """One value per complete round per arm (e.g. output tok/s of each block), paired by round."""
@@ -71,8 +90,8 @@ class Rounds:
 
     def request_values(self, value: Callable[[RequestRecord], float | None]
                        ) -> tuple[list[float], list[float], list[tuple[int, int]]]:
-        """One value per prompt per arm, paired by (round, prompt), and each pair's (round, prompt); a pair
-        with a failed side is dropped."""
+        """One value per prompt per arm, paired by (round, prompt), and each pair's (round, scenario prompt);
+        a pair with a failed side is dropped."""
         ref, cand = self._by_round("reference"), self._by_round("candidate")
         out_ref: list[float] = []
         out_cand: list[float] = []
@@ -86,16 +105,17 @@ class Rounds:
                 if va is not None and vb is not None:
                     out_ref.append(float(va))
                     out_cand.append(float(vb))
-                    out_round.append((r, i))
+                    out_round.append((r, ref[r].prompt_of(i)))
         return out_ref, out_cand, out_round
 
     def prompts_used(self) -> int:
-        """Requests sent across both arms (warmups not counted)."""
+        """Requests sent across both arms, warm-up rounds included (warmup requests not counted)."""
         return sum(len(b.result.records) for b in self.blocks)
 
     def merged(self, role: str) -> ScenarioResult:
-        """One arm's blocks as one result: every request (renumbered), metrics over the summed duration."""
-        blocks = [b for b in self.blocks if b.role == role]
+        """One arm's judged blocks as one result: every request (renumbered), metrics over the summed
+        duration."""
+        blocks = [b for b in self.blocks if b.role == role and not b.warmup]
         records: list[RequestRecord] = []
         for b in blocks:
             for rec in b.result.records:
@@ -205,16 +225,6 @@ class ArmServers:
 # --- the rounds ------------------------------------------------------------------------------------
 
 
-class Plan(Protocol):
-    """What ``run_rounds`` needs of a sequential plan (compare.sequential.SequentialPlan, or several)."""
-
-    max_looks: int
-    min_looks: int
-
-    def stop(self, look: int, comparisons: Sequence["Comparison"]) -> bool: ...
-
-
-Judge = Callable[[Rounds, int], "list[Comparison]"]
 RunBlock = Callable[["LLMServer", Scenario, Sequence[Any]], ScenarioResult]
 
 
@@ -223,32 +233,82 @@ def _run_block(server: "LLMServer", scenario: Scenario, prompts: Sequence[Any]) 
     return run_scenario(server, scenario, prompts=prompts)
 
 
-def run_rounds(servers: ArmServers, scenario: Scenario, *, plan: "Plan", judge: Judge,
-               prompts: Sequence[Any] | None = None, run_block: RunBlock = _run_block,
-               on_block: Callable[[Block], None] | None = None) -> tuple[Rounds, "list[Comparison]"]:
-    """Rounds until ``plan.stop`` (every judged metric decided, or the plan's last look).
+def block_window(round_index: int, size: int, total: int) -> list[int]:
+    """The scenario prompts of a round's blocks: ``size`` of ``total``, moving on by ``size`` each round
+    (round -1, the warm-up, takes the last window)."""
+    size = max(1, min(size, total))
+    start = (round_index * size) % total
+    return [(start + i) % total for i in range(size)]
 
-    ``judge(rounds, look)`` returns the comparisons after ``look`` complete rounds (each at the plan's
-    alpha for that look); the last look's comparisons are returned with the blocks."""
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the rounds ended: the pilot's plan, the rounds run, and why they stopped."""
+
+    plan: "Plan"
+    rounds: int
+    stop: str  # planned (the power is reached) | underpowered (the limit is below the need) | budget (out of time)
+    elapsed_s: float
+
+    def describe(self) -> str:
+        if self.stop == "budget" and self.rounds < self.plan.rounds:
+            return f"budget: stopped after {self.rounds} of {self.plan.rounds} planned rounds; " + self.plan.describe()
+        return self.plan.describe()
+
+
+def run_rounds(servers: ArmServers, scenario: Scenario, *, design: "Design", judge: "Judge",
+               prompts: Sequence[Any] | None = None, block_prompts: int | None = None,
+               run_block: RunBlock = _run_block, on_block: Callable[[Block], None] | None = None,
+               on_plan: Callable[["Plan"], None] | None = None,
+               clock: Callable[[], float] = time.monotonic) -> tuple[Rounds, "list[Comparison]", Outcome]:
+    """Warm-up rounds, the pilot, then the rounds the pilot's plan asks for (compare/power.py), each an
+    ABBA pair of blocks on the same prompts; the comparisons are judged once, after the last round."""
     rounds = Rounds(scenario)
     if prompts is None:
         prompts = build_prompts(servers.acquire("candidate"), scenario)
     prompts = list(prompts)[: scenario.num_prompts]
-    comparisons: list[Comparison] = []
+    size = max(block_prompts or len(prompts), scenario.concurrency)
+    size = min(size, len(prompts))
+    quiet = replace(scenario, warmup=0, num_prompts=size)
+    warm = replace(scenario, num_prompts=size)
+    t0 = clock()
+
+    def play(r: int) -> None:
+        ids = block_window(r, size, len(prompts))
+        for role in round_order(r):
+            server = servers.acquire(role)
+            block = Block(r, role, run_block(server, warm if r < 0 else quiet, [prompts[i] for i in ids]), ids)
+            servers.release(role)
+            rounds.add(block)
+            if on_block is not None:
+                on_block(block)
+
+    def over_budget(next_round_s: float) -> bool:
+        return design.budget_s is not None and clock() - t0 + next_round_s > design.budget_s
+
     try:
-        for r in range(plan.max_looks):
-            for role in round_order(r):
-                server = servers.acquire(role)
-                block = Block(r, role, run_block(server, scenario, prompts))
-                servers.release(role)
-                rounds.add(block)
-                if on_block is not None:
-                    on_block(block)
-            look = r + 1
-            if look >= plan.min_looks:
-                comparisons = judge(rounds, look)
-                if plan.stop(look, comparisons):
-                    break
+        for w in range(design.warmup_rounds):
+            play(w - design.warmup_rounds)
+        t_pilot = clock()
+        r = 0
+        while r < design.pilot:
+            per = (clock() - t_pilot) / r if r else 0.0
+            if r >= 3 and over_budget(per):
+                break
+            play(r)
+            r += 1
+        per_round = (clock() - t_pilot) / max(r, 1)
+        plan = judge.plan(rounds, seconds_per_round=per_round, elapsed_s=clock() - t0)
+        if on_plan is not None:
+            on_plan(plan)
+        stop = "underpowered" if plan.underpowered else "planned"
+        while r < plan.rounds:
+            if over_budget(per_round):
+                stop = "budget"
+                break
+            play(r)
+            r += 1
+            per_round = (clock() - t_pilot) / r
     finally:
         servers.finish()
-    return rounds, comparisons
+    return rounds, judge.judge(rounds, plan), Outcome(plan, r, stop, clock() - t0)

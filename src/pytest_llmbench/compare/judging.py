@@ -1,26 +1,31 @@
 """Which data judges which metric: a serving metric name → per-round or per-prompt paired values.
 
 Throughput is a property of a whole block (requests overlap), so it is compared per round (log-ratio
-t over rounds). Latencies and accept length belong to one request, so they are compared per prompt,
-paired by (round, prompt): the same prompt sent to both arms in the same round. A latency check named
-by its summary (``median_ttft_ms``, ``p99_tpot_ms``) is judged on the per-prompt values it summarises.
+t over rounds). Latencies belong to one request but share their block's host state: per-prompt log
+ratios, paired by (round, prompt), averaged per round, t over rounds. Accept length does not depend on the
+host: per prompt, averaged over rounds. A latency check named by its summary (``median_ttft_ms``,
+``p99_tpot_ms``) is judged on the per-prompt values it summarises.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pytest_llmbench.compare.margins import sizes_for
+from pytest_llmbench.compare.power import MIN_ROUNDS, Design, Need, Plan, plan_rounds, rounds_for
+from pytest_llmbench.compare.stats import Spread, compare_paired, compare_rounds
 from pytest_llmbench.workload.records import RequestRecord
 
 if TYPE_CHECKING:
     from pytest_llmbench.compare.interleave import Rounds
     from pytest_llmbench.compare.stats import Comparison
 
-#: The metrics whose decision ends the rounds, unless ini ``llmbench_compare_metrics`` names others.
-DEFAULT_DECIDE = ("output_throughput", "median_ttft_ms", "median_tpot_ms", "accept_length")
+#: The metrics the pilot plans the rounds for, unless ini ``llmbench_compare_metrics`` names others.
+DEFAULT_DECIDE = ("output_throughput", "median_tpot_ms", "accept_length")
 ROUND_METRICS = ("output_throughput", "request_throughput", "input_throughput", "total_throughput")
 _LATENCY = re.compile(r"(mean|median|p\d{1,2})_(ttft|tpot|itl|e2e_latency)_ms")
 
@@ -70,22 +75,20 @@ def family_of(metric: str) -> str:
     return "quality" if metric in ("accept_length", "spec_accept_length") else "timing"
 
 
-def compare_metric(metric: str, rounds: "Rounds", *, alpha: float,
-                   margins: Mapping[str, float] | None = None) -> "Comparison | None":
-    """The comparison of one metric at one look; None when either arm has no value for it."""
-    from pytest_llmbench.compare.margins import margin_for
-    from pytest_llmbench.compare.stats import compare_paired, compare_rounds
-
+def compare_metric(metric: str, rounds: "Rounds", *, alpha: float, detect: Mapping[str, object] | None = None,
+                   ignore: Mapping[str, object] | None = None, spread: Spread | None = None) -> "Comparison | None":
+    """The comparison of one metric over ``rounds``; None when either arm has no value for it. ``spread``
+    (a pilot's) makes a round-unit comparison Stein's two-stage t."""
     source = source_of(metric)
     if source is None:
         return None
-    kind, margin = margin_for(metric, margins)
+    sizes = sizes_for(metric, detect, ignore)
     if source.per == "round":
         ref, cand = rounds.round_values(metric)
-        if len(ref) < 2:
+        if len(ref) < MIN_ROUNDS:
             return None
-        return compare_rounds(metric, ref, cand, higher_is_better=source.higher_is_better, margin=margin,
-                              alpha=alpha)
+        return compare_rounds(metric, ref, cand, higher_is_better=source.higher_is_better, sizes=sizes,
+                              alpha=alpha, spread=spread)
     ref, cand, where = rounds.request_values(source.value)  # type: ignore[arg-type]
     # Timing shares each block's host state, so the round is its unit; accept length does not, and a prompt
     # sent again in the next round is the same observation, so the prompt is its unit.
@@ -93,57 +96,65 @@ def compare_metric(metric: str, rounds: "Rounds", *, alpha: float,
     groups = [r for r, _ in where] if unit == "rounds" else [i for _, i in where]
     if len(ref) < 2 or len(set(groups)) < 2:
         return None
-    return compare_paired(metric, ref, cand, higher_is_better=source.higher_is_better, margin=margin,
-                          alpha=alpha, relative=kind == "ratio", rounds=groups, unit=unit)
+    return compare_paired(metric, ref, cand, higher_is_better=source.higher_is_better, sizes=sizes, alpha=alpha,
+                          rounds=groups, unit=unit, spread=spread if unit == "rounds" else None)
 
 
-class FamilyPlans:
-    """One sequential plan per error-budget family (their alphas differ); the rounds stop when every
-    comparison is decided, or at the last look."""
-
-    def __init__(self, alphas: Mapping[str, float], *, max_looks: int, min_looks: int = 2) -> None:
-        from pytest_llmbench.compare.sequential import SequentialPlan
-
-        self.max_looks, self.min_looks = max_looks, min_looks
-        self.plans = {f: SequentialPlan(alpha=a, max_looks=max_looks, min_looks=min_looks) for f, a in alphas.items()}
-
-    def alpha_at(self, family: str, look: int) -> float:
-        return self.plans[family].alpha_at(look)
-
-    def adjust_p(self, family: str, look: int, p: float) -> float:
-        return self.plans[family].adjust_p(look, p)
-
-    def stop(self, look: int, comparisons: "Sequence[Comparison]") -> bool:
-        """Each family's plan decides for its own comparisons (decided, or futile: no verdict reachable)."""
-        by_family: dict[str, list] = {f: [] for f in self.plans}
-        for c in comparisons:
-            by_family[family_of(c.metric)].append(c)
-        return all(plan.stop(look, by_family[f]) for f, plan in self.plans.items())
-
-    def describe(self) -> str:
-        return "; ".join(f"{f}: {p.describe()}" for f, p in self.plans.items())
+def per_round(metric: str) -> bool:
+    """Judged over rounds (so the pilot plans for it): throughput and latency, not accept length."""
+    source = source_of(metric)
+    return source is not None and family_of(metric) == "timing"
 
 
-def judge_all(metrics: Iterable[str], plans: FamilyPlans, margins: Mapping[str, float] | None = None
-              ) -> "Callable[[Rounds, int], list[Comparison]]":
-    """The judge of one scenario's rounds: every named metric both arms have, at its family's alpha for
-    the look; a verdict once decided is kept (compare.sequential.Tracker), its p-value look-adjusted."""
-    from pytest_llmbench.compare.sequential import Tracker
+class Judge:
+    """One scenario's comparisons: the pilot's plan (power.plan_rounds over the deciding metrics) and the
+    final verdicts, each metric at its family's alpha."""
 
-    names = tuple(metrics)
-    trackers = {f: Tracker(p) for f, p in plans.plans.items()}
+    def __init__(self, metrics: Iterable[str], alphas: Mapping[str, float], *, design: Design,
+                 detect: Mapping[str, object] | None = None, ignore: Mapping[str, object] | None = None) -> None:
+        self.metrics = tuple(metrics)
+        self.alphas = dict(alphas)
+        self.design = design
+        self.detect, self.ignore = detect, ignore
 
-    def judge(rounds: "Rounds", look: int) -> "list[Comparison]":
-        by_family: dict[str, list] = {}
-        for name in names:
-            fam = family_of(name)
-            c = compare_metric(name, rounds, alpha=plans.alpha_at(fam, look), margins=margins)
+    def alpha(self, metric: str) -> float:
+        return self.alphas[family_of(metric)]
+
+    def plan(self, rounds: "Rounds", *, seconds_per_round: float, elapsed_s: float) -> Plan:
+        """After the pilot: each deciding round metric's spread and the rounds it needs."""
+        pilot = len(rounds.complete)
+        needs = []
+        for metric in self.metrics:
+            if not per_round(metric):
+                continue
+            c = compare_metric(metric, rounds, alpha=self.alpha(metric), detect=self.detect, ignore=self.ignore)
+            if c is None or not math.isfinite(c.se):
+                continue
+            spread = Spread(c.se * math.sqrt(c.n), int(c.df))
+            needs.append(Need(metric, spread, c.sizes, rounds_for(spread, sizes=c.sizes, alpha=self.alpha(metric),
+                                                                  higher_is_better=c.higher_is_better,
+                                                                  power=self.design.power)))
+        return plan_rounds(needs, design=self.design, pilot=pilot, seconds_per_round=seconds_per_round,
+                           elapsed_s=elapsed_s)
+
+    def spread_of(self, metric: str, rounds: "Rounds", plan: Plan) -> Spread | None:
+        """The pilot's spread of ``metric`` (computed on the pilot rounds if it did not plan)."""
+        if not per_round(metric) or len(rounds.complete) <= plan.pilot:
+            return None  # no rounds beyond the pilot: the plain t on them is the same test
+        if metric in plan.spreads:
+            return plan.spreads[metric]
+        c = compare_metric(metric, rounds.upto(plan.pilot), alpha=self.alpha(metric), detect=self.detect,
+                           ignore=self.ignore)
+        return Spread(c.se * math.sqrt(c.n), int(c.df)) if c is not None and math.isfinite(c.se) else None
+
+    def compare(self, metric: str, rounds: "Rounds", plan: Plan) -> "Comparison | None":
+        return compare_metric(metric, rounds, alpha=self.alpha(metric), detect=self.detect, ignore=self.ignore,
+                              spread=self.spread_of(metric, rounds, plan))
+
+    def judge(self, rounds: "Rounds", plan: Plan) -> "list[Comparison]":
+        out = []
+        for metric in self.metrics:
+            c = self.compare(metric, rounds, plan)
             if c is not None:
-                by_family.setdefault(fam, []).append(c)
-        out: list = []
-        for fam, tracker in trackers.items():
-            if by_family.get(fam) or tracker.standing:
-                out.extend(tracker.update(look, by_family.get(fam, [])))
+                out.append(c)
         return out
-
-    return judge

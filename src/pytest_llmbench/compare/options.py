@@ -8,10 +8,15 @@ import pytest
 
 from pytest_llmbench.compare.arms import ArmError, ArmOptions
 from pytest_llmbench.compare.judging import DEFAULT_DECIDE
+from pytest_llmbench.compare.margins import default_sizes, parse_size, sizes_for
+from pytest_llmbench.compare.power import Design
 
 SERVER_MODES = ("auto", "both", "per-block")
-DEFAULT_MAX_ROUNDS = 10
-DEFAULT_MIN_ROUNDS = 3
+DEFAULT_MAX_ROUNDS = 400
+DEFAULT_PILOT_ROUNDS = 12
+DEFAULT_WARMUP_ROUNDS = 1
+DEFAULT_BUDGET_S = 300.0
+DEFAULT_BLOCK_PROMPTS = 2
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -30,7 +35,16 @@ def add_options(parser: pytest.Parser) -> None:
     add("--llmbench-candidate-args", metavar="ARGS", default=None,
         help="extra server args of the candidate arm, one shell-quoted string (the = form, as above)")
     add("--llmbench-max-rounds", metavar="N", type=int, default=None,
-        help=f"most interleaved rounds per scenario (default: ini llmbench_max_rounds, else {DEFAULT_MAX_ROUNDS})")
+        help=f"most judged rounds per scenario, pilot included (default: ini llmbench_max_rounds, else "
+             f"{DEFAULT_MAX_ROUNDS})")
+    add("--llmbench-compare-budget", metavar="SECONDS", default=None,
+        help=f"time per scenario, warm-up and pilot included; the pilot plans the rounds for 95%% power at "
+             f"each metric's detect size within it, and says 'underpowered' when it cannot (default: ini "
+             f"llmbench_compare_budget, else {DEFAULT_BUDGET_S:g}; 'none' for no limit)")
+    add("--llmbench-block-prompts", metavar="N", type=int, default=None,
+        help=f"prompts per block (one arm's half of a round); the window moves through the scenario's prompts "
+             f"round by round (default: ini llmbench_compare_block_prompts, else {DEFAULT_BLOCK_PROMPTS}; at "
+             f"least the scenario's concurrency)")
     add("--llmbench-strict", action="store_true", default=False,
         help="an inconclusive comparison fails its test too (a regressed one always does)")
     add("--llmbench-arm-servers", choices=SERVER_MODES, default="auto",
@@ -38,30 +52,45 @@ def add_options(parser: pytest.Parser) -> None:
              "not fit in GPU memory); auto: both on CPU, and on GPUs while the loaded candidate leaves more "
              "than half of their memory free, else per-block")
     add("--llmbench-compare-alpha", metavar="P", type=float, default=None,
-        help="error rate of one comparison over all its looks (default: the --gate-alpha family's alpha "
-             "divided by the comparisons counted up front, as the gate does)")
+        help="false-alarm rate of one comparison at its ignore size (default: the --gate-alpha family's "
+             "alpha divided by the comparisons counted up front, as the gate does)")
     parser.addini("llmbench_max_rounds", "default --llmbench-max-rounds", default=str(DEFAULT_MAX_ROUNDS))
-    parser.addini("llmbench_min_rounds", "rounds before the first look", default=str(DEFAULT_MIN_ROUNDS))
-    parser.addini("llmbench_compare_margins", type="linelist", default=[],
-                  help="per-metric margins, one 'metric=value' a line (ratio metrics relative, e.g. "
-                       "output_throughput=0.05; accept_length absolute, e.g. accept_length=0.2)")
+    parser.addini("llmbench_compare_budget", "default --llmbench-compare-budget (seconds per scenario)",
+                  default=str(DEFAULT_BUDGET_S))
+    parser.addini("llmbench_compare_block_prompts", "default --llmbench-block-prompts",
+                  default=str(DEFAULT_BLOCK_PROMPTS))
+    parser.addini("llmbench_compare_pilot_rounds", "rounds whose spread plans the rest (>= 3)",
+                  default=str(DEFAULT_PILOT_ROUNDS))
+    parser.addini("llmbench_compare_warmup_rounds", "rounds run first and never judged",
+                  default=str(DEFAULT_WARMUP_ROUNDS))
+    parser.addini("llmbench_compare_detect", type="linelist", default=[],
+                  help="per metric, the smallest change a comparison must catch (95% power), one "
+                       "'metric=value' a line: output_throughput=3%, accept_length=0.1")
+    parser.addini("llmbench_compare_ignore", type="linelist", default=[],
+                  help="per metric, the largest change a comparison may ignore (regressed means worse than "
+                       "this), one 'metric=value' a line: output_throughput=1%")
     parser.addini("llmbench_compare_metrics", type="args", default=list(DEFAULT_DECIDE),
-                  help="the metrics whose decision ends a scenario's rounds")
+                  help="the metrics the pilot plans the rounds for")
 
 
 @dataclass(frozen=True)
 class CompareSettings:
     arms: ArmOptions
-    max_rounds: int
-    min_rounds: int
+    design: Design
+    block_prompts: int
     strict: bool
     server_mode: str
     alpha: float | None
-    margins: dict[str, float]
+    detect: dict[str, str]
+    ignore: dict[str, str]
     decide: tuple[str, ...]
 
+    @property
+    def max_rounds(self) -> int:
+        return self.design.max_rounds
 
-def _int(config: pytest.Config, option: str | None, ini: str) -> int:
+
+def _int(config: pytest.Config, option: str | None, ini: str, least: int) -> int:
     raw = config.getoption(option, None) if option else None
     where = f"--{option.replace('_', '-')}" if option else ""
     if raw is None:
@@ -70,24 +99,42 @@ def _int(config: pytest.Config, option: str | None, ini: str) -> int:
         value = int(raw)
     except (TypeError, ValueError):
         raise pytest.UsageError(f"{where}: {raw!r} is not a whole number") from None
-    if value < 2:
-        raise pytest.UsageError(f"{where}: {value} — a comparison needs at least 2 rounds")
+    if value < least:
+        raise pytest.UsageError(f"{where}: {value} — must be at least {least}")
     return value
 
 
-def parse_margins(lines: list[str]) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _budget(config: pytest.Config) -> float | None:
+    raw = config.getoption("llmbench_compare_budget", None)
+    where = "--llmbench-compare-budget"
+    if raw is None:
+        raw, where = config.getini("llmbench_compare_budget"), "ini llmbench_compare_budget"
+    text = str(raw).strip().lower().removesuffix("s")
+    if text in ("none", "no", "off", "0"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"{where}: {raw!r} is not a number of seconds (or 'none')") from None
+    if value <= 0:
+        raise pytest.UsageError(f"{where}: {raw!r} must be > 0 seconds (or 'none')")
+    return value
+
+
+def parse_sizes(lines: list[str], ini: str) -> dict[str, str]:
+    """``metric=value`` lines (values as ``sizes_for`` reads them: 0.05, 3%), checked now so a typo names
+    the ini key and the entry."""
+    out: dict[str, str] = {}
     for line in lines:
         for part in line.replace(",", " ").split():
             metric, sep, value = part.partition("=")
+            if not sep or not metric or not value:
+                raise pytest.UsageError(f"ini {ini}: {part!r} is not 'metric=value' (e.g. output_throughput=3%)")
             try:
-                if not sep or not metric:
-                    raise ValueError
-                out[metric] = float(value)
-            except ValueError:
-                raise pytest.UsageError(f"ini llmbench_compare_margins: {part!r} is not 'metric=number'") from None
-            if out[metric] < 0:
-                raise pytest.UsageError(f"ini llmbench_compare_margins: {part!r}: a margin is ≥ 0")
+                parse_size(metric, value.strip(), default_sizes(metric)[0] if default_sizes(metric) else None)
+            except ValueError as e:
+                raise pytest.UsageError(f"ini {ini}: {part!r}: {e}") from None
+            out[metric] = value.strip()
     return out
 
 
@@ -103,14 +150,21 @@ def read_settings(config: pytest.Config) -> CompareSettings:
     except ArmError as e:
         raise pytest.UsageError(str(e)) from None
     alpha = config.getoption("llmbench_compare_alpha", None)
-    if alpha is not None and not 0 < alpha < 1:
-        raise pytest.UsageError(f"--llmbench-compare-alpha {alpha}: must be between 0 and 1")
-    min_rounds = _int(config, None, "llmbench_min_rounds")
-    max_rounds = _int(config, "llmbench_max_rounds", "llmbench_max_rounds")
-    if max_rounds < min_rounds:
-        raise pytest.UsageError(f"--llmbench-max-rounds {max_rounds} is below ini llmbench_min_rounds {min_rounds}")
-    return CompareSettings(arms=arms, max_rounds=max_rounds, min_rounds=min_rounds,
+    if alpha is not None and not 0 < alpha < 0.5:
+        raise pytest.UsageError(f"--llmbench-compare-alpha {alpha}: must be between 0 and 0.5")
+    design = Design(warmup_rounds=_int(config, None, "llmbench_compare_warmup_rounds", 0),
+                    pilot_rounds=_int(config, None, "llmbench_compare_pilot_rounds", 3),
+                    max_rounds=_int(config, "llmbench_max_rounds", "llmbench_max_rounds", 2),
+                    budget_s=_budget(config))
+    detect = parse_sizes(config.getini("llmbench_compare_detect"), "llmbench_compare_detect")
+    ignore = parse_sizes(config.getini("llmbench_compare_ignore"), "llmbench_compare_ignore")
+    for metric in set(detect) | set(ignore):
+        try:
+            sizes_for(metric, detect, ignore)
+        except ValueError as e:
+            raise pytest.UsageError(f"ini llmbench_compare_detect/llmbench_compare_ignore: {e}") from None
+    return CompareSettings(arms=arms, design=design,
+                           block_prompts=_int(config, "llmbench_block_prompts", "llmbench_compare_block_prompts", 1),
                            strict=bool(config.getoption("llmbench_strict", False)),
                            server_mode=config.getoption("llmbench_arm_servers", "auto") or "auto", alpha=alpha,
-                           margins=parse_margins(config.getini("llmbench_compare_margins")),
-                           decide=tuple(config.getini("llmbench_compare_metrics")))
+                           detect=detect, ignore=ignore, decide=tuple(config.getini("llmbench_compare_metrics")))

@@ -4,8 +4,9 @@ With any ``--llmbench-reference-*`` / ``--llmbench-candidate-*`` option, or a YA
 the selected configs' bench tests become comparisons without a change to the bench code:
 
 - ``llm_server`` is the candidate arm (for options, the config with the candidate's changes);
-- ``bench.run(scenario)`` runs the scenario on both arms in interleaved rounds until every metric of
-  ini ``llmbench_compare_metrics`` is decided (compare.sequential) and returns the candidate's result;
+- ``bench.run(scenario)`` runs the scenario on both arms in interleaved rounds — warm-up, a pilot, then
+  the rounds the pilot plans for 95% power at the detect size of ini ``llmbench_compare_metrics``
+  (compare/power.py) — and returns the candidate's result;
 - ``bench.check(metric, …)`` of a serving metric returns the comparison (a ``comparison`` record);
   any other check (quality, decisions) keeps its stored baseline.
 
@@ -16,7 +17,7 @@ comes at the end of the session, the suite's error budget (Holm per family) acro
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -25,9 +26,10 @@ import pytest
 from pytest_llmbench import sink, stash
 from pytest_llmbench.compare import suite, table
 from pytest_llmbench.compare.arms import ArmError, ArmPair, arms_from_options, block_pairs, read_compare_blocks
-from pytest_llmbench.compare.interleave import ArmServers, Block, Rounds, run_rounds
-from pytest_llmbench.compare.judging import FamilyPlans, compare_metric, family_of, judge_all, source_of
-from pytest_llmbench.compare.margins import margin_for
+from pytest_llmbench.compare.interleave import ArmServers, Block, Outcome, Rounds, run_rounds
+from pytest_llmbench.compare.judging import Judge, family_of, source_of
+from pytest_llmbench.compare.margins import sizes_for
+from pytest_llmbench.compare.power import Plan
 from pytest_llmbench.compare.stats import compare_decisions, compare_paired, compare_pass_fail
 from pytest_llmbench.compare.options import CompareSettings, read_settings
 from pytest_llmbench.config import ConfigError
@@ -65,7 +67,8 @@ class _LastRun:
     scenario: str
     rounds: Rounds
     comparisons: dict[str, Any]
-    look: int
+    outcome: Outcome
+    judge: Judge
 
 
 class CompareSession:
@@ -75,7 +78,6 @@ class CompareSession:
         self.yaml_pairs = yaml_pairs
         self.pairs: dict[str, ArmPair] = {}
         self.alphas: dict[str, float] = {}
-        self.plans: FamilyPlans | None = None
         self._servers: ArmServers | None = None
         self._last: dict[str, _LastRun] = {}
         self._failing: dict[str, list[str]] = {}
@@ -103,7 +105,6 @@ class CompareSession:
         except (ArmError, ConfigError) as e:
             raise pytest.UsageError(str(e)) from None
         self.alphas = self._alphas(items)
-        self.plans = FamilyPlans(self.alphas, max_looks=self.settings.max_rounds, min_looks=self.settings.min_rounds)
 
     def _alphas(self, items: list[pytest.Item]) -> dict[str, float]:
         """Per-comparison alpha by family: given, or the family's budget over the comparisons counted up
@@ -128,9 +129,9 @@ class CompareSession:
     def pytest_report_collectionfinish(self, config: pytest.Config, start_path: Any, items: Any) -> list[str]:
         """After collection (the arms exist only once the selected configs are known)."""
         lines = [f"llmbench compare: {p.describe()}" for p in self.pairs.values()]
-        if self.plans is not None and self.pairs:
-            lines.append(f"llmbench compare: rounds {self.settings.min_rounds}–{self.settings.max_rounds}, "
-                         f"per-comparison α " + ", ".join(f"{f}={a:.3g}" for f, a in self.alphas.items()))
+        if self.pairs:
+            lines.append(f"llmbench compare: {self.settings.design.describe()}, {self.settings.block_prompts} "
+                         f"prompts per block; per-comparison α " + ", ".join(f"{f}={a:.3g}" for f, a in self.alphas.items()))
         return lines
 
     # --- bench.run and bench.check of a compared config ---------------------------------------------
@@ -138,18 +139,32 @@ class CompareSession:
     def run(self, bench: Any, scenario: Any, *, prompts: Any = None) -> Any:
         pair = self.pairs[bench.config_name]
         servers = self._servers_for(pair, bench.server)
-        judge = judge_all(self.settings.decide, self.plans, self.settings.margins)  # type: ignore[arg-type]
+        judge = Judge(self.settings.decide, self.alphas, design=self.settings.design, detect=self.settings.detect,
+                      ignore=self.settings.ignore)
 
         def on_block(block: Block) -> None:
             m = block.result.metrics
             bench.emit({"record": "comparison_block", "config": pair.config_name, "nodeid": bench.nodeid,
                            "test_key": bench.test_key, "scenario": scenario.name, "round": block.round,
                            "role": block.role, "arm": pair.arm(block.role).label, "notes": block.result.notes,
+                           "warmup": block.warmup, "prompt_ids": list(block.prompt_ids),
                            "metrics": {k: v for k, v in m.items() if isinstance(v, (int, float))}})
 
+        def on_plan(plan: Plan) -> None:
+            bench.emit({"record": "comparison_plan", "config": pair.config_name, "nodeid": bench.nodeid,
+                        "test_key": bench.test_key, "scenario": scenario.name, "rounds": plan.rounds,
+                        "needed": plan.needed, "limit": plan.limit, "pilot": plan.pilot,
+                        "seconds_per_round": plan.seconds_per_round, "underpowered": plan.underpowered,
+                        "reason": plan.describe(),
+                        "needs": [{"metric": n.metric, "sd": n.spread.sd, "df": n.spread.df, "rounds": n.rounds}
+                                  for n in plan.needs]})
+            if plan.underpowered:
+                _say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {plan.describe()}")
+
         try:
-            rounds, comps = run_rounds(servers, scenario, plan=self.plans, judge=judge, prompts=prompts,  # type: ignore[arg-type]
-                                       on_block=on_block)
+            rounds, comps, outcome = run_rounds(servers, scenario, design=self.settings.design, judge=judge,
+                                                prompts=prompts, block_prompts=self.settings.block_prompts,
+                                                on_block=on_block, on_plan=on_plan)
         except (httpx.TransportError, WorkloadError) as e:
             for role, server in (("reference", servers.reference), ("candidate", servers.candidate)):
                 if server is not None and server.problem():
@@ -162,8 +177,7 @@ class CompareSession:
             server = servers.reference if role == "reference" else servers.candidate
             if failed and server is not None and not server.settled_alive():
                 pytest.fail(server.gone_message(f"during scenario {scenario.name} ({role} arm)"), pytrace=False)
-        look = len(rounds.complete)
-        self._last[bench.nodeid] = _LastRun(scenario.name, rounds, {c.metric: c for c in comps}, look)
+        self._last[bench.nodeid] = _LastRun(scenario.name, rounds, {c.metric: c for c in comps}, outcome, judge)
         result = rounds.merged("candidate")
         bench._keep(result)  # the candidate's numbers are the test's measurements (and its scenario record)
         return result
@@ -174,22 +188,21 @@ class CompareSession:
         if last is None or source_of(metric) is None:
             return False
         if metric not in last.comparisons:
-            fam, plans = family_of(metric), self.plans
-            try:  # a metric outside llmbench_compare_metrics: judged once, at the last look's alpha
-                c = compare_metric(metric, last.rounds, alpha=plans.alpha_at(fam, last.look),  # type: ignore[union-attr]
-                                   margins=self.settings.margins)
+            try:  # a metric outside llmbench_compare_metrics: the same test, on the rounds that ran
+                c = last.judge.compare(metric, last.rounds, last.outcome.plan)
             except ValueError as e:
                 pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
             if c is None:
                 return False
-            last.comparisons[metric] = replace(c, p_value=plans.adjust_p(fam, last.look, c.p_value))  # type: ignore[union-attr]
+            last.comparisons[metric] = c
         return True
 
     def check(self, bench: Any, metric: str) -> Any:
         last = self._last[bench.nodeid]
         c = last.comparisons[metric]
-        return self._conclude(bench, c, family_of(metric), scenario=last.scenario, look=last.look,
-                              prompts=last.rounds.prompts_used())
+        return self._conclude(bench, c, family_of(metric), scenario=last.scenario,
+                              rounds=len(last.rounds.complete), prompts=last.rounds.prompts_used(),
+                              outcome=last.outcome)
 
     def check_cases(self, bench: Any, metric: str, cases: Mapping[str, float], reference_cases: Mapping[str, float],
                     *, noise: Any = None, direction: str | None = None, family: str | None = None) -> Any:
@@ -207,30 +220,32 @@ class CompareSession:
         fam = family or ("decisions" if name == "PairedBootstrap" else "quality")
         alpha = self.alphas.get(fam, DEFAULT_ALPHA)
         try:
-            kind, margin = margin_for(metric, self.settings.margins)
+            sizes = sizes_for(metric, self.settings.detect, self.settings.ignore)
             if name == "McNemar":
-                c = compare_pass_fail(metric, ref, cand, margin=margin, alpha=alpha)
+                c = compare_pass_fail(metric, ref, cand, sizes=sizes, alpha=alpha)
             elif name == "PairedBootstrap":
                 sep = getattr(noise, "cluster", "")  # a case's questions are resampled together
                 clusters = [k.split(sep, 1)[0] for k in common] if sep else None
-                c = compare_decisions(metric, ref, cand, higher_is_better=higher, margin=margin, alpha=alpha,
+                c = compare_decisions(metric, ref, cand, higher_is_better=higher, sizes=sizes, alpha=alpha,
                                       clusters=clusters)
             else:
-                c = compare_paired(metric, ref, cand, higher_is_better=higher, margin=margin, alpha=alpha,
-                                   relative=kind == "ratio")
+                c = compare_paired(metric, ref, cand, higher_is_better=higher, sizes=sizes, alpha=alpha)
         except ValueError as e:
             pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
-        return self._conclude(bench, c, fam, scenario=None, look=1, prompts=2 * len(common), alpha=alpha)
+        return self._conclude(bench, c, fam, scenario=None, rounds=1, prompts=2 * len(common))
 
-    def _conclude(self, bench: Any, c: Any, family: str, *, scenario: str | None, look: int, prompts: int,
-                  alpha: float | None = None) -> Any:
+    def _conclude(self, bench: Any, c: Any, family: str, *, scenario: str | None, rounds: int, prompts: int,
+                  outcome: Outcome | None = None) -> Any:
         """The comparison record, the JUnit property, and the test's failure when it regressed."""
         pair = self.pairs[bench.config_name]
+        plan = outcome.plan if outcome is not None else None
         record = {"record": "comparison", "config": pair.config_name, "nodeid": bench.nodeid,
-                  "test_key": bench.test_key, "scenario": scenario, **c.as_record(),
-                  "higher_is_better": c.higher_is_better, "kind": c.kind, "family": family,
-                  "alpha": alpha if alpha is not None else self.plans.alpha_at(family, look),  # type: ignore[union-attr]
-                  "rounds": look, "prompts": prompts,
+                  "test_key": bench.test_key, "scenario": scenario, **c.as_record(), "family": family,
+                  "rounds": rounds, "prompts": prompts,
+                  "stop": outcome.stop if outcome else "cases", "stop_reason": outcome.describe() if outcome
+                  else f"every case measured on both arms ({c.n})",
+                  "planned_rounds": plan.rounds if plan else None, "needed_rounds": plan.needed if plan else None,
+                  "underpowered": plan.underpowered if plan else False,
                   "max_rounds": self.settings.max_rounds, "reference_arm": pair.reference.label,
                   "candidate_arm": pair.candidate.label, "strict": self.settings.strict}
         bench.emit(record)  # results.jsonl and the JUnit properties (report/junit.py)
@@ -389,5 +404,12 @@ def _facts(server: Any) -> dict[str, Any]:
 
 def _message(r: dict[str, Any]) -> str:
     return (f"{r['config']} {r.get('test_key')} {r['metric']}: {r['verdict']} — "
-            f"candidate/reference {table.estimate(r)}, "
-            f"margin {r.get('margin')}, {r.get('method')} ({r.get('rounds')} rounds, {r.get('prompts')} prompts)")
+            f"candidate/reference {table.estimate(r)}, {table.sizes_text(r)}, p={table.num(r.get('p_value'))}; "
+            f"{table.reach(r)}; {r.get('method')} ({r.get('rounds')} rounds, {r.get('prompts')} prompts)")
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    """A line on the terminal now (the pilot's plan), not only in the table at the end."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None:
+        tr.write_line(line, yellow=True)

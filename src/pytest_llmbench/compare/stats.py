@@ -1,86 +1,130 @@
-"""Reference vs candidate for one metric: an estimate, its interval at the look's level, and a verdict.
+"""Reference vs candidate for one metric: an estimate, its 95% interval, a p-value, and a verdict.
 
-Every comparison is judged the same way, whatever the unit of pairing (round, prompt, case, question):
-the two-sided interval at level ``1 - 2·alpha`` holds the two one-sided bounds at ``alpha`` each, so
+Every comparison is judged the same way, whatever the unit of pairing (round, prompt, case, question),
+against the metric's two sizes (compare/margins.py), at the comparison's ``alpha``:
 
-- ``regressed``: the whole interval is worse than the margin (the one-sided test of "not worse by more
-  than the margin" rejects at ``alpha``; ``p_value`` is that test's p);
-- ``improved``: the whole interval is better than the margin;
-- ``equivalent``: the interval lies inside ± margin (TOST: both one-sided tests reject at ``alpha``);
-- ``inconclusive``: anything else — more rounds are needed, or the change is about the size of the margin.
+- ``regressed``: the one-sided test of "not worse by more than ``ignore``" rejects at ``alpha``
+  (``p_value`` is that test's p). A change no bigger than ``ignore`` is called regressed with
+  probability ≤ alpha;
+- ``improved``: the mirror test;
+- ``equivalent``: TOST within ± ``detect`` rejects at ``alpha``: every change the gate must catch is
+  ruled out (``p_equivalent``);
+- ``inconclusive``: anything else.
 
-Ratios live in log space (log-ratio t), so a 3% margin means the ratio interval inside [0.97, 1.03].
+The interval a user reads is always the nominal 95% one (``ci_low``, ``ci_high``), whatever ``alpha`` the
+decision used, and every comparison says what it could have caught (``detectable``: the smallest worsening
+called regressed with 95% power at its n and spread) and what its interval rules out (``rules_out``).
+
+Ratios live in log space (log-ratio t), so 3% means candidate/reference at 0.97. A t-based comparison can
+take its spread from a pilot (:class:`Spread`, Stein's two-stage test): the statistic then has the pilot's
+degrees of freedom exactly, whatever number of rounds the pilot chose (compare/power.py says why).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import stats
+
+from pytest_llmbench.compare.margins import RATIO, Sizes
 
 VERDICTS = ("regressed", "equivalent", "inconclusive", "improved")
+CONFIDENCE = 0.95  # every interval a user reads
+POWER = 0.95  # the power ``detectable`` and the round planner are stated at
 BOOTSTRAP_RESAMPLES = 9999
 
 
 @dataclass(frozen=True)
+class Spread:
+    """A standard deviation per unit (on the tested scale) and its degrees of freedom: a pilot's."""
+
+    sd: float
+    df: int
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """One metric's reference-vs-candidate result at one look."""
+    """One metric's reference-vs-candidate result."""
 
     metric: str
     kind: str  # "ratio" (candidate / reference) or "difference" (candidate - reference)
     reference: float
     candidate: float
     estimate: float
-    ci_low: float
+    ci_low: float  # the 95% interval
     ci_high: float
-    margin: float
+    ignore: float
+    detect: float
     higher_is_better: bool
-    p_value: float  # one-sided p of "candidate not worse than reference by more than the margin"
+    p_value: float  # one-sided p of "candidate not worse than reference by more than ``ignore``"
     verdict: str
     n: int
     method: str
-    confidence: float = float("nan")  # the interval's two-sided level, 1 - 2·alpha
-    se: float = float("nan")  # standard error on the tested scale (log ratio or difference); t-based only
+    alpha: float = float("nan")  # the decision's level (one-sided)
+    p_equivalent: float = float("nan")  # TOST p within ± detect
+    detectable: float = float("nan")  # the smallest worsening caught with 95% power (the sizes' unit)
+    se: float = float("nan")  # standard error on the tested scale (log ratio or difference)
+    df: float = float("nan")  # degrees of freedom of a t-based comparison
 
     @property
     def decided(self) -> bool:
         return self.verdict != "inconclusive"
 
+    @property
+    def sizes(self) -> Sizes:
+        return Sizes(self.kind, self.ignore, self.detect)
+
+    @property
+    def rules_out(self) -> float:
+        """The worsening beyond which the 95% interval excludes the truth (0: it excludes any)."""
+        return rules_out(self.ci_low, self.ci_high, kind=self.kind, higher_is_better=self.higher_is_better)
+
     def as_record(self) -> dict[str, Any]:
-        """The results.jsonl fields of a comparison (the caller adds config, rounds, ...)."""
+        """The results.jsonl fields of a comparison (the caller adds config, rounds, stop, ...)."""
         return {"metric": self.metric, "reference": self.reference, "candidate": self.candidate,
                 self.kind: self.estimate, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "confidence": self.confidence, "verdict": self.verdict, "p_value": self.p_value,
-                "n": self.n, "method": self.method, "margin": self.margin, "kind": self.kind,
-                "higher_is_better": self.higher_is_better}
+                "confidence": CONFIDENCE, "verdict": self.verdict, "p_value": self.p_value,
+                "p_equivalent": self.p_equivalent, "alpha": self.alpha, "n": self.n, "method": self.method,
+                "ignore": self.ignore, "detect": self.detect, "kind": self.kind,
+                "higher_is_better": self.higher_is_better, "rules_out": self.rules_out,
+                "detectable": self.detectable, "se": self.se, "df": self.df}
 
 
-def verdict_of(ci_low: float, ci_high: float, *, kind: str, margin: float, higher_is_better: bool) -> str:
-    """The verdict of an interval on the estimate's own scale (ratio or difference) against ± margin."""
-    if not (math.isfinite(ci_low) and math.isfinite(ci_high)):
+def _bounds(kind: str, size: float) -> tuple[float, float]:
+    return (1.0 - size, 1.0 + size) if kind == RATIO else (-size, size)
+
+
+def verdict_of(low: float, high: float, *, sizes: Sizes, higher_is_better: bool) -> str:
+    """The verdict of one-sided bounds at the decision's alpha (``low``, ``high``, on the estimate's own
+    scale): beyond ± ignore as a whole → regressed/improved; inside ± detect → equivalent."""
+    if not (math.isfinite(low) and math.isfinite(high)):
         return "inconclusive"
-    if kind == "ratio":
-        lo_bound, hi_bound = 1.0 - margin, 1.0 + margin
-    else:
-        lo_bound, hi_bound = -margin, margin
-    below, above = ci_high < lo_bound, ci_low > hi_bound
+    lo_i, hi_i = _bounds(sizes.kind, sizes.ignore)
+    below, above = high < lo_i, low > hi_i
     if below or above:
         return "regressed" if below == higher_is_better else "improved"
-    if lo_bound < ci_low and ci_high < hi_bound:
-        return "equivalent"
-    return "inconclusive"
+    lo_d, hi_d = _bounds(sizes.kind, sizes.detect)
+    return "equivalent" if lo_d < low and high < hi_d else "inconclusive"
 
 
-def _check(metric: str, alpha: float, margin: float, kind: str) -> None:
+def rules_out(low: float, high: float, *, kind: str, higher_is_better: bool) -> float:
+    """The worsening an interval excludes, in the sizes' unit (0.024: a slowdown beyond 2.4%)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return math.inf
+    if kind == RATIO:
+        return max(0.0, 1.0 - low) if higher_is_better else max(0.0, high - 1.0)
+    return max(0.0, -low) if higher_is_better else max(0.0, high)
+
+
+def _check(metric: str, alpha: float, sizes: Sizes) -> None:
     if not 0 < alpha < 0.5:
         raise ValueError(f"{metric}: alpha must be in (0, 0.5), got {alpha!r}")
-    if not margin >= 0 or (kind == "ratio" and margin >= 1):
-        raise ValueError(f"{metric}: margin must be >= 0{' and < 1 for a ratio' if kind == 'ratio' else ''}, "
-                         f"got {margin!r}")
+    if not isinstance(sizes, Sizes):
+        raise TypeError(f"{metric}: sizes must be compare.margins.Sizes, got {type(sizes).__name__}")
 
 
 def _pairs(metric: str, reference: Sequence[float], candidate: Sequence[float], *, positive: bool
@@ -97,43 +141,72 @@ def _pairs(metric: str, reference: Sequence[float], candidate: Sequence[float], 
     return ref, cand
 
 
-def _worse_bound(kind: str, margin: float, higher_is_better: bool) -> float:
-    """The null's boundary on the scale tested (log ratio or difference): worse by exactly the margin."""
-    if kind == "ratio":
-        return math.log1p(-margin) if higher_is_better else math.log1p(margin)
-    return -margin if higher_is_better else margin
+def scale(kind: str, size: float, worse: bool, higher_is_better: bool) -> float:
+    """A size on the tested scale (log ratio or difference), signed: ``worse`` by it, or better."""
+    sign = -1.0 if worse == higher_is_better else 1.0
+    return math.log1p(sign * size) if kind == RATIO else sign * size
 
 
-def _t_comparison(metric: str, d: np.ndarray, *, kind: str, reference: float, candidate: float, margin: float,
-                  higher_is_better: bool, alpha: float, method: str) -> Comparison:
-    """Paired t on per-pair differences ``d`` (log ratios for ``kind='ratio'``)."""
+def _unscale(kind: str, x: float) -> float:
+    return math.exp(x) if kind == RATIO else x
+
+
+def worsening(kind: str, x: float, higher_is_better: bool) -> float:
+    """A point on the tested scale as a worsening in the sizes' unit (log(0.976) → 0.024)."""
+    if kind == RATIO:
+        return 1.0 - math.exp(x) if higher_is_better else math.exp(x) - 1.0
+    return -x if higher_is_better else x
+
+
+def detectable_change(se: float, df: float, *, sizes: Sizes, alpha: float, higher_is_better: bool,
+                      power: float = POWER) -> float:
+    """The smallest worsening a t-based test at ``alpha`` calls regressed with ``power``, given its
+    standard error: ignore + (t_alpha + t_beta)·se on the tested scale."""
+    if not math.isfinite(se) or not df >= 1:  # df may be inf: a normal-theory interval (bootstrap, McNemar)
+        return math.inf
+    reach = float(stats.t.isf(alpha, df) + stats.t.isf(1 - power, df)) * se
+    start = scale(sizes.kind, sizes.ignore, True, higher_is_better)
+    return worsening(sizes.kind, start - reach if higher_is_better else start + reach, higher_is_better)
+
+
+def _t_comparison(metric: str, d: np.ndarray, *, sizes: Sizes, reference: float, candidate: float,
+                  higher_is_better: bool, alpha: float, method: str, spread: Spread | None = None) -> Comparison:
+    """Paired t on per-unit differences ``d`` (log ratios for a ratio). With ``spread`` (a pilot's), the
+    standard error and degrees of freedom are the pilot's: Stein's two-stage t, exact for any n it chose."""
     n = d.size
-    mean = float(d.mean()) if n else float("nan")
-    low = high = se = float("nan")
-    p = 1.0
-    if n >= 2:
-        if np.all(d == d[0]):  # no spread: the interval is the point (identical arms give exactly 0)
-            low = high = mean
-            se = 0.0
-            bound = _worse_bound(kind, margin, higher_is_better)
-            p = 0.0 if (mean < bound if higher_is_better else mean > bound) else 1.0
-        else:
-            res = stats.ttest_1samp(d, popmean=_worse_bound(kind, margin, higher_is_better),
-                                    alternative="less" if higher_is_better else "greater")
-            p = float(res.pvalue)
-            # two-sided at 1 - 2·alpha: each bound is the one-sided test at alpha (TOST reads both). The
-            # quantile from t.isf, not 1 - alpha: a first look's alpha (1e-16) is lost in 1 - alpha
-            se = float(stats.sem(d))
-            half = float(stats.t.isf(alpha, n - 1) * se)
-            low, high = mean - half, mean + half
-    if kind == "ratio":  # a look at a tiny alpha can have a bound beyond float range: inf, not an error
-        with np.errstate(over="ignore"):
-            est, low, high = (float(x) for x in np.exp([mean, low, high]))
+    mean = float(d.mean()) if n else math.nan
+    low = high = lo_a = hi_a = se = df = math.nan
+    p = p_eq = 1.0
+    if spread is not None and n >= 1:
+        sd, df = spread.sd, float(spread.df)
+    elif n >= 2:
+        sd, df = float(np.std(d, ddof=1)), float(n - 1)
     else:
-        est, low, high = mean, low, high
-    return Comparison(metric, kind, reference, candidate, est, low, high, margin, higher_is_better, p,
-                      verdict_of(low, high, kind=kind, margin=margin, higher_is_better=higher_is_better),
-                      n, method, confidence=1 - 2 * alpha, se=se)
+        sd = math.nan
+    worse = scale(sizes.kind, sizes.ignore, True, higher_is_better)
+    eq_lo = scale(sizes.kind, sizes.detect, higher_is_better, higher_is_better)  # -detect on the tested scale
+    eq_hi = scale(sizes.kind, sizes.detect, not higher_is_better, higher_is_better)
+    eq_lo, eq_hi = min(eq_lo, eq_hi), max(eq_lo, eq_hi)
+    if math.isfinite(sd) and df >= 1:
+        se = sd / math.sqrt(n)
+        if se == 0:  # no spread: the interval is the point (identical arms give exactly 0)
+            low = high = lo_a = hi_a = mean
+            p = 0.0 if (mean < worse if higher_is_better else mean > worse) else 1.0
+            p_eq = 0.0 if eq_lo < mean < eq_hi else 1.0
+        else:
+            t = (mean - worse) / se
+            p = float(stats.t.cdf(t, df) if higher_is_better else stats.t.sf(t, df))
+            p_eq = float(max(stats.t.sf((mean - eq_lo) / se, df), stats.t.cdf((mean - eq_hi) / se, df)))
+            half95 = float(stats.t.isf((1 - CONFIDENCE) / 2, df)) * se
+            half_a = float(stats.t.isf(alpha, df)) * se
+            low, high, lo_a, hi_a = mean - half95, mean + half95, mean - half_a, mean + half_a
+    k = sizes.kind
+    est, low, high, lo_a, hi_a = (_unscale(k, x) if math.isfinite(x) else x for x in (mean, low, high, lo_a, hi_a))
+    return Comparison(metric, k, reference, candidate, est, low, high, sizes.ignore, sizes.detect,
+                      higher_is_better, p, verdict_of(lo_a, hi_a, sizes=sizes, higher_is_better=higher_is_better),
+                      n, method, alpha=alpha, p_equivalent=p_eq,
+                      detectable=detectable_change(se, df, sizes=sizes, alpha=alpha, higher_is_better=higher_is_better),
+                      se=se, df=df)
 
 
 def _group_sums(metric: str, values: np.ndarray, labels: Sequence[Hashable], what: str
@@ -147,39 +220,43 @@ def _group_sums(metric: str, values: np.ndarray, labels: Sequence[Hashable], wha
 
 
 def compare_rounds(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
-                   higher_is_better: bool, margin: float, alpha: float) -> Comparison:
+                   higher_is_better: bool, sizes: Sizes, alpha: float, spread: Spread | None = None) -> Comparison:
     """One value per round per arm (tok/s of each block), paired by round: t on the log ratios.
 
     Rounds, not requests, are the unit because throughput drifts within a session (thermal, host load);
     an ABBA block sees the same drift on both arms, so the per-round ratio cancels it.
     """
-    _check(metric, alpha, margin, "ratio")
+    _check(metric, alpha, sizes)
     ref, cand = _pairs(metric, reference, candidate, positive=True)
-    return _t_comparison(metric, np.log(cand) - np.log(ref), kind="ratio",
-                         reference=float(stats.gmean(ref)) if ref.size else float("nan"),
-                         candidate=float(stats.gmean(cand)) if cand.size else float("nan"),
-                         margin=margin, higher_is_better=higher_is_better, alpha=alpha,
-                         method=f"log-ratio t over {ref.size} rounds")
+    return _t_comparison(metric, np.log(cand) - np.log(ref), sizes=sizes,
+                         reference=float(stats.gmean(ref)) if ref.size else math.nan,
+                         candidate=float(stats.gmean(cand)) if cand.size else math.nan,
+                         higher_is_better=higher_is_better, alpha=alpha, spread=spread,
+                         method=f"log-ratio t over {ref.size} rounds" + _pilot(spread))
+
+
+def _pilot(spread: Spread | None) -> str:
+    return f" (spread from a {spread.df + 1}-round pilot)" if spread is not None else ""
 
 
 def compare_paired(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
-                   higher_is_better: bool, margin: float, alpha: float, relative: bool = False,
-                   rounds: Sequence[Hashable] | None = None, unit: str = "rounds") -> Comparison:
-    """One value per prompt per arm (latency, accept length), same prompts in the same order: paired t.
+                   higher_is_better: bool, sizes: Sizes, alpha: float,
+                   rounds: Sequence[Hashable] | None = None, unit: str = "rounds",
+                   spread: Spread | None = None) -> Comparison:
+    """One value per prompt per arm (latency, accept length), same prompts: paired t.
 
-    ``relative=True`` compares log ratios (latency: a 5% slower TPOT is the same finding on short and
-    long prompts); otherwise differences (accept length: 0.1 tokens per step means the same everywhere).
+    A ratio compares log ratios (latency: a 5% slower TPOT is the same finding on short and long prompts);
+    a difference compares differences (accept length: 0.1 tokens per step means the same everywhere).
 
-    ``rounds`` (the round of each prompt) makes the round the unit: the per-prompt differences are
-    averaged per round and the t runs over rounds. Pass it for timing: every prompt of a block shares the
-    block's host state, so prompts of one round are not independent, and a t over prompts then reads a
-    block's shock as signal (benches/perf/simulate_comparisons.out.md: 20–37% wrong "regressed" at the
-    margin instead of ≤ 1%). Accept length does not depend on the host, so the prompt is its unit: pass
-    each value's prompt as ``rounds`` with ``unit="prompts"`` (a prompt repeated over rounds is one
-    observation, not one per round — greedy drafting repeats the same value every round).
+    ``rounds`` (the unit of each value) averages the per-prompt differences per unit and runs the t over
+    units. Pass each prompt's round for timing: every prompt of a block shares the block's host state, so
+    prompts of one round are not independent, and a t over prompts then reads a block's shock as signal
+    (benches/perf/simulate_comparisons.out.md). Accept length does not depend on the host, so the prompt
+    is its unit: pass each value's prompt with ``unit="prompts"`` (a prompt repeated over rounds is one
+    observation — greedy drafting repeats the same value every round).
     """
-    kind = "ratio" if relative else "difference"
-    _check(metric, alpha, margin, kind)
+    relative = sizes.kind == RATIO
+    _check(metric, alpha, sizes)
     ref, cand = _pairs(metric, reference, candidate, positive=relative)
     if relative:
         d = np.log(cand) - np.log(ref)
@@ -193,8 +270,9 @@ def compare_paired(metric: str, reference: Sequence[float], candidate: Sequence[
         sums, counts = _group_sums(metric, d, rounds, "round")
         d = sums / counts
         method = method.replace(f"over {ref.size} prompts", f"over {d.size} {unit} ({ref.size} requests)")
-    return _t_comparison(metric, d, kind=kind, reference=summary[0], candidate=summary[1], margin=margin,
-                         higher_is_better=higher_is_better, alpha=alpha, method=method)
+    return _t_comparison(metric, d, sizes=sizes, reference=summary[0], candidate=summary[1],
+                         higher_is_better=higher_is_better, alpha=alpha, method=method + _pilot(spread),
+                         spread=spread)
 
 
 def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
@@ -205,33 +283,46 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     return low, high
 
 
-def _pass_rate_gap(lost: int, won: int, n: int, alpha: float, margin: float) -> tuple[float, float]:
+def _pass_rate_gap(lost: int, won: int, n: int, alpha: float, boxed: bool) -> tuple[float, float]:
     """One-sided bounds at ``alpha`` for the pass-rate difference ψ·(1 − 2θ) over the exact box of ψ (share
     of discordant cases) and θ (share of those the candidate lost): alpha/2 on each, as the extremes of a
-    bilinear function lie at the box's corners. Without a margin only the sign matters, which θ alone
-    decides, so θ gets the whole alpha (the textbook exact McNemar test)."""
+    bilinear function lie at the box's corners. Against 0 only the sign matters, which θ alone decides, so
+    θ gets the whole alpha (the textbook exact McNemar test): ``boxed=False``."""
     disc = lost + won
-    a_theta = alpha if margin == 0 else alpha / 2
+    a_theta = alpha / 2 if boxed else alpha
     theta_lo, theta_hi = clopper_pearson(lost, disc, a_theta) if disc else (0.0, 1.0)
-    psi_lo, psi_hi = clopper_pearson(disc, n, alpha / 2) if margin else (disc / n, disc / n)
+    psi_lo, psi_hi = clopper_pearson(disc, n, alpha / 2) if boxed else (disc / n, disc / n)
     corners_low = (psi_lo * (1 - 2 * theta_hi), psi_hi * (1 - 2 * theta_hi))
     corners_high = (psi_lo * (1 - 2 * theta_lo), psi_hi * (1 - 2 * theta_lo))
     return min(corners_low), max(corners_high)
 
 
+def _smallest_alpha(rejects: Callable[[float], bool]) -> float:
+    """The smallest level at which ``rejects(level)`` holds (monotone in the level), 1 if none below 0.5."""
+    top, floor = 0.5 - 1e-9, 1e-15
+    if not rejects(top):
+        return 1.0
+    if rejects(floor):
+        return floor
+    low, high = floor, top
+    for _ in range(60):  # bisection on a log scale: 1e-15..0.5 to a relative 1e-6
+        mid = math.sqrt(low * high)
+        low, high = (low, mid) if rejects(mid) else (mid, high)
+    return high
+
+
 def compare_pass_fail(metric: str, reference: Sequence[bool], candidate: Sequence[bool], *,
-                      margin: float, alpha: float) -> Comparison:
-    """Pass/fail per case, same cases: exact McNemar, with the margin on the pass-rate difference.
+                      sizes: Sizes, alpha: float) -> Comparison:
+    """Pass/fail per case, same cases: exact McNemar, with the sizes on the pass-rate difference.
 
     Over ``n`` cases the difference is ψ·(1 − 2θ), ψ the share of cases the arms disagree on and θ the
-    share of those the candidate lost. The exact McNemar test is the binomial on θ; with a margin the
-    null "worse by δ" also depends on ψ, so ψ gets its own exact (Clopper–Pearson) bound and the interval
-    is taken over both (:func:`_pass_rate_gap`). Reading ψ as known (D/n) instead said "equivalent" 64% of
-    the time for a candidate exactly 2 points worse when the arms disagree on 2% of cases
-    (benches/perf/simulate_comparisons.out.md). With margin 0 this is the exact McNemar test.
-    ``p_value`` is the smallest alpha at which the interval lies wholly below −margin.
+    share of those the candidate lost. The exact McNemar test is the binomial on θ; against a nonzero
+    size the null also depends on ψ, so ψ gets its own exact (Clopper–Pearson) bound and the interval is
+    taken over both (:func:`_pass_rate_gap`). Reading ψ as known (D/n) instead said "equivalent" 64% of the
+    time for a candidate exactly 2 points worse when the arms disagree on 2% of cases
+    (benches/perf/simulate_comparisons.out.md). With ignore 0 the regression test is exact McNemar.
     """
-    _check(metric, alpha, margin, "difference")
+    _check(metric, alpha, sizes)
     ref, cand = _pairs(metric, np.asarray(reference, dtype=float), np.asarray(candidate, dtype=float),
                        positive=False)
     if not np.all(np.isin(ref, (0, 1))) or not np.all(np.isin(cand, (0, 1))):
@@ -239,29 +330,32 @@ def compare_pass_fail(metric: str, reference: Sequence[bool], candidate: Sequenc
     n = ref.size
     lost = int(np.sum((ref == 1) & (cand == 0)))
     won = int(np.sum((ref == 0) & (cand == 1)))
-    conf = 1 - 2 * alpha
     method = f"exact McNemar on {n} cases ({lost} lost, {won} won)"
     if n == 0:
-        return Comparison(metric, "difference", math.nan, math.nan, math.nan, math.nan, math.nan, margin, True,
-                          1.0, "inconclusive", 0, method, conf)
-    low, high = _pass_rate_gap(lost, won, n, alpha, margin)
+        return Comparison(metric, "difference", math.nan, math.nan, math.nan, math.nan, math.nan, sizes.ignore,
+                          sizes.detect, True, 1.0, "inconclusive", 0, method, alpha=alpha)
+    boxed = sizes.ignore > 0
 
-    def excess(a: float) -> float:  # > 0 while the upper bound at level a is not below -margin
-        return _pass_rate_gap(lost, won, n, a, margin)[1] + margin
+    def gap(a: float, box: bool = True) -> tuple[float, float]:
+        return _pass_rate_gap(lost, won, n, a, box)
 
-    if excess(0.5 - 1e-9) >= 0:
-        p = 1.0
-    elif excess(1e-15) < 0:
-        p = 1e-15
-    else:
-        p = float(optimize.brentq(excess, 1e-15, 0.5 - 1e-9, xtol=1e-15, rtol=1e-10))
+    low, high = gap((1 - CONFIDENCE) / 2)
+    p = _smallest_alpha(lambda a: _pass_rate_gap(lost, won, n, a, boxed)[1] < -sizes.ignore)
+    p_eq = _smallest_alpha(lambda a: -sizes.detect < gap(a)[0] and gap(a)[1] < sizes.detect)
+    lo_a, hi_a = gap(alpha)
+    verdict = verdict_of(lo_a, hi_a, sizes=sizes, higher_is_better=True)
+    if not boxed:  # against 0, the regression (and improvement) test is the unboxed exact McNemar test
+        lo_u, hi_u = gap(alpha, False)
+        if hi_u < 0 or lo_u > 0:
+            verdict = "regressed" if hi_u < 0 else "improved"
+    se = (high - low) / (2 * float(stats.norm.isf((1 - CONFIDENCE) / 2)))  # the interval's normal equivalent
     return Comparison(metric, "difference", float(ref.mean()), float(cand.mean()), (won - lost) / n, low, high,
-                      margin, True, p, verdict_of(low, high, kind="difference", margin=margin,
-                                                  higher_is_better=True), n, method, conf)
+                      sizes.ignore, sizes.detect, True, p, verdict, n, method, alpha=alpha, p_equivalent=p_eq,
+                      detectable=detectable_change(se, math.inf, sizes=sizes, alpha=alpha, higher_is_better=True))
 
 
 def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
-                      higher_is_better: bool, margin: float, alpha: float, seed: int = 0,
+                      higher_is_better: bool, sizes: Sizes, alpha: float, seed: int = 0,
                       clusters: Sequence[Hashable] | None = None) -> Comparison:
     """Per-question values (correct, log loss, ...): mean difference with a paired percentile bootstrap.
 
@@ -269,48 +363,58 @@ def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequen
     are not independent, so clusters are resampled whole and the statistic is Σdiff / Σcount over the
     clusters drawn (as gate/noise/paired.py's PairedBootstrap does against a baseline).
 
-    A bootstrap cannot resolve a tail smaller than a few resamples, so at a look whose alpha is below
-    ``10 / resamples`` the interval is left open (inconclusive) rather than read off the extremes.
+    A bootstrap cannot resolve a tail smaller than a few resamples, so at an alpha below
+    ``10 / resamples`` no verdict is given (the 95% interval is still reported).
     """
-    _check(metric, alpha, margin, "difference")
+    _check(metric, alpha, sizes)
     ref, cand = _pairs(metric, reference, candidate, positive=False)
     n = ref.size
-    conf = 1 - 2 * alpha
     method = f"paired bootstrap over {n} questions"
-    if clusters is not None:
-        sums, counts = _group_sums(metric, cand - ref, clusters, "cluster")
-        method += f" in {sums.size} clusters"
-        if sums.size < 2:
-            return Comparison(metric, "difference", float(ref.mean()), float(cand.mean()), float((cand - ref).mean()),
-                              math.nan, math.nan, margin, higher_is_better, 1.0, "inconclusive", n,
-                              method + " (one cluster: nothing to resample)", conf)
-    ref_mean = float(ref.mean()) if n else math.nan
-    cand_mean = float(cand.mean()) if n else math.nan
     d = cand - ref
     est = float(d.mean()) if n else math.nan
-    low = high = math.nan
-    p = 1.0
-    bound = _worse_bound("difference", margin, higher_is_better)
+    ref_mean = float(ref.mean()) if n else math.nan
+    cand_mean = float(cand.mean()) if n else math.nan
+
+    def result(low: float, high: float, lo_a: float, hi_a: float, p: float, p_eq: float, how: str,
+               se: float = math.nan) -> Comparison:
+        return Comparison(metric, "difference", ref_mean, cand_mean, est, low, high, sizes.ignore, sizes.detect,
+                          higher_is_better, p, verdict_of(lo_a, hi_a, sizes=sizes, higher_is_better=higher_is_better),
+                          n, how, alpha=alpha, p_equivalent=p_eq,
+                          detectable=detectable_change(se, math.inf, sizes=sizes, alpha=alpha,
+                                                       higher_is_better=higher_is_better))
+
+    if clusters is not None:
+        sums, counts = _group_sums(metric, d, clusters, "cluster")
+        method += f" in {sums.size} clusters"
+        if sums.size < 2:
+            return result(math.nan, math.nan, math.nan, math.nan, 1.0, 1.0,
+                          method + " (one cluster: nothing to resample)")
+    worse = scale("difference", sizes.ignore, True, higher_is_better)
     if n >= 2 and np.all(d == d[0]):
-        low = high = est
-        p = 0.0 if (est < bound if higher_is_better else est > bound) else 1.0
-    elif n >= 2 and alpha * BOOTSTRAP_RESAMPLES >= 10:
-        def mean_diff(r: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
-            return c.mean(axis=axis) - r.mean(axis=axis)
+        p = 0.0 if (est < worse if higher_is_better else est > worse) else 1.0
+        return result(est, est, est, est, p, 0.0 if abs(est) < sizes.detect else 1.0, method, se=0.0)
+    if n < 2:
+        return result(math.nan, math.nan, math.nan, math.nan, 1.0, 1.0, method)
 
-        def pooled(s: np.ndarray, k: np.ndarray, axis: int = -1) -> np.ndarray:
-            return s.sum(axis=axis) / k.sum(axis=axis)
+    def mean_diff(r: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
+        return c.mean(axis=axis) - r.mean(axis=axis)
 
-        data, statistic = ((sums, counts), pooled) if clusters is not None else ((ref, cand), mean_diff)
-        res = stats.bootstrap(data, statistic, paired=True, vectorized=True,
-                              n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=conf, method="percentile",
-                              random_state=np.random.default_rng(seed))
-        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-        dist = res.bootstrap_distribution
-        not_worse = int(np.sum(dist >= bound) if higher_is_better else np.sum(dist <= bound))
-        p = (1 + not_worse) / (BOOTSTRAP_RESAMPLES + 1)
-    elif n >= 2:
-        method += f" (alpha {alpha:.2g} below what {BOOTSTRAP_RESAMPLES} resamples resolve: not judged)"
-    return Comparison(metric, "difference", ref_mean, cand_mean, est, low, high, margin, higher_is_better, p,
-                      verdict_of(low, high, kind="difference", margin=margin, higher_is_better=higher_is_better),
-                      n, method, conf)
+    def pooled(s: np.ndarray, k: np.ndarray, axis: int = -1) -> np.ndarray:
+        return s.sum(axis=axis) / k.sum(axis=axis)
+
+    data, statistic = ((sums, counts), pooled) if clusters is not None else ((ref, cand), mean_diff)
+    res = stats.bootstrap(data, statistic, paired=True, vectorized=True, n_resamples=BOOTSTRAP_RESAMPLES,
+                          confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
+    dist = res.bootstrap_distribution
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    not_worse = int(np.sum(dist >= worse) if higher_is_better else np.sum(dist <= worse))
+    p = (1 + not_worse) / (BOOTSTRAP_RESAMPLES + 1)
+    outside = max(int(np.sum(dist <= -sizes.detect)), int(np.sum(dist >= sizes.detect)))
+    p_eq = (1 + outside) / (BOOTSTRAP_RESAMPLES + 1)
+    se = float(np.std(dist, ddof=1))
+    if alpha * BOOTSTRAP_RESAMPLES < 10:
+        return result(low, high, math.nan, math.nan, p, p_eq,
+                      method + f" (alpha {alpha:.2g} below what {BOOTSTRAP_RESAMPLES} resamples resolve: "
+                               f"not judged)", se)
+    lo_a, hi_a = (float(x) for x in np.quantile(dist, [alpha, 1 - alpha]))
+    return result(low, high, lo_a, hi_a, p, p_eq, method, se)

@@ -23,16 +23,16 @@ def adjust(records: Sequence[dict[str, Any]], alphas: Mapping[str, float] | None
         idx = [i for i, r in enumerate(out) if r.get("family") == family and isinstance(r.get("p_value"), (int, float))]
         for i, q in zip(idx, holm(out[i]["p_value"] for i in idx)):
             out[i]["q_value"] = q
-            worse = _worse_beyond_margin(out[i])
+            worse = _worse_beyond_ignore(out[i])
             if q <= alpha and worse and out[i].get("verdict") != "regressed":
                 out[i]["suite_verdict"] = "regressed"
     return out
 
 
-def _worse_beyond_margin(r: Mapping[str, Any]) -> bool:
-    """The point estimate itself is worse than the margin (a small q alone could come from a tight CI
-    that still straddles it)."""
-    margin = float(r.get("margin") or 0.0)
+def _worse_beyond_ignore(r: Mapping[str, Any]) -> bool:
+    """The point estimate itself is worse than the ignore size (a small q alone could come from a tight
+    interval that still straddles it)."""
+    margin = float(r.get("ignore") or 0.0)
     hib = bool(r.get("higher_is_better", True))
     if r.get("ratio") is not None:
         ratio = float(r["ratio"])

@@ -14,19 +14,45 @@ from pytest_llmbench.report.table import render as aligned
 ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "equivalent": 3}
 
 
-def _num(x: Any) -> str:
-    if not isinstance(x, (int, float)):
+def num(x: Any) -> str:
+    if not isinstance(x, (int, float)) or x != x:
         return "-"
     return f"{x:.4g}" if abs(x) < 1e5 else f"{x:.3e}"
 
 
 def estimate(rec: Mapping[str, Any]) -> str:
-    """``×0.874 [0.85, 0.90]`` for a ratio, ``-1.07 [-1.91, -0.228]`` for a difference."""
+    """``×0.874 [0.850, 0.900]`` for a ratio, ``-1.07 [-1.91, -0.228]`` for a difference (the 95% interval)."""
     if rec.get("ratio") is not None:
         return f"×{rec['ratio']:.3f} [{rec['ci_low']:.3f}, {rec['ci_high']:.3f}]"
     if rec.get("difference") is not None:
         return f"{rec['difference']:+.3g} [{rec['ci_low']:+.3g}, {rec['ci_high']:+.3g}]"
     return "-"
+
+
+def size_text(rec: Mapping[str, Any], x: Any) -> str:
+    """A size in the record's unit: ``2.4%`` for a ratio, ``0.05`` for a difference."""
+    if not isinstance(x, (int, float)) or x != x:
+        return "-"
+    if x == float("inf"):
+        return "∞"
+    return f"{100 * x:.2g}%" if rec.get("kind") == "ratio" else f"{x:.3g}"
+
+
+def sizes_text(rec: Mapping[str, Any]) -> str:
+    """``ignore 1%, detect 3%``."""
+    return f"ignore {size_text(rec, rec.get('ignore'))}, detect {size_text(rec, rec.get('detect'))}"
+
+
+def _worse_word(rec: Mapping[str, Any]) -> str:
+    if rec.get("kind") != "ratio":
+        return "drop" if rec.get("higher_is_better", True) else "rise"
+    return "slowdown" if rec.get("higher_is_better", True) else "increase"
+
+
+def reach(rec: Mapping[str, Any]) -> str:
+    """What a comparison could see: ``rules out a slowdown > 2.4%; could catch 3.1%``."""
+    return (f"rules out a {_worse_word(rec)} > {size_text(rec, rec.get('rules_out'))}; "
+            f"could catch {size_text(rec, rec.get('detectable'))}")
 
 
 def _short_test(rec: Mapping[str, Any]) -> str:
@@ -43,16 +69,21 @@ def render(comparisons: Iterable[Mapping[str, Any]]) -> list[str]:
     rows = sorted(comparisons, key=sort_key)
     if not rows:
         return []
-    header = ["verdict", "config", "test", "metric", "reference", "candidate", "cand/ref or diff [CI]", "rounds",
-              "prompts", "p", "q"]
+    header = ["verdict", "config", "test", "metric", "reference", "candidate", "cand/ref or diff [95% CI]",
+              "p", "q", "rounds", "rules out / could catch", "stop"]
     body = []
     for r in rows:
         verdict = str(r.get("suite_verdict") or r.get("verdict"))
+        if verdict == "inconclusive" and r.get("underpowered"):
+            verdict = "inconclusive (underpowered)"
         body.append([verdict.upper() if verdict == "regressed" else verdict, str(r.get("config")), _short_test(r),
-                     str(r.get("metric")), _num(r.get("reference")), _num(r.get("candidate")), estimate(r),
-                     str(r.get("rounds", "-")), str(r.get("prompts", "-")), _num(r.get("p_value")),
-                     _num(r.get("q_value"))])
-    return aligned(body, header, right=set()).split("\n")
+                     str(r.get("metric")), num(r.get("reference")), num(r.get("candidate")), estimate(r),
+                     num(r.get("p_value")), num(r.get("q_value")), str(r.get("rounds", "-")),
+                     f"{size_text(r, r.get('rules_out'))} / {size_text(r, r.get('detectable'))}", str(r.get("stop") or "-")])
+    lines = aligned(body, header, right=set()).split("\n")
+    why = sorted({f"{r.get('config')} {r.get('scenario')}: {r.get('stop_reason')}" for r in rows
+                  if r.get("underpowered") and r.get("stop_reason")})
+    return lines + [f"  {w}" for w in why]
 
 
 def counts(comparisons: Sequence[Mapping[str, Any]]) -> str:

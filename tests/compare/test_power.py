@@ -1,0 +1,70 @@
+"""Round planning: Stein's second-stage size, the cap by max rounds and the time budget, what it says."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats
+
+from pytest_llmbench.compare.margins import Sizes
+from pytest_llmbench.compare.power import Design, Need, plan_rounds, rounds_for
+from pytest_llmbench.compare.stats import Spread
+
+TPUT = Sizes("ratio", 0.01, 0.03)
+
+
+def test_rounds_for_is_steins_formula():
+    spread = Spread(0.021, 7)
+    reach = stats.t.isf(0.01, 7) + stats.t.isf(0.05, 7)
+    gap = math.log(0.99) - math.log(0.97)
+    assert rounds_for(spread, sizes=TPUT, alpha=0.01, higher_is_better=True) == math.ceil((reach * 0.021 / gap) ** 2)
+
+
+def test_rounds_grow_with_the_spread_and_a_smaller_alpha_and_never_go_below_the_pilot():
+    low = rounds_for(Spread(0.01, 7), sizes=TPUT, alpha=0.01, higher_is_better=True)
+    high = rounds_for(Spread(0.03, 7), sizes=TPUT, alpha=0.01, higher_is_better=True)
+    strict = rounds_for(Spread(0.03, 7), sizes=TPUT, alpha=0.001, higher_is_better=True)
+    assert 8 <= low < high < strict
+    assert rounds_for(Spread(0.0, 7), sizes=TPUT, alpha=0.01, higher_is_better=True) == 8
+    assert rounds_for(Spread(0.0001, 7), sizes=TPUT, alpha=0.01, higher_is_better=True) == 8
+
+
+def test_latency_uses_the_upper_side():
+    lat = Sizes("ratio", 0.02, 0.05)
+    up = rounds_for(Spread(0.02, 9), sizes=lat, alpha=0.01, higher_is_better=False)
+    reach = stats.t.isf(0.01, 9) + stats.t.isf(0.05, 9)
+    assert up == math.ceil((reach * 0.02 / (math.log(1.05) - math.log(1.02))) ** 2)
+
+
+def _need(rounds: int, sd: float = 0.021) -> Need:
+    return Need("output_throughput", Spread(sd, 7), TPUT, rounds)
+
+
+def test_plan_caps_by_budget_and_says_underpowered():
+    design = Design(pilot_rounds=8, max_rounds=100, budget_s=120)
+    plan = plan_rounds([_need(40)], design=design, pilot=8, seconds_per_round=3.0, elapsed_s=30.0)
+    assert plan.limit == 8 + 30 and plan.rounds == 38 and plan.underpowered
+    assert plan.describe() == ("underpowered: needs ~40 rounds for 3% at the measured 2.1% SD "
+                               "(output_throughput); the budget allows 38")
+    ok = plan_rounds([_need(20)], design=design, pilot=8, seconds_per_round=3.0, elapsed_s=30.0)
+    assert ok.rounds == 20 and not ok.underpowered and ok.describe().startswith("20 rounds: ~20 rounds for 3%")
+
+
+def test_plan_without_budget_is_capped_by_max_rounds_and_never_below_the_pilot():
+    design = Design(pilot_rounds=8, max_rounds=30, budget_s=None)
+    assert plan_rounds([_need(50)], design=design, pilot=8, seconds_per_round=9.0, elapsed_s=1e6).rounds == 30
+    spent = Design(pilot_rounds=8, max_rounds=30, budget_s=10)
+    assert plan_rounds([_need(50)], design=spent, pilot=8, seconds_per_round=9.0, elapsed_s=100).rounds == 8
+    assert plan_rounds([], design=design, pilot=8, seconds_per_round=1.0, elapsed_s=0).rounds == 8
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"pilot_rounds": 2}, "a pilot needs >= 3 rounds"),
+    ({"warmup_rounds": -1}, "warm-up rounds must be >= 0"),
+    ({"budget_s": 0}, "the budget must be > 0"),
+    ({"max_rounds": 1}, "max rounds must be >= 2"),
+])
+def test_bad_designs_say_what_is_wrong(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Design(**kwargs)
