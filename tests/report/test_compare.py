@@ -1,4 +1,4 @@
-"""compare: ratios B / A and their bootstrap intervals, paired where both runs measured the same items."""
+"""compare: ratios B / A, and where both runs measured the same items the in-session comparison's test."""
 
 from __future__ import annotations
 
@@ -10,25 +10,28 @@ import numpy as np
 import pytest
 
 from pytest_llmbench.__main__ import main
-from pytest_llmbench.report.compare import compare, markdown, ratio_interval
+from pytest_llmbench.compare.stats import compare_paired
+from pytest_llmbench.compare.margins import sizes_for
+from pytest_llmbench.report.compare import ALPHA, compare, judge_items, markdown
 from pytest_llmbench.report.folder import read_folder
 
 DATA = Path(__file__).parent / "data"
 
 
-def test_paired_interval_sees_a_shift_that_the_unpaired_one_cannot() -> None:
-    """Prompts differ 10× in cost; B is 5% slower on every one: only pairing separates that from 1."""
+def test_two_folders_are_judged_by_the_live_comparisons_functions() -> None:
+    """Prompts differ 10× in cost; B is 5% slower on every one: the paired log-ratio t of compare/stats.py
+    (the one an in-session comparison uses) resolves it, with the same sizes and verdict."""
     rng = np.random.default_rng(3)
     a = rng.lognormal(0.0, 1.0, size=40)
     b = a * 1.05 * rng.normal(1.0, 0.005, size=40)
-    lo, hi = ratio_interval(a, b, "mean", paired=True)
-    assert 1.0 < lo < 1.05 < hi < 1.1
-    lo_u, hi_u = ratio_interval(a, b, "mean", paired=False)
-    assert lo_u < 1.0 < hi_u
+    c = judge_items("median_tpot_ms", list(a), list(b), higher_is_better=False)
+    assert c == compare_paired("median_tpot_ms", a, b, higher_is_better=False, sizes=sizes_for("median_tpot_ms"),
+                               alpha=ALPHA)
+    assert 1.0 < c.ci_low < 1.05 < c.ci_high < 1.1 and c.verdict == "regressed"  # beyond ignore (2%)
 
 
-def test_interval_needs_enough_items() -> None:
-    assert ratio_interval([1.0, 2.0], [1.0, 2.0], "median", paired=True) is None
+def test_too_few_items_give_no_interval() -> None:
+    assert judge_items("median_ttft_ms", [1.0, 2.0], [1.0, 2.0], higher_is_better=False) is None
 
 
 def _copy_with_slower_ttft(src: Path, dst: Path, factor: float) -> Path:
@@ -62,6 +65,7 @@ def test_same_scenarios_side_by_side_with_paired_intervals(run_a: Path, tmp_path
         assert r.ratio == pytest.approx(1.2)
         if r.low is not None:  # scenarios with ≥ 3 successful requests
             assert r.paired and r.low == pytest.approx(1.2) and r.high == pytest.approx(1.2)
+            assert r.verdict == "regressed" and r.kind == "ratio"
     tput = [r for r in result.rows if r.metric == "output_throughput"]
     assert tput and all(r.ratio == pytest.approx(1.0) and r.low is None for r in tput)
     assert not result.only_a and not result.only_b

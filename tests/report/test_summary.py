@@ -54,7 +54,8 @@ def _with_extra_fields(tmp_path: Path) -> Path:
         lines.append(json.dumps(rec))
     lines.append(json.dumps({"record": "comparison", "config": "smol-nospec", "metric": "output_throughput",
                              "reference": 50.0, "candidate": 45.0, "ratio": 0.9, "ci_low": 0.85, "ci_high": 0.95,
-                             "verdict": "REGRESSED", "rounds": 3}))
+                             "verdict": "REGRESSED", "rounds": 3, "p_value": 0.001, "kind": "ratio",
+                             "rules_out": 0.15, "detectable": 0.04, "stop_reason": "planned: 3 rounds"}))
     (dst / "results.jsonl").write_text("\n".join(lines) + "\n")
     return dst
 
@@ -67,7 +68,8 @@ def test_optional_columns_only_when_present(tmp_path: Path) -> None:
     assert "| p | q | paired | family |" in header
     assert "| 4.0e-04 | 0.003 | yes | serving |" in text
     comp = _table(text, "Comparisons (candidate / reference)")
-    assert comp == [["**REGRESSED**", "smol-nospec", "output_throughput", "50", "45", "0.900", "[0.850, 0.950]", "3"]]
+    assert comp == [["**REGRESSED**", "smol-nospec", "output_throughput", "50", "45", "0.900", "[0.850, 0.950]",
+                     "0.001", "-", "3", "15%", "4%", "planned: 3 rounds"]]
 
 
 def test_step_summary_appends(tmp_path: Path) -> None:

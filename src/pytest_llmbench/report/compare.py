@@ -1,41 +1,38 @@
-"""Two results folders side by side: the same scenarios and evals, B / A ratios, and intervals.
+"""Two results folders side by side: the same scenarios and evals, B / A ratios, intervals and verdicts.
 
 Scenarios match on (config, scenario), evals on (config, kind, set). Where both runs kept per-request or
 per-case records for the same items (same prompts at the same indices; same BFCL case ids; same
-accept-length prompts), the 95% interval of the ratio comes from a *paired* bootstrap over those items
-(``scipy.stats.bootstrap(paired=True)``): the prompt-to-prompt spread cancels, so a small real change
-is visible. Otherwise the bootstrap resamples each run on its own (``paired: no``). A metric that is one
-number per run (throughput) gets its ratio only.
+accept-length prompts), the row is judged by the same functions as an in-session comparison
+(``compare/stats.py`` with the sizes of ``compare/margins.py``): a paired log-ratio t over the prompts for
+latencies, a paired t on the difference for accept length, exact McNemar for pass/fail — its 95% interval
+and its verdict. The prompt is the unit here (two separate sessions have no rounds), and a host that was
+faster in one session than the other is not cancelled as the interleaved rounds cancel it: use the
+in-session comparison to gate. A metric that is one number per run (throughput) gets its ratio only.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from scipy import stats
-
+from pytest_llmbench.compare.margins import sizes_for
+from pytest_llmbench.compare.stats import CONFIDENCE, compare_paired, compare_pass_fail
 from pytest_llmbench.gate.verdict import fmt
 from pytest_llmbench.report.folder import ResultsFolder
 
-CONFIDENCE = 0.95
-RESAMPLES = 4000
-MIN_ITEMS = 3  # fewer items than this give no interval
-SEED = 0
+ALPHA = (1 - CONFIDENCE) / 2  # each side of the 95% interval: the verdict reads the interval shown
+MIN_ITEMS = 3  # fewer paired items than this give no interval
 
-#: scenario metric → (per-request field, scale to the metric's unit, statistic over requests)
-SCENARIO_METRICS: dict[str, tuple[str | None, float, str]] = {
-    "output_throughput": (None, 1.0, ""),
-    "request_throughput": (None, 1.0, ""),
-    "median_ttft_ms": ("ttft_s", 1000.0, "median"),
-    "median_tpot_ms": ("tpot_s", 1000.0, "median"),
-    "median_e2e_latency_ms": ("e2e_s", 1000.0, "median"),
-    "accept_length": ("accept_length", 1.0, "mean"),
+#: scenario metric → (per-request field, scale to the metric's unit)
+SCENARIO_METRICS: dict[str, tuple[str | None, float]] = {
+    "output_throughput": (None, 1.0),
+    "request_throughput": (None, 1.0),
+    "median_ttft_ms": ("ttft_s", 1000.0),
+    "median_tpot_ms": ("tpot_s", 1000.0),
+    "median_e2e_latency_ms": ("e2e_s", 1000.0),
+    "accept_length": ("accept_length", 1.0),
 }
-STATISTICS: dict[str, Callable[..., Any]] = {"median": np.median, "mean": np.mean}
 
 
 @dataclass(frozen=True)
@@ -46,10 +43,13 @@ class Row:
     a: float | None
     b: float | None
     ratio: float | None
-    low: float | None = None
+    low: float | None = None  # the 95% interval of the paired estimate (a ratio, or B − A for a difference)
     high: float | None = None
     paired: bool | None = None  # None: no interval
     n: int | None = None
+    kind: str = "ratio"
+    estimate: float | None = None
+    verdict: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,24 +61,15 @@ class Comparison:
     only_b: list[str]
 
 
-def ratio_interval(a: Sequence[float], b: Sequence[float], statistic: str, paired: bool) -> tuple[float, float] | None:
-    """95% bootstrap interval of statistic(b) / statistic(a); None when too few items or degenerate."""
-    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if min(xa.size, xb.size) < MIN_ITEMS or (paired and xa.size != xb.size):
+def judge_items(metric: str, a: Sequence[float], b: Sequence[float], *, higher_is_better: bool,
+                pass_fail: bool = False) -> Any:
+    """The in-session comparison's test on paired items of two runs (None with too few items)."""
+    if len(a) < MIN_ITEMS or len(a) != len(b):
         return None
-    f = STATISTICS[statistic]
-
-    def ratio(x, y, axis=-1):
-        den = f(x, axis=axis)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return f(y, axis=axis) / den
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # degenerate samples warn; a NaN bound is handled below
-        res = stats.bootstrap((xa, xb), ratio, paired=paired, vectorized=True, n_resamples=RESAMPLES,
-                              confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(SEED))
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return (lo, hi) if np.isfinite(lo) and np.isfinite(hi) else None
+    sizes = sizes_for(metric)
+    if pass_fail:
+        return compare_pass_fail(metric, a, b, sizes=sizes, alpha=ALPHA)
+    return compare_paired(metric, a, b, higher_is_better=higher_is_better, sizes=sizes, alpha=ALPHA)
 
 
 def _ratio(a: Any, b: Any) -> float | None:
@@ -96,25 +87,25 @@ def _per_request(scenario: dict[str, Any], field: str, scale: float) -> dict[int
     return out
 
 
-def _items(a: dict[Any, tuple[Any, float]], b: dict[Any, tuple[Any, float]]):
-    """Paired values when both runs measured the same items (same keys, same prompt), else each run alone."""
+def _items(a: dict[Any, tuple[Any, float]], b: dict[Any, tuple[Any, float]]
+           ) -> tuple[list[float], list[float]] | None:
+    """Paired values when both runs measured the same items (same keys, same prompt), else None."""
     common = sorted(set(a) & set(b), key=str)
-    same = common and all(a[k][0] == b[k][0] for k in common)
-    if same and len(common) >= MIN_ITEMS:
-        return [a[k][1] for k in common], [b[k][1] for k in common], True
-    return [v for _, v in a.values()], [v for _, v in b.values()], False
+    if common and all(a[k][0] == b[k][0] for k in common):
+        return [a[k][1] for k in common], [b[k][1] for k in common]
+    return None
 
 
 def _row(config: str, item: str, metric: str, a_value: Any, b_value: Any,
-         per_a: dict | None = None, per_b: dict | None = None, statistic: str = "mean") -> Row:
+         per_a: dict | None = None, per_b: dict | None = None, pass_fail: bool = False) -> Row:
     row = Row(config, item, metric, a_value, b_value, _ratio(a_value, b_value))
-    if per_a and per_b:
-        xa, xb, paired = _items(per_a, per_b)
-        got = ratio_interval(xa, xb, statistic, paired)
-        if got:
-            return Row(config, item, metric, a_value, b_value, row.ratio, got[0], got[1], paired,
-                       len(xa) if paired else len(xa) + len(xb))
-    return row
+    pairs = _items(per_a, per_b) if per_a and per_b else None
+    higher = metric in ("accept_length", "passed")
+    c = judge_items(metric, *pairs, higher_is_better=higher, pass_fail=pass_fail) if pairs else None
+    if c is None:
+        return row
+    return Row(config, item, metric, a_value, b_value, row.ratio, c.ci_low, c.ci_high, True, c.n, c.kind,
+               c.estimate, c.verdict)
 
 
 def _scenarios(folder: ResultsFolder) -> dict[tuple[str, str], dict[str, Any]]:
@@ -136,11 +127,11 @@ def compare(a: ResultsFolder, b: ResultsFolder) -> Comparison:
     for key in [k for k in sa if k in sb]:
         ra, rb = sa[key], sb[key]
         ma, mb = ra.get("metrics") or {}, rb.get("metrics") or {}
-        for metric, (field, scale, statistic) in SCENARIO_METRICS.items():
+        for metric, (field, scale) in SCENARIO_METRICS.items():
             if ma.get(metric) is None and mb.get(metric) is None:
                 continue
             per = (_per_request(ra, field, scale), _per_request(rb, field, scale)) if field else (None, None)
-            rows.append(_row(key[0], key[1], metric, ma.get(metric), mb.get(metric), *per, statistic=statistic or "mean"))
+            rows.append(_row(key[0], key[1], metric, ma.get(metric), mb.get(metric), *per))
     ea, eb = _evals(a), _evals(b)
     for key in [k for k in ea if k in eb]:
         config, kind, name = key
@@ -152,29 +143,35 @@ def compare(a: ResultsFolder, b: ResultsFolder) -> Comparison:
                              (rb.get("accept_length") or {}).get("mean"), *per))
         else:
             per = [{c.get("id"): (None, float(bool(c.get("passed")))) for c in r.get("cases") or []} for r in (ra, rb)]
-            rows.append(_row(config, f"BFCL · {name}", "passed", ra.get("passed"), rb.get("passed"), *per))
+            rows.append(_row(config, f"BFCL · {name}", "passed", ra.get("passed"), rb.get("passed"), *per,
+                             pass_fail=True))
     ka = set(sa) | {(k[0], f"{k[1]} {k[2]}") for k in ea}
     kb = set(sb) | {(k[0], f"{k[1]} {k[2]}") for k in eb}
     return Comparison(a, b, rows, sorted(" · ".join(k) for k in ka - kb), sorted(" · ".join(k) for k in kb - ka))
 
 
-HEADER = ["config", "scenario / eval", "metric", "A", "B", "B / A", "95% interval", "paired", "n"]
+HEADER = ["config", "scenario / eval", "metric", "A", "B", "B / A", "paired estimate [95% CI]", "n", "verdict"]
+
+
+def _estimate(r: Row) -> str:
+    if r.low is None or r.high is None or r.estimate is None:
+        return "-"
+    if r.kind == "ratio":
+        return f"×{r.estimate:.3f} [{r.low:.3f}, {r.high:.3f}]"
+    return f"B−A {r.estimate:+.3g} [{r.low:+.3g}, {r.high:+.3g}]"
 
 
 def table_rows(c: Comparison) -> list[list[str]]:
-    out = []
-    for r in c.rows:
-        interval = f"[{r.low:.3f}, {r.high:.3f}]" if r.low is not None and r.high is not None else "-"
-        paired = "-" if r.paired is None else ("yes" if r.paired else "no")
-        out.append([r.config, r.item, r.metric, fmt(r.a), fmt(r.b), "-" if r.ratio is None else f"{r.ratio:.3f}",
-                    interval, paired, "-" if r.n is None else str(r.n)])
-    return out
+    return [[r.config, r.item, r.metric, fmt(r.a), fmt(r.b), "-" if r.ratio is None else f"{r.ratio:.3f}",
+             _estimate(r), "-" if r.n is None else str(r.n), r.verdict or "-"] for r in c.rows]
 
 
 def markdown(c: Comparison) -> str:
     lines = ["## llmbench compare", "", f"A: `{c.a.path}`  ", f"B: `{c.b.path}`", "",
-             f"{len(c.rows)} metrics on the scenarios and evals both runs have; ratio B / A with a "
-             f"{CONFIDENCE:.0%} bootstrap interval (paired over the same requests/cases where both kept them).", "",
+             f"{len(c.rows)} metrics on the scenarios and evals both runs have; ratio B / A, and where both kept "
+             f"the same requests/cases the paired estimate with its {CONFIDENCE:.0%} interval and the verdict of "
+             f"the in-session comparison's test (compare/stats.py; sizes of compare/margins.py). Two sessions: a "
+             f"host shift between them is in these numbers.", "",
              "| " + " | ".join(HEADER) + " |", "|" + "|".join("---" for _ in HEADER) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table_rows(c)]
     for label, names in (("only in A", c.only_a), ("only in B", c.only_b)):
@@ -187,13 +184,13 @@ def html_page(c: Comparison) -> str:
     from pytest_llmbench.report import html, plots
     from pytest_llmbench.report.rows import Table
 
-    kinds = ["differs" if r.low is not None and (r.low > 1 or r.high < 1) else "" for r in c.rows]
+    kinds = [r.verdict if r.verdict in ("regressed", "improved") else "" for r in c.rows]
     table = Table("Comparison", HEADER, table_rows(c), kinds,
-                  note=f"A: {c.a.path} · B: {c.b.path} · ratio B / A, {CONFIDENCE:.0%} bootstrap interval")
+                  note=f"A: {c.a.path} · B: {c.b.path} · ratio B / A; paired estimate with its {CONFIDENCE:.0%} "
+                       f"interval and verdict (compare/stats.py)")
     sections = [html.Section("comparison", "B / A", table, plots.ratio_forest(c.rows))]
     extra = [f"only in A: {', '.join(c.only_a)}" if c.only_a else "", f"only in B: {', '.join(c.only_b)}" if c.only_b else ""]
     return html.render_page(f"{c.a.path.name} vs {c.b.path.name}", f"{c.a.path} vs {c.b.path}", sections,
-                            banner=f"{sum(k == 'differs' for k in kinds)} of {len(c.rows)} ratios have an interval "
-                                   f"that excludes 1. " + ("; ".join(e for e in extra if e) or "Every scenario is in both."),
+                            banner=f"{sum(bool(k) for k in kinds)} of {len(c.rows)} rows regressed or improved. " + ("; ".join(e for e in extra if e) or "Every scenario is in both."),
                             bad=False,
                             configs=sorted({r.config for r in c.rows}), n_records=len(c.a.records) + len(c.b.records))

@@ -14,7 +14,8 @@ from pytest_llmbench.report.folder import ResultsFolder
 
 NUMERIC = {"baseline", "observed", "delta %", "tolerance", "p", "q", "reference", "candidate", "ratio", "interval",
            "rounds", "ok/n", "prompt tok", "accept len", "startup s", "out tok/s", "req/s", "TTFT med ms",
-           "TTFT p99 ms", "TPOT med ms", "ITL p99 ms", "A", "B", "B / A"}
+           "TTFT p99 ms", "TPOT med ms", "ITL p99 ms", "A", "B", "B / A", "95% interval", "rules out",
+           "could catch"}
 INSTALL_HINT = "report.html needs matplotlib and jinja2: pip install 'pytest-llmbench[report]'"
 
 
@@ -54,7 +55,7 @@ def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
     verdicts = R.verdict_table(folder)
     sections = [
         Section("verdicts", "Verdicts (regressions first)", verdicts if verdicts.rows else None),
-        Section("comparisons", "Comparisons", R.comparison_table(folder)),
+        Section("comparisons", "Comparisons", R.comparison_table(folder), P.comparison_forest(folder)),
         Section("serving", "Serving", R.scenario_table(folder),
                 [*P.throughput_vs_prompt(folder), *P.ttft_vs_decode(folder)]),
         Section("quality", "Quality", R.eval_table(folder),

@@ -321,6 +321,38 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower()
 
 
+def comparison_forest(folder: ResultsFolder) -> list[Plot]:
+    """The in-session comparisons: each ratio with its 95% interval, on the bands of what its metric may
+    ignore (grey) and must catch (the dotted lines at ± detect), worse to the left for every metric."""
+    comps = [c for c in folder.kind("comparison") if isinstance(c.get("ratio"), (int, float))
+             and isinstance(c.get("ci_low"), (int, float)) and isinstance(c.get("ci_high"), (int, float))]
+    if not comps:
+        return []
+    fig = _figure(10, 1.0 + 0.3 * len(comps))
+    ax = fig.subplots()
+    ys = list(range(len(comps)))[::-1]
+    colors = {"regressed": "#d62728", "improved": "#2ca02c", "equivalent": "#1f77b4", "inconclusive": "#7f7f7f"}
+    for y, c in zip(ys, comps):
+        flip = not c.get("higher_is_better", True)  # latency: a rise is worse, drawn to the left like a slowdown
+        ratio, low, high = (1 / c["ratio"], 1 / c["ci_high"], 1 / c["ci_low"]) if flip else (c["ratio"], c["ci_low"], c["ci_high"])
+        color = colors.get(str(c.get("verdict")), "#7f7f7f")
+        ax.plot([low, high], [y, y], color=color, lw=2)
+        ax.plot([ratio], [y], "o", color=color, markersize=4)
+        ignore, detect = float(c.get("ignore") or 0), float(c.get("detect") or 0)
+        ax.fill_betweenx([y - 0.4, y + 0.4], 1 - ignore, 1 + ignore, color="#dddddd", zorder=0)
+        for x in (1 - detect, 1 + detect):
+            ax.plot([x, x], [y - 0.4, y + 0.4], color="#444", lw=0.8, ls=":")
+    ax.axvline(1.0, color="#444", lw=0.6)
+    ax.set_yticks(ys, [f"{c.get('config')} · {c.get('scenario') or c.get('test_key')} · {c.get('metric')}"
+                       for c in comps], fontsize=7)
+    ax.set_xlabel("candidate / reference, oriented so that worse is left (latency inverted); 95% interval")
+    ax.grid(axis="x", alpha=0.3)
+    return [Plot("plot-comparisons", "Comparisons (reference vs candidate)",
+                 "Dot: the estimate; bar: its 95% interval, coloured by verdict (red regressed, blue equivalent, "
+                 "grey inconclusive, green improved); grey band: ± ignore; dotted: ± detect.",
+                 _svg(fig, "plot-comparisons"))]
+
+
 def all_plots(folder: ResultsFolder, baselines_dir: Path | None = None) -> list[Plot]:
     """Every figure the folder has data for, in report order."""
     return [*throughput_vs_prompt(folder), *ttft_vs_decode(folder), *accept_length(folder),
@@ -329,7 +361,7 @@ def all_plots(folder: ResultsFolder, baselines_dir: Path | None = None) -> list[
 
 def ratio_forest(rows: Sequence[Any]) -> list[Plot]:
     """compare: each ratio B / A with its interval, one line per (config, scenario, metric)."""
-    got = [r for r in rows if r.ratio is not None]
+    got = [r for r in rows if r.ratio is not None and getattr(r, "kind", "ratio") == "ratio"]
     if not got:
         return []
     fig = _figure(10, 0.8 + 0.24 * len(got))
@@ -337,7 +369,7 @@ def ratio_forest(rows: Sequence[Any]) -> list[Plot]:
     ys = list(range(len(got)))[::-1]
     for y, r in zip(ys, got):
         color = "#1f77b4" if r.paired else "#7f7f7f"
-        if r.low is not None:
+        if r.low is not None and r.high is not None:
             ax.plot([r.low, r.high], [y, y], color=color, lw=2)
         ax.plot([r.ratio], [y], "o", color=color, markersize=4)
     ax.axvline(1.0, color="#444", lw=0.8, ls=":")
@@ -345,5 +377,5 @@ def ratio_forest(rows: Sequence[Any]) -> list[Plot]:
     ax.set_xscale("log")
     ax.set_xlabel("B / A (log scale; blue: paired interval, grey: unpaired or none)")
     ax.grid(axis="x", alpha=0.3)
-    return [Plot("plot-ratios", "Ratios B / A", "Dot: the ratio of the two runs' values; bar: its 95% bootstrap "
-                 "interval.", _svg(fig, "plot-ratios"))]
+    return [Plot("plot-ratios", "Ratios B / A", "Dot: the ratio of the two runs' values; bar: the 95% interval of "
+                 "the paired estimate (compare/stats.py).", _svg(fig, "plot-ratios"))]

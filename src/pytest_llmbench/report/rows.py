@@ -76,17 +76,24 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
     comps = folder.kind("comparison")
     if not comps:
         return None
-    header = ["verdict", "config", "metric", "reference", "candidate", "ratio", "interval", "rounds"]
+    from pytest_llmbench.compare import table as T
+
+    header = ["verdict", "config", "metric", "reference", "candidate", "estimate", "95% interval", "p", "q",
+              "rounds", "rules out", "could catch", "stop"]
     rows, kinds = [], []
-    for c in comps:
+    for c in sorted(comps, key=T.sort_key):
         lo, hi = c.get("ci_low"), c.get("ci_high")
         interval = f"[{_num(lo, '.3f')}, {_num(hi, '.3f')}]" if lo is not None and hi is not None else "-"
-        verdict = str(c.get("verdict") or "-")
+        verdict = str(c.get("suite_verdict") or c.get("verdict") or "-")
+        estimate = c.get("ratio") if c.get("ratio") is not None else c.get("difference")
         rows.append([verdict, str(c.get("config") or "-"), str(c.get("metric") or "-"),
-                     _num(c.get("reference")), _num(c.get("candidate")), _num(c.get("ratio"), ".3f"), interval,
-                     _num(c.get("rounds"))])
+                     _num(c.get("reference")), _num(c.get("candidate")), _num(estimate, ".3f"), interval,
+                     _num(c.get("p_value"), ".3g"), _num(c.get("q_value"), ".3g"), _num(c.get("rounds")),
+                     T.size_text(c, c.get("rules_out")), T.size_text(c, c.get("detectable")),
+                     str(c.get("stop_reason") or c.get("stop") or "-")])
         kinds.append(verdict)
-    return Table("Comparisons (candidate / reference)", header, rows, kinds)
+    return Table("Comparisons (candidate / reference)", header, rows, kinds,
+                 note=T.counts(comps))
 
 
 SCENARIO_COLUMNS = (
