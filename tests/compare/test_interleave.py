@@ -119,9 +119,9 @@ def _run(servers, *, design=None, speeds=(100.0, 90.0), decide=("output_throughp
 def test_both_up_starts_the_reference_once_and_sends_the_same_prompts_to_both_arms():
     servers, log, cand = _servers(keep_both=True)
     rounds, comps, seen, outcome = _run(servers, speeds=(100.0, 100.0), decide=())
-    # a warm-up round (BA, with the scenario's warmup requests), then a 3-round pilot (AB BA AB), no more
-    assert [r[0] for r, *_ in seen] == list("crrccrrc") and outcome.rounds == 3
-    assert [w for *_, w in seen] == [2, 2, 0, 0, 0, 0, 0, 0]
+    # a warm-up round (BA, with the scenario's warmup requests), then the pilot in whole ABBA pairs: 3 → 2
+    assert [r[0] for r, *_ in seen] == list("crrccr") and outcome.rounds == 2
+    assert [w for *_, w in seen] == [2, 2, 0, 0, 0, 0]
     assert {p for _, p, _ in seen} == {("a", "b", "c")}  # num_prompts=3, blocks of all three
     assert log.count(("start", "reference")) == 1 and ("stop", "candidate") not in log
     assert cand.alive() and servers.reference is not None
@@ -146,7 +146,7 @@ def test_per_block_mode_has_one_arm_up_at_a_time_and_restarts_the_candidate_in_p
     assert events[:3] == [("stop", "candidate"), ("start", "reference"), ("stop", "reference")]
     assert ("start", "candidate") in events
     assert cand.alive(), "the test's llm_server object is running again after the rounds"
-    assert len([s for s in servers.starts if s.role == "reference"]) == 3  # one start per reference block
+    assert len([s for s in servers.starts if s.role == "reference"]) == 2  # one start per reference block
 
 
 def test_the_pilot_plans_the_rounds_and_a_clear_change_still_runs_them():
@@ -171,11 +171,21 @@ def test_the_budget_caps_the_rounds_and_the_outcome_says_underpowered():
     assert outcome.describe().startswith("underpowered: needs ~") and "the budget allows 14" in outcome.describe()
 
 
-def test_a_budget_shorter_than_the_pilot_still_judges_three_rounds():
+def test_a_budget_shorter_than_the_pilot_still_judges_two_abba_pairs():
     servers, _, _ = _servers(keep_both=True)
     design = Design(warmup_rounds=1, pilot_rounds=8, budget_s=5)
     rounds, comps, _, outcome = _run(servers, design=design, clock=Clock(block_s=1.0))
-    assert len(rounds.complete) == 3 and comps[0].n == 3
+    assert len(rounds.complete) == 4 and comps[0].n == 4
+
+
+def test_rounds_come_in_whole_abba_pairs():
+    """An odd count leaves one arm first once more; planned, capped and pilot counts are all even."""
+    servers, _, _ = _servers(keep_both=True)
+    design = Design(warmup_rounds=0, pilot_rounds=5, max_rounds=11, budget_s=None)
+    rounds, comps, seen, outcome = _run(servers, speeds=(100.0, 100.0), noise=0.03, design=design)
+    assert outcome.plan.pilot == 4 and len(rounds.complete) % 2 == 0 and len(rounds.complete) <= 10
+    firsts = [seen[i][0] for i in range(0, len(seen), 2)]
+    assert firsts.count("reference") == firsts.count("candidate")
 
 
 def test_request_values_pair_by_round_and_prompt_and_drop_failed_pairs():

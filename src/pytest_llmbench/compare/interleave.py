@@ -291,23 +291,25 @@ def run_rounds(servers: ArmServers, scenario: Scenario, *, design: "Design", jud
             play(w - design.warmup_rounds)
         t_pilot = clock()
         r = 0
-        while r < design.pilot:
+        while r < design.pilot:  # whole ABBA pairs; at least two of them before the budget can stop it
             per = (clock() - t_pilot) / r if r else 0.0
-            if r >= 3 and over_budget(per):
+            if r >= 4 and over_budget(2 * per):
                 break
             play(r)
-            r += 1
+            play(r + 1)
+            r += 2
         per_round = (clock() - t_pilot) / max(r, 1)
         plan = judge.plan(rounds, seconds_per_round=per_round, elapsed_s=clock() - t0)
         if on_plan is not None:
             on_plan(plan)
         stop = "underpowered" if plan.underpowered else "planned"
         while r < plan.rounds:
-            if over_budget(per_round):
+            if over_budget(2 * per_round):
                 stop = "budget"
                 break
             play(r)
-            r += 1
+            play(r + 1)
+            r += 2
             per_round = (clock() - t_pilot) / r
     finally:
         servers.finish()

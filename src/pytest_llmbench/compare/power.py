@@ -35,6 +35,12 @@ from pytest_llmbench.compare.stats import POWER, Spread, scale
 MIN_ROUNDS = 2  # below this a round metric has no spread at all
 
 
+def even_below(n: int) -> int:
+    """Rounds come in ABBA pairs: with an odd count the arm that went first once more carries the
+    first-in-round effect into the mean (an A/A on 2 cores read "improved" twice over 3 rounds)."""
+    return max(MIN_ROUNDS, n - n % 2)
+
+
 @dataclass(frozen=True)
 class Design:
     """The rounds of one scenario's comparison."""
@@ -59,7 +65,8 @@ class Design:
 
     @property
     def pilot(self) -> int:
-        return min(self.pilot_rounds, self.max_rounds)
+        """The pilot's rounds: an even number (whole ABBA pairs), at most ``max_rounds``."""
+        return even_below(min(self.pilot_rounds, self.max_rounds))
 
     def describe(self) -> str:
         budget = f"{self.budget_s:g} s" if self.budget_s else "no time limit"
@@ -140,8 +147,9 @@ def plan_rounds(needs: list[Need], *, design: Design, pilot: int, seconds_per_ro
     if design.budget_s is not None and seconds_per_round > 0:
         left = design.budget_s - elapsed_s
         limit = min(limit, pilot + max(0, int(left // seconds_per_round)))
-    limit = max(limit, pilot)
+    limit = even_below(max(limit, pilot))
     needed = max((n.rounds for n in needs), default=pilot)
-    return Plan(rounds=min(max(needed, pilot), limit), limit=limit, pilot=pilot,
+    rounds = min(max(needed + needed % 2, pilot), limit)
+    return Plan(rounds=rounds, limit=limit, pilot=pilot,
                 seconds_per_round=seconds_per_round, needs=tuple(needs),
                 spreads={n.metric: n.spread for n in needs})
