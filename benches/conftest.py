@@ -2,18 +2,20 @@
 
 CPU timing on these shared 2-core machines drifts by more than 10% within the hour (REFERENCE.md:
 148 vs 127–133 out tok/s twenty minutes apart), so timing gates learn their spread from the
-baseline's own history of accepted runs and fall back to a wide relative band until three runs exist.
-Quality metrics (accept length at temperature 0) stay tight: k standard errors.
+baseline's own history of recorded server starts, and are "learning" (shown, never failing) until
+History's minimum of starts is recorded: no committed CPU timing baselines, a runner records its own
+(``--llmbench-record N``, or ``--update-baselines=new`` on its first runs). Quality metrics (accept
+length at temperature 0) stay tight: k standard errors.
 """
 
 import pytest
 
-from pytest_llmbench.gate import History, Relative, StdErr
+from pytest_llmbench.gate import History, StdErr
 
 
 @pytest.fixture
 def cpu_timing_noise():
-    return History(k=3.0, min_runs=3, fallback=Relative(0.30))
+    return History(k=3.0)
 
 
 @pytest.fixture

@@ -92,5 +92,5 @@ def test_prefix_cache_determinism(llm_server, bench, canary):
     assert greedy.failed == 0 and greedy.cache_hits == greedy.n, greedy.as_dict()
     # The decisions post: 0 of 250 without a warm hierarchical cache, 25–34 with it. Gated against the spread of
     # this config's own history; until three runs exist, a move of more than 3 answers fails.
-    bench.check("answers_changed", diff.answers_changed, noise=History(k=3, fallback=Spread(3)), direction="lower")
-    bench.check("text_mismatches", greedy.mismatched, noise=History(k=3, fallback=Spread(2)), direction="lower")
+    bench.check("answers_changed", diff.answers_changed, noise=History(k=3, min_runs=3, fallback=Spread(3)), direction="lower")
+    bench.check("text_mismatches", greedy.mismatched, noise=History(k=3, min_runs=3, fallback=Spread(2)), direction="lower")

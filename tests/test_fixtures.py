@@ -14,6 +14,10 @@ from pytest_llmbench.fixtures import test_key as key_of
     ("b/t.py::test_x[smol-draft]", "smol-draft", "b/t.py::test_x"),
     ("b/t.py::test_x[gpu-smol-nospec-chat-4u]@gpu-smol-nospec", "gpu-smol-nospec", "b/t.py::test_x[chat-4u]"),
     ("b/t.py::test_x[a-b]", None, "b/t.py::test_x[a-b]"),
+    # --llmbench-record N: every start of a config keys the same baseline
+    ("b/t.py::test_x[smol-draft-start2of3-chat-1u]", "smol-draft", "b/t.py::test_x[chat-1u]"),
+    ("b/t.py::test_x[smol-draft-start3of3]", "smol-draft", "b/t.py::test_x"),
+    ("b/t.py::test_x[start2of3-smol-draft]", "smol-draft", "b/t.py::test_x[start2of3]"),
 ])
 def test_key_drops_the_config_and_the_xdist_group(nodeid, config, expected):
     assert key_of(SimpleNamespace(nodeid=nodeid), config) == expected

@@ -38,3 +38,12 @@ def test_scope_is_the_config(pytestconfig):
     assert sched._split_scope("t.py::test[smol-draft-4]") == SCOPE_PREFIX + "smol-draft"
     assert sched._split_scope("t.py::test[smol-1]") == sched._split_scope("u.py::other[smol]")
     assert sched._split_scope("t.py::test_plain") == "t.py::test_plain"
+
+
+def test_record_starts_are_named_after_the_config():
+    from pytest_llmbench.scheduling import config_in_nodeid, is_start_token, start_id
+
+    assert start_id("smol-nospec", 1, 1) == "smol-nospec"
+    assert start_id("smol-nospec", 2, 3) == "smol-nospec-start2of3"
+    assert is_start_token("start2of3") and not is_start_token("start2") and not is_start_token("chat-1u")
+    assert config_in_nodeid("t.py::test_x[smol-nospec-start2of3-chat-1u]", ["smol-nospec", "smol"]) == "smol-nospec"

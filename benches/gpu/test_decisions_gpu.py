@@ -138,7 +138,7 @@ def test_typed_decisions_systemone(llm_server, bench, datasets):
     check_count(bench, "agreement", pass1, s)
     bench.check("kl", cases=gate_cases(pass1, "kl"), noise=PAIRED)
     # the benchmark posts: at most 3 of 2,000 top answers move between two cold passes
-    bench.check("pass_to_pass_changes", repeat_changes, noise=History(k=3, fallback=Spread(5)), direction="lower")
+    bench.check("pass_to_pass_changes", repeat_changes, noise=History(k=3, min_runs=3, fallback=Spread(5)), direction="lower")
     # the post: NVFP4 answers in 166 ms per case, BF16 in 386 ms (1 in flight)
     bench.check("case_latency_median_ms", info1["latency_per_case"]["median_ms"])
 
@@ -154,7 +154,7 @@ def test_typed_decisions_native_route(llm_server, bench, datasets):
     pass1 = R.config_answers(bench, llm_server.name, "typed-decisions.pass1")
     if pass1 is not None:  # /v1/decisions vs /v1/systemone on the same server
         bench.record("route_changes", changed_answers(native, pass1))
-        bench.check("route_changes", changed_answers(native, pass1), noise=History(k=3, fallback=Spread(5)),
+        bench.check("route_changes", changed_answers(native, pass1), noise=History(k=3, min_runs=3, fallback=Spread(5)),
                     direction="lower")
     check_count(bench, "agreement", native, s)
 
@@ -235,7 +235,7 @@ def test_paired_gaps_between_configs(llm_server, bench, dataset):
         bench.record(f"gap.{cand}.vs.{ref}.interval", [gap.low, gap.high])
         bench.record(f"top_answers_changed.{cand}.vs.{ref}", changed_answers(a, b))
         if (cand, ref) == DRAFTER_PAIR:  # a decision is prefill only: the drafter should move nothing
-            bench.check("drafter_answer_changes", changed_answers(a, b), noise=History(k=3, fallback=Spread(5)),
+            bench.check("drafter_answer_changes", changed_answers(a, b), noise=History(k=3, min_runs=3, fallback=Spread(5)),
                         direction="lower")
     if not gaps:
         pytest.skip(f"no partner config of {llm_server.name} has {dataset} answers yet in this session")
@@ -257,7 +257,7 @@ def test_prefix_cache_determinism(llm_server, bench, datasets):
     bench.record("max_prob_shift", diff.max_prob_shift)
     assert note is None, f"the cold pass is not cold: {note}"
     # the benchmark posts: 25–34 of 250 with a warm hierarchical cache, 0 without it
-    bench.check("answers_changed", diff.answers_changed, noise=History(k=3, fallback=Spread(5)), direction="lower")
+    bench.check("answers_changed", diff.answers_changed, noise=History(k=3, min_runs=3, fallback=Spread(5)), direction="lower")
 
 
 @every_config
@@ -275,4 +275,4 @@ def test_warm_passes_through_both_routes(llm_server, bench, datasets):
     R.save_run(bench, "cache-warm-native", warm_native, {"pass": "warm", **diff.as_dict(), "changed": diff.changed,
                                                          "cached_prompt_share": share})
     bench.record("cached_prompt_share", share)
-    bench.check("answers_changed", diff.answers_changed, noise=History(k=3, fallback=Spread(5)), direction="lower")
+    bench.check("answers_changed", diff.answers_changed, noise=History(k=3, min_runs=3, fallback=Spread(5)), direction="lower")

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from pytest_llmbench import sink, stash
+from pytest_llmbench import host_load, sink, stash
 from pytest_llmbench.launchers.gpus import GPUAssignmentError
 from pytest_llmbench.report import junit
 from pytest_llmbench.report.results import end_of_test_line, facts_line, scenario_line, server_line
-from pytest_llmbench.scheduling import find_name, param_tokens, without_group_suffix
+from pytest_llmbench.scheduling import (config_of_param, find_name, is_start_token, param_tokens, server_config_name,
+                                        without_group_suffix)
 from pytest_llmbench.server import LLMServer, ServerStartError, start_server
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, WorkloadError
 
@@ -46,7 +47,8 @@ def llm_server(request: pytest.FixtureRequest) -> Iterator[LLMServer]:
     pytest groups a config's tests together, starts its server once, and stops it before the next
     config's server starts.
     """
-    name = getattr(request, "param", None)
+    param = getattr(request, "param", None)
+    name = config_of_param(param) if isinstance(param, str) else None
     if name is None:
         pytest.fail("llm_server is parameterized by the llmbench plugin; no server config was selected")
     config = request.config
@@ -79,14 +81,18 @@ def _write_facts(config: pytest.Config, server: LLMServer) -> None:
 
 
 def test_key(item: pytest.Item, config_name: str | None) -> str:
-    """The node id without the config's part of the parametrization (and without an xdist group
-    suffix), so one test has one baseline key however it was run."""
+    """The node id without the config's part of the parametrization (its ``-startKofN`` under
+    ``--llmbench-record`` included) and without an xdist group suffix, so one test has one baseline key
+    however it was run."""
     nodeid = without_group_suffix(item.nodeid)
     parts = param_tokens(nodeid)
     at = find_name(parts, config_name) if config_name else None
     if at is None:
         return nodeid
-    parts = parts[:at] + parts[at + len(config_name.split("-")):]
+    end = at + len(config_name.split("-"))  # type: ignore[union-attr]
+    if end < len(parts) and is_start_token(parts[end]):
+        end += 1
+    parts = parts[:at] + parts[end:]
     base = nodeid[: nodeid.rindex("[")]
     return f"{base}[{'-'.join(parts)}]" if parts else base
 
@@ -146,8 +152,10 @@ class Bench:
         if compare is not None:
             return compare.run(self, scenario, prompts=prompts)
         reporter = self.item.config.pluginmanager.get_plugin("terminalreporter")
+        before = host_load.snapshot()
         try:
             result = run_scenario(self.server, scenario, prompts=prompts, reporter=reporter)
+            result.host_load = host_load.between(before, host_load.snapshot(), _server_pids(self.server))
         except BaseException as e:
             partial = getattr(e, "llmbench_partial", None)
             if partial is not None:
@@ -192,6 +200,15 @@ class Bench:
             f"during scenario {result.scenario.name}: {m.get('completed', 0)} of {len(result.records)} requests "
             f"finished and were written to results.jsonl")
 
+    def host_busy(self) -> str | None:
+        """Why this test's timing is not the engine's: a scenario measured while other processes
+        contended for the host's cores (``host_load``), or None."""
+        for result in self.scenarios:
+            load = result.host_load
+            if load is not None and load.contended:
+                return f"host busy during {result.scenario.name}: {load.describe()}"
+        return None
+
     def record(self, name: str, value: Any) -> None:
         """Record a measurement that is not part of a serving scenario (an eval score, a count)."""
         self.measurements[name] = value
@@ -226,6 +243,14 @@ class Bench:
         return verdict
 
 
+def _server_pids(server: LLMServer) -> list[int]:
+    """The server's own processes (a container's are not pytest's children), for the host load."""
+    try:
+        return list(server.handle.pids())
+    except Exception:  # a handle that cannot list them: pytest's descendants still count as ours
+        return []
+
+
 def _comparison(bench: Bench):
     """The comparison session when this bench's config runs as reference vs candidate (compare/session.py)."""
     from pytest_llmbench.compare.session import active_for
@@ -245,9 +270,7 @@ def _llmbench_server_usable(request: pytest.FixtureRequest) -> None:
 
 
 def _server_param(request: pytest.FixtureRequest) -> str | None:
-    callspec = getattr(request.node, "callspec", None)
-    name = callspec.params.get("llm_server") if callspec else None
-    return name if isinstance(name, str) else None
+    return server_config_name(request.node)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from pytest_llmbench.fixtures import _llmbench_server_usable, bench, llm_server 
 from pytest_llmbench.launchers.base import install_cleanup, stop_all
 from pytest_llmbench.registry import Registry
 from pytest_llmbench.report.results import ResultsWriter
+from pytest_llmbench.scheduling import server_config_name, start_id, start_param
 
 #: The built-ins, each a plugin module implementing the hooks of hookspec.py.
 pytest_plugins = ["pytest_llmbench.engines", "pytest_llmbench.launchers", "pytest_llmbench.gate.noise",
@@ -192,19 +193,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     error = metafunc.config.stash.get(CONFIG_ERROR, None)
     if error is not None:
         raise pytest.Collector.CollectError(f"llmbench config error: {error}")
+    from pytest_llmbench.gate.options import record_starts
+
+    starts = record_starts(metafunc.config)
     params = [
-        pytest.param(cfg.name, id=cfg.name, marks=[getattr(pytest.mark, m) for m in cfg.marks])
-        for cfg in metafunc.config.stash[stash.CONFIGS].values()
+        pytest.param(start_param(cfg.name, k, starts), id=start_id(cfg.name, k, starts),
+                     marks=[getattr(pytest.mark, m) for m in cfg.marks])
+        for cfg in metafunc.config.stash[stash.CONFIGS].values() for k in range(1, starts + 1)
     ]
     metafunc.parametrize("llm_server", params, indirect=True, scope="session")
 
 
-def _server_param(item: pytest.Item) -> str | None:
-    """The config name of a test that uses llm_server (None also for pytest's empty-parameter marker,
-    which a test gets when no config is selected)."""
-    callspec = getattr(item, "callspec", None)
-    name = callspec.params.get("llm_server") if callspec else None
-    return name if isinstance(name, str) else None
+_server_param = server_config_name
 
 
 def _wanted(item: pytest.Item, cfg: ServerConfig) -> bool:

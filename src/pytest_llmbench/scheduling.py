@@ -14,6 +14,7 @@ worker; the error then reaches the user as one line instead of a crashed worker.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -34,6 +35,39 @@ def param_tokens(nodeid: str) -> list[str]:
     if "[" not in last or not last.endswith("]"):
         return []
     return [p for p in last[last.index("[") + 1:-1].split("-") if p]
+
+
+_START = re.compile(r"start\d+of\d+")
+
+
+def start_id(config_name: str, k: int, starts: int) -> str:
+    """The parameter id of a config's ``k``-th server start under ``--llmbench-record N`` (the name alone
+    when it starts once): ``smol-nospec-start2of3``."""
+    return config_name if starts == 1 else f"{config_name}-start{k}of{starts}"
+
+
+def start_param(config_name: str, k: int, starts: int) -> str:
+    """The ``llm_server`` parameter value of that start: a session-scoped fixture is cached by its
+    parameter's value, so each start needs its own (``smol-nospec@start2``) to get its own server."""
+    return config_name if starts == 1 else f"{config_name}@start{k}"
+
+
+def config_of_param(value: str) -> str:
+    """The config name in an ``llm_server`` parameter value (see :func:`start_param`)."""
+    return value.split("@start", 1)[0]
+
+
+def server_config_name(item: Any) -> str | None:
+    """The config a collected test (or a fixture request's node) runs against: its ``llm_server``
+    parameter, None for tests without one (or with pytest's empty-parameter marker, when no config is
+    selected)."""
+    callspec = getattr(item, "callspec", None)
+    name = callspec.params.get("llm_server") if callspec else None
+    return config_of_param(name) if isinstance(name, str) else None
+
+
+def is_start_token(part: str) -> bool:
+    return bool(_START.fullmatch(part))
 
 
 def find_name(parts: list[str], name: str) -> int | None:

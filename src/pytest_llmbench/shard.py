@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from pytest_llmbench import stash
+from pytest_llmbench.scheduling import server_config_name
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
@@ -130,9 +131,7 @@ def provenance_fields(config: pytest.Config) -> dict[str, Any]:
 
 # --- the pytest side ------------------------------------------------------------------------------------
 
-def _config_of(item: pytest.Item) -> str | None:
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get("llm_server") if callspec else None
+_config_of = server_config_name
 
 
 def tests_per_config(items: Iterable[pytest.Item]) -> dict[str, int]:

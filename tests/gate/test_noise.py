@@ -135,7 +135,7 @@ def test_binomial_too_few_cases_says_it_cannot_fail():
 
 def test_history_learns_the_spread_from_the_seeds_bfcl_reruns():
     base = entry(176, n=205, history=(168.0, 174.0, 176.0))
-    v = History(k=2).verdict(base, Observation(150), "higher")
+    v = History(k=2, min_runs=3).verdict(base, Observation(150), "higher")
     hist = np.array([168, 174, 176])
     # changed with issue 10: a t prediction bound (2 df) at the level k=2 stands for, not 2·s
     tol = stats.t.ppf(stats.norm.cdf(2), 2) * np.std(hist, ddof=1) * np.sqrt(1 + 1 / 3)
@@ -143,14 +143,14 @@ def test_history_learns_the_spread_from_the_seeds_bfcl_reruns():
     assert v.tolerance == pytest.approx(tol)
     assert v.status == "REGRESSED"
     assert v.p_value == pytest.approx(stats.t.sf((hist.mean() - 150) / (np.std(hist, ddof=1) * np.sqrt(4 / 3)), 2))
-    assert History(k=2).verdict(base, Observation(160), "higher").status == "pass"
+    assert History(k=2, min_runs=3).verdict(base, Observation(160), "higher").status == "pass"
 
 
 def test_history_false_alarm_rate_is_its_level_at_three_runs_not_five_percent():
     """Defect at 8fab55e: k=3 times s from 3 runs false-alarmed ~5%; the t bound holds its level."""
     rng = np.random.default_rng(0)
     runs = rng.normal(100, 2, size=(4000, 4))
-    model = History(k=2, fallback=Spread(0))
+    model = History(k=2, min_runs=3, fallback=Spread(0))
     flags = sum(model.verdict(entry(r[2], history=tuple(r[:3])), Observation(r[3]), "higher").status == "REGRESSED"
                 for r in runs)
     assert flags / 4000 == pytest.approx(stats.norm.sf(2), abs=0.01)  # 2.3%, vs 9% with a fixed 2·s
@@ -158,7 +158,7 @@ def test_history_false_alarm_rate_is_its_level_at_three_runs_not_five_percent():
 
 def test_history_that_never_moved_uses_the_fallback_not_a_zero_tolerance():
     """Defect at 8fab55e: [0,0,0] failed on 1 (tolerance 0) while [0,0] passed on the fallback."""
-    model = History(k=3, fallback=Spread(2))
+    model = History(k=3, min_runs=3, fallback=Spread(2))
     for hist in ((0.0, 0.0), (0.0, 0.0, 0.0)):
         v = model.verdict(entry(0.0, "lower", history=hist), Observation(1.0), "lower")
         assert v.status == "pass" and "fallback Spread 2" in v.rule
@@ -172,6 +172,21 @@ def test_history_with_too_few_runs_uses_the_fallback_and_says_so():
     assert v.status == "REGRESSED"
     assert v.rule.startswith("History: 2 of 3 runs recorded, fallback Spread 8")
     assert v.noise.startswith("History(")
+
+
+def test_history_without_a_fallback_is_learning_until_its_minimum_of_starts():
+    """Issue 21: a fixed fallback band failed 3 of 7 unchanged GPU reruns; until min_runs starts are
+    recorded the check is shown as learning (k of N) and never fails, however far the value moved."""
+    model = History(k=3)
+    assert model.min_runs == 6 and model.fallback is None
+    hist = (190.0, 196.0, 172.0)
+    v = model.verdict(entry(172.0, history=hist), Observation(100.0), "higher")
+    assert v.status == "learning" and v.tolerance is None and v.p_value is None
+    assert v.baseline == pytest.approx(np.mean(hist)) and "3 of 6 runs recorded" in v.rule
+    assert not model.learned(hist) and model.learned(hist * 2)
+    judged = model.verdict(entry(172.0, history=hist * 2), Observation(100.0), "higher")
+    assert judged.status == "REGRESSED"
+    assert History(k=3, fallback=Spread(2)).learned(hist) is False  # a fallback judges; it has not learned
 
 
 def test_history_nested_fallback_survives_the_baseline_file():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
-from pytest_llmbench.gate.store import BaselineStore, Measurement, updated
+from pytest_llmbench.gate.store import BaselineStore, Measurement, machine_changed, updated
 
 HIST = {"name": "History", "k": 3, "min_runs": 3, "fallback": {"name": "Spread", "spread": 2}}
 
@@ -26,9 +26,33 @@ def test_a_refresh_entry_is_replaced():
     assert e.history == (170.0,) and "refresh" not in e.provenance
 
 
-def test_a_regressed_value_restarts_the_history():
+def test_recording_appends_a_regressed_value_and_accept_restarts_the_history():
+    """Issue 21: recording runs 2 and 3 wiped the history they were building; only accepting a nightly
+    (=accept) restarts it at a REGRESSED value."""
     old = BaselineEntry(100.0, "higher", HIST, history=(99.0, 100.0, 101.0))
-    assert updated(old, m(80.0, status="REGRESSED")).history == (80.0,)
+    assert updated(old, m(80.0, status="REGRESSED")).history == (99.0, 100.0, 101.0, 80.0)
+    assert updated(old, m(80.0, status="REGRESSED"), "accept").history == (80.0,)
+
+
+def test_a_value_from_another_machine_restarts_a_timing_history():
+    old = BaselineEntry(100.0, "higher", HIST, history=(99.0, 100.0),
+                        provenance={"machine": {"cpu": "A", "cores": 2}})
+    same = Measurement("c", "ci-a", "t.py::t", "tps", 98.0, "higher", HIST, None, None,
+                       {"machine": {"cpu": "A", "cores": 2}})
+    other = Measurement("c", "ci-a", "t.py::t", "tps", 150.0, "higher", HIST, None, None,
+                        {"machine": {"cpu": "B", "cores": 2}})
+    assert machine_changed(old, other) and not machine_changed(old, same)
+    assert updated(old, same).history == (99.0, 100.0, 98.0)
+    assert updated(old, other).history == (150.0,)
+    assert machine_changed(BaselineEntry(100.0, "higher", HIST), other)  # an entry without a machine record
+
+
+def test_update_new_adds_to_entries_that_are_still_learning_and_leaves_learned_ones(tmp_path):
+    store = BaselineStore(tmp_path)
+    history = {"name": "History", "k": 3, "min_runs": 3}
+    for v in (1.0, 2.0, 3.0, 4.0):
+        store.write([m(v, noise=history)], "new")
+    assert store.file("c").get(None, "t.py::t", "bfcl_passed").history == (1.0, 2.0, 3.0)
 
 
 def test_a_model_this_process_never_saw_still_writes():

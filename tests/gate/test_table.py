@@ -29,3 +29,25 @@ def test_regressions_first_then_improved_new_pass():
 
 def test_rendered_table(snapshot):
     assert "\n".join(render(VERDICTS)) == snapshot
+
+
+def test_summary_separates_judged_checks_from_new_learning_and_not_comparable():
+    """Issue 21: "0 REGRESSED" over 27 checks that were never compared read as a clean run."""
+    from pytest_llmbench.gate.table import not_judged, summary
+    from pytest_llmbench.gate.verdict import Verdict
+
+    def v(status, rule="r", test="t"):
+        return Verdict(metric="m", observed=1.0, baseline=None, tolerance=None, rule=rule, status=status,
+                       direction="higher", noise="History(k=3)", config="c", test_key=test)
+
+    vs = [v("pass"), v("improved"), v("new"), v("new"),
+          v("learning", "learning (2 of 6 runs recorded; judged from 6; …)"),
+          v("not comparable", "host busy during chat-1u: other processes used 0.9 of 2 cores", "t1"),
+          v("not comparable", "host busy during chat-1u: other processes used 0.9 of 2 cores", "t2")]
+    assert summary(vs) == ("llmbench: 2 of 7 checks judged (1 improved, 1 pass); not judged: 2 not comparable, "
+                           "1 learning, 2 new")
+    assert not_judged(vs) == ["  not comparable (2 checks: c t1, c t2): host busy during chat-1u: other processes "
+                              "used 0.9 of 2 cores"]
+    assert summary([v("new")]) == "llmbench: 0 of 1 checks judged; not judged: 1 new"
+    from pytest_llmbench.gate.table import label
+    assert label(vs[4]) == "learning (2 of 6)"

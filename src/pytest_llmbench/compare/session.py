@@ -36,6 +36,7 @@ from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
 from pytest_llmbench.gate.verdict import fail_at_end
 from pytest_llmbench.report.results import server_line
+from pytest_llmbench.scheduling import server_config_name
 from pytest_llmbench.workload.scenario import WorkloadError
 
 COMPARE = pytest.StashKey["CompareSession"]()
@@ -387,10 +388,7 @@ def both_fit(candidate: Any) -> bool:
     return share is not None and share <= BOTH_FIT_SHARE
 
 
-def _config_of(item: pytest.Item) -> str | None:
-    callspec = getattr(item, "callspec", None)
-    name = callspec.params.get("llm_server") if callspec else None
-    return name if isinstance(name, str) else None
+_config_of = server_config_name
 
 
 def _facts(server: Any) -> dict[str, Any]:

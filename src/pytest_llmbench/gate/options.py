@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-UPDATE_MODES = ("all", "new")
+UPDATE_MODES = ("all", "new", "accept")
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -18,10 +18,18 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--update-baselines", dest="llmbench_update_baselines", nargs="?", const="all", default=None,
-        choices=UPDATE_MODES, metavar="all|new",
-        help="after the run, write the measured values as baselines (history kept, atomic); "
-             "=new writes only metrics that have no baseline yet. Put it after the test paths or use "
-             "the = form.",
+        choices=UPDATE_MODES, metavar="all|new|accept",
+        help="record: after the run, add every measured value to its baseline's history (atomic); a value "
+             "that would have REGRESSED is shown as such and never fails the run. =new adds only to checks "
+             "with no baseline or one still learning its spread. =accept is for a job that accepts a "
+             "nightly automatically: checks are judged and fail as usual, and a REGRESSED value written "
+             "restarts its history. Put it after the test paths or use the = form.",
+    )
+    group.addoption(
+        "--llmbench-record", dest="llmbench_record", type=int, default=None, metavar="N",
+        help="start every selected config's server N times in this session and record each start's values "
+             "(implies --update-baselines=all unless another mode is given): timing varies more between "
+             "starts than within one, and a History learns that spread from separate starts",
     )
     group.addoption(
         "--strict-baselines", dest="llmbench_strict_baselines", action="store_true", default=False,
@@ -52,6 +60,16 @@ def baselines_dir(config: pytest.Config) -> Path:
         base = config.inipath.parent if config.inipath else config.rootpath
         return (base / str(ini)).resolve()
     return config.rootpath / "baselines"
+
+
+def record_starts(config: pytest.Config) -> int:
+    """How many server starts per config ``--llmbench-record`` asks for (1 when it is not given)."""
+    n = config.getoption("llmbench_record", None)
+    if n is None:
+        return 1
+    if n < 1:
+        raise pytest.UsageError(f"--llmbench-record {n}: give the number of server starts to record, 1 or more")
+    return int(n)
 
 
 def alpha_spec(config: pytest.Config) -> str | None:

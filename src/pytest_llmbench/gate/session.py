@@ -28,16 +28,17 @@ from typing import Any
 import pytest
 
 from pytest_llmbench import stash
+from pytest_llmbench.scheduling import server_config_name
 from pytest_llmbench.gate import table, transport
 from pytest_llmbench.gate.baselines import BaselineFileError, Key
 from pytest_llmbench.gate.budget import FAMILIES, Budget, holm, parse_alpha
 from pytest_llmbench.gate.cases import CasesFileError
-from pytest_llmbench.gate.calibration import TOLERANCE, comparable, measure
+from pytest_llmbench.gate.machine import differences, fingerprint
 from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.judge import beyond_band, default_noise, direction_for, family_of, judge
 from pytest_llmbench.gate.metric import Observation, default_hardware_bound
 from pytest_llmbench.gate.noise import NOISE_MODELS, NoiseModel, NoiseModelError, noise_from_dict
-from pytest_llmbench.gate.options import alpha_spec, baselines_dir
+from pytest_llmbench.gate.options import alpha_spec, baselines_dir, record_starts
 from pytest_llmbench.gate.runner import RunnerProfile, check_name, detect
 from pytest_llmbench.gate.store import BaselineStore, Measurement, Written
 from pytest_llmbench.gate.verdict import Verdict, fail_at_end, fmt_p
@@ -55,6 +56,10 @@ class GateSession:
         self.config = config
         self.store = store or BaselineStore(baselines_dir(config))
         self.update: str | None = config.getoption("llmbench_update_baselines", None)
+        if self.update is None and record_starts(config) > 1:
+            self.update = "all"  # --llmbench-record N records
+        #: recording (``all``) is the user's decision: verdicts are shown, never fail the run
+        self.recording = self.update == "all"
         self.strict: bool = bool(config.getoption("llmbench_strict_baselines", False))
         name = config.getoption("llmbench_runner", None)
         try:
@@ -64,10 +69,11 @@ class GateSession:
             raise pytest.UsageError(str(e)) from None
         self.budget = Budget(alphas) if alphas else None
         self._runner: RunnerProfile | None = None
-        self._calibration: float | None = None
+        self._machine: dict[str, Any] | None = None
         self.is_worker = hasattr(config, "workerinput")
         self.checks: list[tuple[str, Verdict]] = []  # (nodeid, verdict), in run order
-        self.measurements: dict[tuple[str, str | None, str, str], Measurement] = {}
+        self.measurements: list[Measurement] = []  # in run order; one per server start and entry
+        self.not_recorded: list[str] = []  # values --update-baselines left out, and why
         self.written: list[Written] = []
         self.errors: list[str] = []
         self.suite_regressed: list[tuple[str, Verdict]] = []  # REGRESSED by Holm although the test passed
@@ -85,11 +91,11 @@ class GateSession:
         return self._runner
 
     @property
-    def calibration(self) -> float:
-        """This process's machine calibration (see gate.calibration), measured at its first timing check."""
-        if self._calibration is None:
-            self._calibration = measure()
-        return self._calibration
+    def machine(self) -> dict[str, Any]:
+        """This machine's fingerprint (gate/machine.py), recorded with every timing entry."""
+        if self._machine is None:
+            self._machine = fingerprint(self.runner)
+        return self._machine
 
     # --- the check --------------------------------------------------------------------------------------
 
@@ -137,64 +143,64 @@ class GateSession:
             pytest.fail(f"{call}: {where}: noise: {e}", pytrace=False)
         missing = (f"no baseline ({f'runner {runner}' if runner else 'shared'}) in {path}; "
                    f"record one with --update-baselines")
-        calibration = None
-        if hw:
-            entry, calibration, why = self._comparable(entry, config_name)
-            missing = why or missing
+        busy = bench.host_busy() if hw and hasattr(bench, "host_busy") else None
+        why = busy or (self._not_comparable(entry, config_name) if hw and reference is None else None)
         if reference is not None:
             entry = BaselineEntry(value=float(reference), direction=dirn, noise=model.to_dict(),
                                   provenance={"source": "reference measured in this run"})
         fam = family_of(test_key, hw, family)
         threshold = self.budget.threshold(fam) if self.budget else None
-        try:
-            v = judge(entry, obs, model, dirn, threshold=threshold, missing=missing)
-        except NoiseModelError as e:
-            pytest.fail(f"{call[:-1]}, noise={model.describe()}): {e}", pytrace=False)
-        v = replace(v, metric=metric, config=config_name, test_key=test_key, runner=runner, family=fam)
+        if why:
+            v = Verdict(metric="", observed=obs.value, baseline=entry.value if entry else None, tolerance=None,
+                        rule=why, status="not comparable", direction=dirn, noise=model.describe())
+        else:
+            try:
+                v = judge(entry, obs, model, dirn, threshold=threshold, missing=missing)
+            except NoiseModelError as e:
+                pytest.fail(f"{call[:-1]}, noise={model.describe()}): {e}", pytrace=False)
+        v = replace(v, metric=metric, config=config_name, test_key=test_key, runner=runner, family=fam,
+                    recorded=self.recording and reference is None)
         self._record(bench, v)
-        if self.update and reference is None and not (self.update == "new" and entry is not None):
-            self._measure(bench, v, obs, model, hw, calibration)
-        if v.status == "REGRESSED":
+        if self.update and reference is None:
+            if busy:
+                self.not_recorded.append(f"{config_name} {test_key} {metric}: {busy}")
+            else:
+                self._measure(bench, v, obs, model, hw, config_name)
+        if v.status == "REGRESSED" and not v.recorded:
             self._failing.setdefault(bench.item.nodeid, []).append(v.message())
         if v.status == "new" and self.strict and not self.update:
             self._failing.setdefault(bench.item.nodeid, []).append(
                 f"{v.message()} — --strict-baselines makes a missing baseline a failure")
         return v
 
-    def _comparable(self, entry: BaselineEntry | None, config_name: str
-                    ) -> tuple[BaselineEntry | None, float | None, str | None]:
-        """(the entry, or None when it was recorded on a machine calibrated elsewhere; this machine's
-        calibration; why not comparable). Measured for tests with a server (it is recorded with their
-        timing values) and for any entry that carries one; the gate's own serverless tests skip it."""
-        recorded = entry.provenance.get("calibration") if entry is not None else None
+    def _not_comparable(self, entry: BaselineEntry | None, config_name: str) -> str | None:
+        """Why a stored timing entry cannot be judged here: recorded on another machine, or with no machine
+        record (gate/machine.py). Checks of tests without a server skip this unless the entry has one."""
+        if entry is None:
+            return None
+        recorded = entry.provenance.get("machine")
         if config_name == NO_SERVER and not recorded:
-            return entry, None, None
-        now = self.calibration
-        ok, ratio = comparable(recorded, now)
-        if ok:
-            return entry, now, None
-        return None, now, (f"not comparable — recorded on a machine calibrated at {recorded:g} GB/s, this one at "
-                           f"{now:g} (×{ratio:.2f}, beyond ±{TOLERANCE:.0%}): re-record on this machine "
-                           f"(--update-baselines) or use a reference run")
+            return None
+        return differences(recorded, self.machine)
 
     def _record(self, bench: Any, v: Verdict) -> None:
         self.checks.append((bench.item.nodeid, v))
         # As it happens (a crash keeps it; JUnit gets it from this line too); q comes at session end.
-        bench.emit({"record": "check", "nodeid": bench.item.nodeid, **v.as_dict(), "message": v.message(),
-                    "calibration": self._calibration if v.runner else None})
+        bench.emit({"record": "check", "nodeid": bench.item.nodeid, **v.as_dict(), "message": v.message()})
         if self.is_worker:
             transport.send_check(self.config, bench.item.nodeid, v)
 
     def _measure(self, bench: Any, v: Verdict, obs: Observation, model: NoiseModel, hw: bool,
-                 calibration: float | None) -> None:
+                 config_name: str) -> None:
         provenance = self._provenance(bench, hw)
-        if calibration:
-            provenance["calibration"] = calibration
+        if hw and config_name != NO_SERVER:
+            provenance["machine"] = self.machine
         m = Measurement(config=v.config, runner=v.runner, test_key=v.test_key, metric=v.metric,
                         value=obs.value, direction=v.direction, noise=model.to_dict(), n=obs.n, se=obs.se,
                         provenance=provenance, status=v.status,
-                        cases=dict(obs.cases) if obs.cases else None)  # the sidecar's content
-        self.measurements[m.key] = m
+                        cases=dict(obs.cases) if obs.cases else None,  # the sidecar's content
+                        nodeid=bench.item.nodeid)
+        self.measurements.append(m)
         if self.is_worker:
             transport.send_measurement(self.config, m)
 
@@ -242,8 +248,7 @@ class GateSession:
         for item in session.items:
             if "bench" not in getattr(item, "fixturenames", ()):
                 continue
-            callspec = getattr(item, "callspec", None)
-            config_name = callspec.params.get("llm_server") if callspec else None
+            config_name = server_config_name(item)
             pairs.add((config_name or NO_SERVER, key_of(item, config_name)))
         counts = dict.fromkeys(FAMILIES, 0)
         for config_name, test_key in sorted(pairs):
@@ -278,8 +283,7 @@ class GateSession:
         if self.budget is not None:
             for fam, c in counts.items():
                 self.budget.counts[fam] = max(self.budget.counts.get(fam, 0), c)
-        for m in measurements:
-            self.measurements[m.key] = m
+        self.measurements.extend(measurements)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
@@ -287,10 +291,11 @@ class GateSession:
         self.adjust()
         self._write_verdicts()
         if self.update and self.measurements:
-            status = {(v.config, v.runner, v.test_key, v.metric): v.status for v in self.verdicts}
-            ms = [replace(m, status=status.get(m.key, m.status)) for m in self.measurements.values()]
+            status = {(nodeid, v.metric): v.status for nodeid, v in self.checks}
+            ms = [replace(m, status=status.get((m.nodeid, m.metric), m.status)) for m in self.measurements]
             self.written, self.errors = self.store.write(ms, self.update)
-        failed = self.errors or self.suite_regressed or any(w.regressed for w in self.written)
+        failed = (self.errors or any(not v.recorded for _, v in self.suite_regressed)
+                  or any(w.regressed for w in self.written))
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -304,7 +309,7 @@ class GateSession:
             for i, q in zip(idx, holm(self.checks[i][1].p_value for i in idx)):
                 nodeid, v = self.checks[i]
                 v = replace(v, q_value=q)
-                if q <= alpha and beyond_band(v) and v.status != "REGRESSED":
+                if q <= alpha and beyond_band(v) and v.status not in ("REGRESSED", "learning", "not comparable"):
                     v = replace(v, status="REGRESSED", rule=f"{v.rule}; Holm q={fmt_p(q)} ≤ α={alpha:g}: "
                                                             f"REGRESSED at suite level")
                     self.suite_regressed.append((nodeid, v))
@@ -338,13 +343,23 @@ class GateSession:
         tr.write_sep("=", "llmbench verdicts")
         for line in table.render(self.verdicts):
             tr.write_line(line)
-        tr.write_line(table.counts(self.verdicts))
+        tr.write_line(table.summary(self.verdicts), bold=True)
+        for line in table.not_judged(self.verdicts):
+            tr.write_line(line)
         tr.write_line(self._budget_line())
+        if self.recording and any(v.status == "REGRESSED" for v in self.verdicts):
+            tr.write_line("recording (--update-baselines=all): the REGRESSED rows are shown and recorded, and fail "
+                          "nothing; judge a change with a plain run, or accept nightlies with =accept")
         for nodeid, v in self.suite_regressed:
             tr.write_line(f"REGRESSED at suite level (test {nodeid} passed; Holm across the {v.family} family): "
-                          f"{v.message()}", red=True)
+                          f"{v.message()}", red=not v.recorded)
+        if self.not_recorded:
+            tr.write_line(f"{len(self.not_recorded)} value(s) not recorded (measured on a busy host):")
+            for line in self.not_recorded[:_UNTOUCHED_SHOWN]:
+                tr.write_line(f"  {line}")
         for w in self.written:
-            tr.write_line(f"baselines written: {_rel(w.path, self.config)} ({w.entries} entries)")
+            values = f", {w.values} values" if w.values > w.entries else ""
+            tr.write_line(f"baselines written: {_rel(w.path, self.config)} ({w.entries} entries{values})")
             if w.regressed:
                 tr.write_line(f"  {len(w.regressed)} REGRESSED value(s) written as the new baseline (history "
                               f"restarted; the run fails so the change is reviewed): {', '.join(w.regressed)}",

@@ -4,14 +4,19 @@ Swappable (syrupy's model): the session talks to a store through ``file``, ``pat
 ``validate`` and ``write``; a team keeping baselines elsewhere passes its own object with these methods to
 ``GateSession(config, store=...)``.
 
-Update semantics, entry by entry:
+Update semantics, entry by entry (``mode`` is the ``--update-baselines`` value):
 
-- the new value is appended to ``history`` (the last HISTORY_LEN kept), which History learns from;
-- an entry marked ``refresh: true`` (a published figure, one run) is replaced: its history restarts at
-  the new value, so History never learns a spread from a number this runner did not measure;
-- a REGRESSED value written with ``--update-baselines=all`` restarts the history too (a deliberate
-  level change must not widen every later tolerance by mixing two levels), and the run still fails
-  and says which values it wrote, so the change is reviewed rather than absorbed;
+- ``all`` (recording, also what ``--llmbench-record N`` does): the new value is appended to ``history``
+  (the last HISTORY_LEN kept), which History learns from. A value the check judged REGRESSED is appended
+  like any other: recording is the user's decision, and N recorded runs leave N values;
+- ``new``: only entries with no baseline, or still learning (fewer values than their model judges from),
+  get the value — how a runner's first runs record themselves (``docs/fleet``: the CI cache keeps them);
+- ``accept`` (a job that accepts nightlies automatically): as ``all``, except that a REGRESSED value
+  restarts the history (a level change must not widen every later tolerance by mixing two levels) and the
+  run fails, saying which values it wrote, so the change is reviewed rather than absorbed;
+- always: an entry marked ``refresh: true`` (a published figure, one run) is replaced, and so is a timing
+  entry recorded on another machine (``provenance.machine``, gate/machine.py): its history restarts at the
+  new value, so History never learns a spread from numbers this machine did not measure;
 - a measurement with per-case values writes them to the entry's sidecar (``gate/cases.py``), one without
   removes a sidecar left from before (stale cases would pair with the wrong run).
 """
@@ -26,6 +31,7 @@ from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, Key,
     write_atomic
 from pytest_llmbench.gate import cases as case_files
 from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
+from pytest_llmbench.gate.machine import differences
 from pytest_llmbench.gate.noise import noise_from_dict
 
 
@@ -45,6 +51,7 @@ class Measurement:
     provenance: dict[str, Any]
     status: str = "pass"  # the verdict's status (suite level once the session adjusted it)
     cases: dict[str, float] | None = None  # per-case values for the entry's sidecar (paired gates)
+    nodeid: str = ""  # the test that measured it (one per server start under --llmbench-record)
 
     @property
     def key(self) -> tuple[str, str | None, str, str]:
@@ -55,7 +62,8 @@ class Measurement:
 class Written:
     path: Path
     entries: int
-    regressed: tuple[str, ...] = ()  # "test metric" of REGRESSED values written (update=all)
+    values: int = 0  # values added (more than entries when --llmbench-record N recorded N starts)
+    regressed: tuple[str, ...] = ()  # "test metric" of REGRESSED values written (update=accept)
 
 
 class BaselineStore:
@@ -114,7 +122,8 @@ class BaselineStore:
         return out
 
     def write(self, measurements: list[Measurement], mode: str) -> tuple[list[Written], list[str]]:
-        """Merge measurements into each config's file, read fresh from disk; atomic. ``mode``: all|new."""
+        """Merge measurements (in run order; several per entry under --llmbench-record) into each config's
+        file, read fresh from disk; atomic. ``mode``: all|new|accept (the module docstring)."""
         by_config: dict[str, list[Measurement]] = {}
         for m in measurements:
             by_config.setdefault(m.config, []).append(m)
@@ -126,30 +135,48 @@ class BaselineStore:
             except BaselineFileError as e:
                 errors.append(str(e))
                 continue
-            changed, regressed = 0, []
+            changed, regressed, keys = 0, [], set()
             for m in by_config[config_name]:
                 old = bf.get(m.runner, m.test_key, m.metric)
-                if mode == "new" and old is not None:
+                if mode == "new" and old is not None and learned(old) and not machine_changed(old, m):
                     continue
                 try:  # the sidecar first: a corrupt one stops this entry, not the file
                     case_files.save(path, m.runner, m.test_key, m.metric, m.cases)
                 except case_files.CasesFileError as e:
                     errors.append(str(e))
                     continue
-                bf.put(m.runner, m.test_key, m.metric, updated(old, m))
+                bf.put(m.runner, m.test_key, m.metric, updated(old, m, mode))
                 changed += 1
-                if m.status == "REGRESSED":
+                keys.add((m.runner, m.test_key, m.metric))
+                if m.status == "REGRESSED" and mode == "accept":
                     regressed.append(f"{m.test_key} {m.metric}")
             if changed:
                 write_atomic(path, dumps(bf))
-                written.append(Written(path, changed, tuple(regressed)))
+                written.append(Written(path, len(keys), changed, tuple(regressed)))
             self._files.pop(config_name, None)
         return written, errors
 
 
-def updated(old: BaselineEntry | None, m: Measurement) -> BaselineEntry:
+def learned(entry: BaselineEntry) -> bool:
+    """Whether the entry's model judges from its history yet (History: enough starts recorded)."""
+    try:
+        return noise_from_dict(entry.noise).learned(entry.accepted)
+    except ValueError:  # a model of the user's that this process never saw defined
+        return True
+
+
+def machine_changed(old: BaselineEntry, m: Measurement) -> bool:
+    """A timing value from another machine than the entry's (or for an entry that records none)."""
+    before, now = old.provenance.get("machine"), m.provenance.get("machine")
+    if not before and not now:
+        return False
+    return differences(before, now or {}) is not None
+
+
+def updated(old: BaselineEntry | None, m: Measurement, mode: str = "all") -> BaselineEntry:
     """The entry after accepting ``m``: see the module docstring for when the history restarts."""
-    restart = old is None or bool(old.provenance.get("refresh")) or m.status == "REGRESSED"
+    restart = (old is None or bool(old.provenance.get("refresh")) or machine_changed(old, m)
+               or (mode == "accept" and m.status == "REGRESSED"))
     history = ((() if restart else old.accepted) + (m.value,))[-HISTORY_LEN:]  # type: ignore[union-attr]
     try:
         spread = noise_from_dict(m.noise).stored_spread(history)

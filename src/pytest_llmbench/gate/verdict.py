@@ -12,9 +12,11 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 Direction = Literal["higher", "lower"]
-Status = Literal["pass", "REGRESSED", "improved", "new"]
+Status = Literal["pass", "REGRESSED", "improved", "new", "learning", "not comparable"]
 
-STATUSES: tuple[Status, ...] = ("REGRESSED", "improved", "new", "pass")  # table order
+STATUSES: tuple[Status, ...] = ("REGRESSED", "improved", "not comparable", "learning", "new", "pass")  # table order
+#: What a run judged: the other statuses say why a check was *not* compared, and never fail a test.
+JUDGED: tuple[Status, ...] = ("REGRESSED", "improved", "pass")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Verdict:
     q_value: float | None = None  # p adjusted across the family's gates at session end (Holm)
     paired: bool = False  # judged case by case against the baseline's own cases
     family: str = ""  # the error budget it counts against: timing / quality / decisions
+    recorded: bool = False  # judged while recording (--update-baselines=all): shown, never failing
 
     @property
     def delta(self) -> float | None:
@@ -56,9 +59,11 @@ class Verdict:
     def message(self) -> str:
         """What a failing (or reported) check says: metric, both values, tolerance and the rule."""
         where = f"[config {self.config}, test {self.test_key}" + (f", runner {self.runner}]" if self.runner else "]")
+        if self.status == "not comparable":
+            return f"{self.metric}: {fmt(self.observed)} not comparable: {self.rule} {where}"
+        if self.status == "learning":
+            return f"{self.metric}: {fmt(self.observed)} learning its spread: {self.rule} {where}"
         if self.baseline is None:
-            if self.rule.startswith("not comparable"):
-                return f"{self.metric}: {fmt(self.observed)} has no comparable baseline: {self.rule} {where}"
             return f"{self.metric}: {fmt(self.observed)} has no baseline ({self.rule}) {where}"
         head = {
             "REGRESSED": "REGRESSED",

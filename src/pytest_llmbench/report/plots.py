@@ -19,7 +19,8 @@ from typing import Any
 from pytest_llmbench.report.folder import ResultsFolder
 from pytest_llmbench.report.rows import mean_prompt_tokens
 
-STATUS_COLOR = {"REGRESSED": "#d62728", "improved": "#2ca02c", "new": "#7f7f7f", "pass": "#1f77b4"}
+STATUS_COLOR = {"REGRESSED": "#d62728", "improved": "#2ca02c", "new": "#7f7f7f", "pass": "#1f77b4",
+                "learning": "#9467bd", "not comparable": "#8c564b"}
 
 
 @dataclass(frozen=True)

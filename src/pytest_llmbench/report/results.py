@@ -107,6 +107,7 @@ def scenario_line(result: "ScenarioResult", cfg: "ServerConfig | None") -> dict[
         "max_concurrency": sc.concurrency, "random_input_len": sc.input_len, "random_output_len": sc.output_len,
         "num_prompts": sc.num_prompts, "notes": result.notes, "errors": result.errors[:20],
         "metrics": result.metrics, "time": _now(),
+        "host_load": result.host_load.as_dict() if result.host_load else None,
         "requests": [
             {"index": r.index, "ok": r.ok, "error": r.error, "prompt_tokens": r.prompt_tokens,
              "completion_tokens": r.completion_tokens, "ttft_s": r.ttft_s, "e2e_s": r.e2e_s,

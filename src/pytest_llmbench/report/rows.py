@@ -13,7 +13,8 @@ from typing import Any
 from pytest_llmbench.gate.verdict import fmt
 from pytest_llmbench.report.folder import ResultsFolder
 
-STATUS_LABEL = {"REGRESSED": "REGRESSED", "improved": "improved", "new": "new", "pass": "pass"}
+STATUS_LABEL = {"REGRESSED": "REGRESSED", "improved": "improved", "not comparable": "not comparable",
+                "learning": "learning", "new": "new", "pass": "pass"}
 
 
 @dataclass
@@ -54,7 +55,9 @@ def verdict_table(folder: ResultsFolder) -> Table:
     rows, kinds = [], []
     for v in verdicts:
         status = str(v.get("status", "?"))
-        rows.append([STATUS_LABEL.get(status, status), str(v.get("config") or "-"), str(v.get("test_key") or "-"),
+        label = STATUS_LABEL.get(status, status) + (" (recorded)" if v.get("recorded") and status in
+                                                     ("REGRESSED", "improved") else "")
+        rows.append([label, str(v.get("config") or "-"), str(v.get("test_key") or "-"),
                      str(v.get("metric")), _num(v.get("baseline")), _num(v.get("observed")), _pct(v.get("delta_pct")),
                      _num(v.get("tolerance")), *(show(v.get(k)) for k, _, show in extra), str(v.get("rule") or "")])
         kinds.append(status)

@@ -23,6 +23,7 @@ from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.requests import run_requests
 
 if TYPE_CHECKING:
+    from pytest_llmbench.host_load import HostLoad
     from pytest_llmbench.server import LLMServer
 
 DATASETS = ("sharegpt", "random", "prompts")
@@ -93,6 +94,7 @@ class ScenarioResult:
     notes: list[str] = field(default_factory=list)
     server_info: dict[str, Any] = field(default_factory=dict)
     spec_server: SpecStats | None = None
+    host_load: HostLoad | None = None  # what else ran on the host meanwhile (set by bench.run)
 
     @property
     def errors(self) -> list[str]:

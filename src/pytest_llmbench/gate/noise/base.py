@@ -77,6 +77,11 @@ class NoiseModel(ABC):
                          for k, v in self.params().items() if v is not None)
         return f"{self.name}({args})"
 
+    def learned(self, history: tuple[float, ...]) -> bool:
+        """Whether ``history`` holds enough accepted values to judge (History says "learning" until then;
+        ``--update-baselines=new`` keeps adding to entries that have not learned)."""
+        return True
+
     def stored_spread(self, history: tuple[float, ...]) -> float | None:
         """A spread worth writing beside the value for reviewers (Spread's width, History's SD)."""
         return None

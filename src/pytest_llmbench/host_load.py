@@ -1,0 +1,123 @@
+"""What else ran on the host while a scenario was measured: other processes' CPU time and VM steal.
+
+A session-start calibration cannot see a neighbour that starts mid-scenario, and a timing value measured
+while another process took the cores the server needed is the neighbour's number, not the engine's. So
+every scenario reads the kernel's CPU accounting before and after (``/proc/stat`` for the whole host,
+``/proc/<pid>/stat`` per process): what the host spent minus what this test's own processes spent (pytest,
+its children, the server's processes) is the others' share, VM steal included. The scenario's cores were
+contended when others used at least ``OTHERS_MIN`` cores *and* the host had no idle core to give them
+(``own + others > cores − SLACK``): a busy process on an idle core of a 16-core GPU host is no contention,
+the same process on a 2-core runner is. Where ``/proc`` does not exist the load is unknown and judges
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+OTHERS_MIN = 0.25  # cores of other processes (or steal) that count as a neighbour
+SLACK = 0.25  # cores left idle below which the host counts as oversubscribed
+_PROC = Path("/proc")
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    at: float
+    busy: int  # host ticks not idle (user, nice, system, irq, softirq, steal)
+    steal: int
+    procs: dict[int, tuple[int, str, int, int]]  # pid → (ppid, command, user+system ticks, start time)
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    """Average cores used over a window: by the host, by our own processes, by everything else."""
+
+    seconds: float
+    cores: int
+    busy: float
+    own: float
+    steal: float
+    top: tuple[tuple[str, float], ...] = ()  # the busiest other processes, (command, cores)
+
+    @property
+    def others(self) -> float:
+        return max(0.0, self.busy - self.own)
+
+    @property
+    def contended(self) -> bool:
+        return self.others >= OTHERS_MIN and self.own + self.others > self.cores - SLACK
+
+    def describe(self) -> str:
+        who = ", ".join(f"{name} {100 * c:.0f}%" for name, c in self.top[:3])
+        steal = f", VM steal {self.steal:.2f}" if self.steal >= 0.05 else ""
+        return (f"other processes used {self.others:.2f} of {self.cores} cores while this test's used "
+                f"{self.own:.2f}{steal}" + (f" ({who})" if who else ""))
+
+    def as_dict(self) -> dict[str, object]:
+        return {"seconds": round(self.seconds, 2), "cores": self.cores, "busy": round(self.busy, 3),
+                "own": round(self.own, 3), "others": round(self.others, 3), "steal": round(self.steal, 3),
+                "contended": self.contended, "top": [[n, round(c, 3)] for n, c in self.top]}
+
+
+def snapshot() -> Snapshot | None:
+    """The host's and every process's CPU ticks now; None where the kernel does not expose them."""
+    try:
+        fields = (_PROC / "stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    ticks = [int(x) for x in fields[:8]]
+    busy = sum(ticks) - ticks[3] - ticks[4]  # all but idle and iowait
+    procs: dict[int, tuple[int, str, int, int]] = {}
+    for d in _PROC.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            text = (d / "stat").read_text()
+        except OSError:  # exited while we looked
+            continue
+        close = text.rfind(")")
+        rest = text[close + 2:].split()
+        procs[int(d.name)] = (int(rest[1]), text[text.find("(") + 1:close], int(rest[11]) + int(rest[12]),
+                              int(rest[19]))
+    return Snapshot(time.monotonic(), busy, ticks[7], procs)
+
+
+def _tree(procs: dict[int, tuple[int, str, int, int]], roots: Iterable[int]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, *_) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    seen: set[int] = set()
+    todo = [r for r in roots if r > 0]
+    while todo:
+        pid = todo.pop()
+        if pid not in seen:
+            seen.add(pid)
+            todo.extend(children.get(pid, ()))
+    return seen
+
+
+def between(start: Snapshot | None, end: Snapshot | None, own_roots: Iterable[int] = (), *,
+            include_self: bool = True) -> HostLoad | None:
+    """The load from ``start`` to ``end``; ours are ``own_roots`` and this process (unless not
+    ``include_self``) with their descendants. None when either side is unknown or the window is too
+    short to mean anything."""
+    if start is None or end is None or end.at - start.at < 0.2:
+        return None
+    roots = {*own_roots, *([os.getpid()] if include_self else [])}
+    own = _tree(end.procs, roots) | _tree(start.procs, roots)
+    wall = (end.at - start.at) * _TICK
+    used: dict[int, float] = {}
+    for pid, (_, _, ticks, started) in end.procs.items():
+        before = start.procs.get(pid)  # the same process only if it started at the same time (pids recycle)
+        used[pid] = ticks - (before[2] if before and before[3] == started else 0)
+    own_ticks = sum(t for pid, t in used.items() if pid in own)
+    others = sorted(((end.procs[pid][1], t / wall) for pid, t in used.items() if pid not in own and t > 0),
+                    key=lambda x: -x[1])
+    return HostLoad(seconds=end.at - start.at, cores=os.cpu_count() or 1, busy=(end.busy - start.busy) / wall,
+                    own=own_ticks / wall, steal=(end.steal - start.steal) / wall,
+                    top=tuple((n, c) for n, c in others[:3] if c >= 0.05))

@@ -1,0 +1,119 @@
+"""Stored timing baselines in real pytest sessions with a real llama-server (SmolLM2-135M, 2 threads):
+recording N starts in one session, learning, and a busy neighbour named instead of a REGRESSED."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.integration
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+CPU_YAML = ROOT / "benches" / "configs" / "cpu.yaml"
+KEY = "test_bench.py::test_serving"
+
+BENCH = """
+import os, pathlib, time
+import pytest
+from pytest_llmbench import Scenario
+from pytest_llmbench.gate import History
+
+SC = Scenario("tiny", dataset="random", input_len=64, output_len={out}, num_prompts={n}, concurrency=1, warmup=1,
+              seed=1)
+
+@pytest.mark.llm_configs("nospec")
+def test_serving(llm_server, bench):
+    marker = os.environ.get("LLMBENCH_TEST_MARKER")
+    if marker:  # tell the outer test the scenario starts, and give its neighbour time to get going
+        pathlib.Path(marker).write_text("go")
+        time.sleep(1.0)
+    result = bench.run(SC)
+    assert result.metrics["failed"] == 0, result.errors
+    bench.check("output_throughput", result.metrics["output_throughput"], noise=History(k=3))
+"""
+
+
+def _run(pytester: pytest.Pytester, *args: str, out: int = 16, n: int = 2) -> pytest.RunResult:
+    pytester.makeini("[pytest]\n")  # the rootdir (and so baselines/) is this test's folder, not the repo
+    pytester.makepyfile(test_bench=BENCH.format(out=out, n=n))
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--llmbench-configs={CPU_YAML}",
+                                         "--results-dir", "out", "--runner", "ci-a", "-k", "smol-nospec",
+                                         "--baselines-dir", "baselines", *args, timeout=600)
+
+
+def _records(pytester: pytest.Pytester, kind: str) -> list[dict]:
+    out = pytester.path / "out"
+    rows = [json.loads(line) for f in sorted(out.glob("results*.jsonl")) for line in f.read_text().splitlines()]
+    return [r for r in rows if r.get("record") == kind]
+
+
+def _entry(pytester: pytest.Pytester) -> dict | None:
+    path = pytester.path / "baselines" / "smol-nospec.yaml"
+    if not path.exists():
+        return None
+    data = yaml.safe_load(path.read_text())
+    return (data.get("runners") or {}).get("ci-a", {}).get(KEY, {}).get("output_throughput")
+
+
+def test_record_n_starts_the_server_n_times_and_leaves_n_values(pytester: pytest.Pytester):
+    """Issue 21: three recording runs left two values (a REGRESSED one restarted the history) and failed."""
+    result = _run(pytester, "--llmbench-record", "3", "-v")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    result.assert_outcomes(passed=3)
+    servers = _records(pytester, "server")
+    assert len(servers) == 3 and len({tuple(s["pids"]) for s in servers}) == 3  # three starts
+    entry = _entry(pytester)
+    assert entry is not None and len(entry["history"]) == 3, entry
+    assert entry["provenance"]["machine"]["cores"] >= 1 and entry["noise"] == {"name": "History", "k": 3,
+                                                                               "min_runs": 6}
+    result.stdout.fnmatch_lines(["*test_serving?smol-nospec-start1of3? PASSED*",
+                                 "*test_serving?smol-nospec-start3of3? PASSED*",
+                                 "baselines written: baselines/smol-nospec.yaml (1 entries, 3 values)"])
+    # a plain run now: learning (3 of 6), shown with the history's mean, never failing
+    plain = _run(pytester)
+    assert plain.ret == 0
+    plain.stdout.fnmatch_lines(["*smol-nospec*test_bench.py::test_serving*output_throughput*learning (3 of 6)",
+                                "llmbench: 0 of 1 checks judged; not judged: 1 learning"])
+
+
+def test_a_busy_neighbour_mid_scenario_is_named_and_not_recorded(pytester: pytest.Pytester, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch):
+    """A CPU-bound process started once the scenario runs (not a child of the session): the timing check
+    says "not comparable: host busy during tiny …", and --update-baselines leaves the value out."""
+    marker = tmp_path / "started"
+    busy: list[subprocess.Popen] = []
+
+    def neighbour() -> None:
+        while not marker.exists():
+            time.sleep(0.05)
+        busy.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+
+    t = threading.Thread(target=neighbour, daemon=True)
+    t.start()
+    monkeypatch.setenv("LLMBENCH_TEST_MARKER", str(marker))
+    try:
+        result = _run(pytester, "--update-baselines", out=12, n=2)
+    finally:
+        t.join(5)
+        for p in busy:
+            p.kill()
+            p.wait()
+    assert busy, "the neighbour never started"
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    result.stdout.fnmatch_lines([
+        "*output_throughput*not comparable",
+        "llmbench: 0 of 1 checks judged; not judged: 1 not comparable",
+        "  not comparable (1 checks: smol-nospec test_bench.py::test_serving): host busy during tiny: other "
+        "processes used * of * cores while this test's used *python*",
+        "1 value(s) not recorded (measured on a busy host):"])
+    scenario = _records(pytester, "scenario")[0]
+    assert scenario["host_load"]["contended"] and scenario["host_load"]["others"] >= 0.25
+    assert _entry(pytester) is None  # nothing learned from the neighbour's number
