@@ -12,7 +12,7 @@ accepted history and one other run as today's, judge every gate with the gate's 
 - power: runs where today's tok/s gates are ×0.85 and TPOT ×1/0.85 (an injected −15%), per gate and
   per run (any gate regressed).
 
-    python benches/perf/history_minimum.py --draws 4000 > benches/perf/history_minimum.out.md
+    python benches/perf/history_minimum.py --draws 2000 > benches/perf/history_minimum.out.md
 """
 
 from __future__ import annotations
