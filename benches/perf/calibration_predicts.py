@@ -4,7 +4,8 @@ One llama-server (the installed build, SmolLM2-135M Q4_1, ``-t 2`` as in the CPU
 machine is put through states one after another — as found, one busy core, one busy core at nice 19, a
 memory-bandwidth hog, two busy cores — and in each state three readings are taken:
 
-- the gate's calibration score (``gate.calibration.measure``: float32 GEMV, GB/s);
+- the score the gate used to calibrate with (``measure`` below, the deleted ``gate/calibration.py``'s
+  workload: float32 GEMV over a 64 MiB matrix, median GB/s of 7 rounds);
 - the engine itself: median decode tok/s of 3 fixed 64-token completions (llama.cpp's own ``timings``);
 - the host load over those completions (``host_load``: other processes' cores, VM steal, contended?).
 
@@ -28,9 +29,24 @@ from importlib import metadata
 from pathlib import Path
 
 import httpx
+import numpy as np
 
 from pytest_llmbench import host_load
-from pytest_llmbench.gate.calibration import measure
+
+def measure(repeats: int = 7) -> float:
+    """GB/s of matrix read by float32 GEMV (median of ``repeats`` rounds of 8 products)."""
+    rng = np.random.default_rng(0)
+    a = rng.random((4096, 4096), dtype=np.float32)
+    x = rng.random(4096, dtype=np.float32)
+    a @ x  # page the matrix in
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(8):
+            x = (a @ x) / np.float32(4096)
+        rates.append(a.nbytes * 8 / (time.perf_counter() - t0) / 1e9)
+    return round(float(np.median(rates)), 3)
+
 
 PROMPT = "Write a short story about a lighthouse keeper who finds a message in a bottle."
 
@@ -41,8 +57,6 @@ def _spin() -> None:
 
 
 def _membw() -> None:
-    import numpy as np
-
     a = np.ones(64 * 2**20 // 8)
     b = np.empty_like(a)
     while True:

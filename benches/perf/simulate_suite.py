@@ -11,7 +11,7 @@ The gates are the ones benches/*.py configure for the CPU suite (46 at the commi
   (n = 100, the same answers: correlated 0.9); failed ``Spread(3)``, calibrated_ece ``Spread(0.03)``;
   answers_changed / text_mismatches ``History(k=3, fallback=Spread(3|2))`` (Poisson counts).
 
-Noise, stated rather than measured here (benches/perf/rerun_cpu.out.md has the real reruns): every
+Noise, stated rather than measured here (benches/perf/stored_timing_cpu.out.md has the real reruns): every
 timing value carries a session drift shared by all timing gates of a run (SD ``--drift``, the machine's
 state: other engineers' jobs on the 2 cores) plus its own noise (SD 2%); the tpot and tok/s of one
 scenario share their noise (r = 0.9). Per-request values (accept length) of the same prompt are
