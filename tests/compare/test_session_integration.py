@@ -67,7 +67,9 @@ def test_candidate_with_tiny_batches_regresses_and_fails_its_test(pytester: pyte
     out = pytester.path / "out"
     comps = {c["metric"]: c for c in _records(out, "comparison")}
     ttft = comps["median_ttft_ms"]
-    assert ttft["verdict"] == "regressed" and ttft["ratio"] > 1.2, ttft  # measured ×1.32
+    # measured ×1.32 once, ×1.19 [1.10, 1.30] in another run on a slower VM: the verdict is what is asserted,
+    # with an interval that excludes "no change", not a point estimate the CPU's noise moves by 10%
+    assert ttft["verdict"] == "regressed" and ttft["ci_low"] > 1.0 and ttft["ratio"] > 1.1, ttft
     assert ttft["config"] == "smol-nospec" and ttft["candidate_arm"] == "args -b 8 -ub 8"
     # --llmbench-max-rounds 6 caps the pilot: 6 judged rounds after one warm-up round (both counted in prompts);
     # 6, not 4: at the ~19% per-round TTFT noise of 2 shared cores, 4 rounds (3 df) decide ×1.32 only narrowly
