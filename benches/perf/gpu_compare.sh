@@ -16,7 +16,7 @@
 #   STEP=stored RECORD_RUNS=3 RECORD_STARTS=3 CLEAN=4 INJECTED=2 FIRST=1 bash benches/perf/gpu_compare.sh
 #                # stored timing baselines (issue 21): stored_timing_reruns.py on the GPU smoke serving tests,
 #                # both configs; the baselines stay in /tmp/w/stored while the machine is warm, so a later call
-#                # with RECORD_RUNS=0 RECORD_STARTS=0 FIRST=5 goes on from there
+#                # with RECORD_RUNS=0 RECORD_STARTS=0 FIRST=5 goes on from there; DEADLINE=s starts no rerun after s
 # CANDIDATES for STEP=noise is a ';'-separated list of candidate server args ("-ctv f32;-ctk bf16 -ctv f32").
 set -uo pipefail
 W=/tmp/w
@@ -59,7 +59,7 @@ pytest)
 stored)
   python3 benches/perf/stored_timing_reruns.py --out $W/stored --configs benches/configs/gpu/llamacpp-smollm2.yaml \
     --record-runs ${RECORD_RUNS:-3} --record-starts ${RECORD_STARTS:-3} --clean ${CLEAN:-4} --injected ${INJECTED:-2} \
-    --first ${FIRST:-1} --inject "${INJECT:--fa off}" -- -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py \
+    --first ${FIRST:-1} ${DEADLINE:+--deadline $DEADLINE} --inject "${INJECT:--fa off}" -- -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py \
     -m gpu_smoke -k test_serving 2>&1 | tee "$OUT/stored.md"
   cp $W/stored/runs.jsonl "$OUT/stored_runs.jsonl"
   ;;

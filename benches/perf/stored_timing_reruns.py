@@ -161,6 +161,8 @@ def main() -> None:
     ap.add_argument("--busy", type=int, default=0)
     ap.add_argument("--busy-after", type=float, default=8.0)
     ap.add_argument("--first", type=int, default=1, help="number of the first clean/injected run (to resume)")
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="start no clean/injected/busy run after this many seconds (a device call ends in time)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("pytest_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()
@@ -174,13 +176,19 @@ def main() -> None:
         if args.record_starts:
             run(args, "record-starts", f"--llmbench-record={args.record_starts}", configs=configs)
         slow = slower_configs(args)
+        t0 = time.monotonic()
+
+        def in_time() -> bool:
+            return args.deadline is None or time.monotonic() - t0 < args.deadline
+
         for i in range(max(args.clean, args.injected)):  # interleaved: drift hits both alike
-            if i < args.clean:
+            if i < args.clean and in_time():
                 run(args, f"clean-{args.first + i}", configs=configs)
-            if i < args.injected:
+            if i < args.injected and in_time():
                 run(args, f"injected-{args.first + i}", configs=slow)
         for i in range(args.busy):
-            run(args, f"busy-{args.first + i}", configs=configs, busy_after=args.busy_after)
+            if in_time():
+                run(args, f"busy-{args.first + i}", configs=configs, busy_after=args.busy_after)
     lines = [json.loads(ln) for ln in (out / "runs.jsonl").read_text().splitlines()]
     report(lines, args.inject)
 
