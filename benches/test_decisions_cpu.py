@@ -44,11 +44,23 @@ def test_canary_decisions(llm_server, bench, canary):
     # Temperatures with log-priors per domain/question/option (they can move top answers).
     cf_priors = crossfit(decisions, k=2, seed=0, priors=True)
     with_priors = summary_by(cf_priors.decisions)
-    R.save_run(bench, "canary", decisions, {"raw": raw, "calibrated": calibrated, "priors": with_priors},
-               {"failures": sorted({d.reason for d in decisions if not d.ok})[:20]})
-    R.save_calibration(bench, {"dataset": "sys1bench canary subset", "cases": len(canary),
-                               "temperatures": cf.to_json(), "temperatures_and_priors": cf_priors.to_json(),
-                               "metrics": {"before": raw, "after": calibrated, "after_priors": with_priors}})
+    R.save_run(
+        bench,
+        "canary",
+        decisions,
+        {"raw": raw, "calibrated": calibrated, "priors": with_priors},
+        {"failures": sorted({d.reason for d in decisions if not d.ok})[:20]},
+    )
+    R.save_calibration(
+        bench,
+        {
+            "dataset": "sys1bench canary subset",
+            "cases": len(canary),
+            "temperatures": cf.to_json(),
+            "temperatures_and_priors": cf_priors.to_json(),
+            "metrics": {"before": raw, "after": calibrated, "after_priors": with_priors},
+        },
+    )
     for prefix, by_type in (("", raw), ("calibrated.", calibrated), ("priors.", with_priors)):
         for k, v in flat(by_type, prefix).items():
             bench.record(k, v)
@@ -65,13 +77,24 @@ def test_canary_decisions(llm_server, bench, canary):
     # Per question, paired with the baseline's sidecar; a case's questions are resampled together.
     paired = PairedBootstrap(alpha=0.01, cluster=CASE_SEP)
     # In a comparison, against the reference arm's answers to the same questions instead.
-    bench.check("accuracy", cases=gate_cases(decisions, "correct"), noise=paired,
-                reference_cases=gate_cases(reference, "correct") if reference else None)
-    bench.check("log_loss", cases=gate_cases(decisions, "log_loss"), noise=paired, direction="lower",
-                reference_cases=gate_cases(reference, "log_loss") if reference else None)
+    bench.check(
+        "accuracy",
+        cases=gate_cases(decisions, "correct"),
+        noise=paired,
+        reference_cases=gate_cases(reference, "correct") if reference else None,
+    )
+    bench.check(
+        "log_loss",
+        cases=gate_cases(decisions, "log_loss"),
+        noise=paired,
+        direction="lower",
+        reference_cases=gate_cases(reference, "log_loss") if reference else None,
+    )
     bench.check("calibrated_log_loss", cases=gate_cases(cf.decisions, "log_loss"), noise=paired)
     bench.check("calibrated_ece", calibrated["all"]["ece"], noise=Spread(0.03))
-    assert answered > 0.8 * n, f"only {answered} of {n} questions answered: {sorted({d.reason for d in decisions if not d.ok})[:5]}"
+    assert answered > 0.8 * n, (
+        f"only {answered} of {n} questions answered: {sorted({d.reason for d in decisions if not d.ok})[:5]}"
+    )
 
 
 def test_prefix_cache_determinism(llm_server, bench, canary):
@@ -81,8 +104,17 @@ def test_prefix_cache_determinism(llm_server, bench, canary):
     diff = compare_passes(cold, warm)
     greedy = greedy_cached_vs_uncached(llm_server, [c.state_text() for c in cases[:GREEDY_PROMPTS]], max_tokens=32)
     R.save_run(bench, "cache-cold", cold, {"pass": "cold", "flush_note": note})
-    R.save_run(bench, "cache-warm", warm, {"pass": "warm", **diff.as_dict(), "changed": diff.changed,
-                                           "greedy": {**greedy.as_dict(), "examples": greedy.examples}})
+    R.save_run(
+        bench,
+        "cache-warm",
+        warm,
+        {
+            "pass": "warm",
+            **diff.as_dict(),
+            "changed": diff.changed,
+            "greedy": {**greedy.as_dict(), "examples": greedy.examples},
+        },
+    )
     bench.record("decisions_compared", diff.n)
     bench.record("max_prob_shift", diff.max_prob_shift)
     bench.record("greedy_prompts", greedy.n)
@@ -92,5 +124,9 @@ def test_prefix_cache_determinism(llm_server, bench, canary):
     assert greedy.failed == 0 and greedy.cache_hits == greedy.n, greedy.as_dict()
     # The decisions post: 0 of 250 without a warm hierarchical cache, 25–34 with it. Gated against the spread of
     # this config's own history; until three runs exist, a move of more than 3 answers fails.
-    bench.check("answers_changed", diff.answers_changed, noise=History(k=3, min_runs=3, fallback=Spread(3)), direction="lower")
-    bench.check("text_mismatches", greedy.mismatched, noise=History(k=3, min_runs=3, fallback=Spread(2)), direction="lower")
+    bench.check(
+        "answers_changed", diff.answers_changed, noise=History(k=3, min_runs=3, fallback=Spread(3)), direction="lower"
+    )
+    bench.check(
+        "text_mismatches", greedy.mismatched, noise=History(k=3, min_runs=3, fallback=Spread(2)), direction="lower"
+    )

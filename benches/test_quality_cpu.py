@@ -41,8 +41,12 @@ def test_accept_length(llm_server, bench, datasets, set_name):
     # Paired per prompt and seed — against the baseline's sidecar, or in a comparison against the reference
     # arm on the same prompts: the spread between prompts cancels.
     reference = by_arm.get("reference")
-    bench.check("accept_length", cases=result.by_case(), noise=PairedT(alpha=0.01),
-                reference_cases=reference.by_case() if reference else None)
+    bench.check(
+        "accept_length",
+        cases=result.by_case(),
+        noise=PairedT(alpha=0.01),
+        reference_cases=reference.by_case() if reference else None,
+    )
 
 
 @pytest.mark.llm_configs("cpu", "nospec")
@@ -59,12 +63,20 @@ def test_bfcl_subset(llm_server, bench, snapshot):
     # The pass/fail set: a baseline bump (--snapshot-update) shows in review which cases flipped; a
     # flip within the noise is a warning here; the gate judges the flipped cases.
     if not snapshot == result.pass_fail():
-        warnings.warn("BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
-                      stacklevel=1)
+        warnings.warn(
+            "BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
+            stacklevel=1,
+        )
     # Exact McNemar on the cases that flipped against the baseline's sidecar (Fisher on the totals without
     # one), or in a comparison against the reference arm's verdicts on the same cases.
-    bench.check("bfcl_passed", result.passed, n=result.total, cases=result.by_case(), noise=McNemar(alpha=0.01),
-                reference_cases=reference.by_case() if reference else None)
+    bench.check(
+        "bfcl_passed",
+        result.passed,
+        n=result.total,
+        cases=result.by_case(),
+        noise=McNemar(alpha=0.01),
+        reference_cases=reference.by_case() if reference else None,
+    )
 
 
 @pytest.mark.llm_configs("cpu", "nospec")
@@ -73,7 +85,9 @@ def test_tokens_per_answer(llm_server, bench, datasets):
     prompts = datasets.prompt_set("mt-bench", proto.prompts_per_set, proto.seed)
     bodies = [{**protocol_body(proto.name), "messages": p.messages()} for p in prompts]
     records = run_requests(llm_server, bodies, concurrency=proto.users)
-    result = thinking.count_tokens(llm_server, [(p.id, p.set, r) for p, r in zip(prompts, records)], proto.max_tokens)
+    result = thinking.count_tokens(
+        llm_server, [(p.id, p.set, r) for p, r in zip(prompts, records, strict=True)], proto.max_tokens
+    )
     assert result.failed == 0, [r.error for r in records if not r.ok]
     write_eval(bench, "tokens_per_answer", result.as_dict())
     bench.record("answers_cut", result.cut())

@@ -12,8 +12,9 @@ SCENARIOS = [
     Scenario("chat-1u", dataset="sharegpt", output_len=64, num_prompts=4, concurrency=1, warmup=2, seed=1),
     Scenario("chat-4u", dataset="sharegpt", output_len=64, num_prompts=8, concurrency=4, warmup=2, seed=1),
     # A 2k-token prefill takes ~15 s on these cores: two prompts, and no warmup that would cost another.
-    Scenario("prompt2k-1u", dataset="random", input_len=2000, output_len=32, num_prompts=2, concurrency=1,
-             warmup=0, seed=1),
+    Scenario(
+        "prompt2k-1u", dataset="random", input_len=2000, output_len=32, num_prompts=2, concurrency=1, warmup=0, seed=1
+    ),
 ]
 
 

@@ -100,5 +100,6 @@ def scripted():
 
 def fake_server(port: int):
     """Just what run_requests needs from an LLMServer: a port, an engine adapter, config fields."""
-    return SimpleNamespace(port=port, engine=LlamaCppEngine(), config=SimpleNamespace(name="t", request={}),
-                           alive=lambda: True)
+    return SimpleNamespace(
+        port=port, engine=LlamaCppEngine(), config=SimpleNamespace(name="t", request={}), alive=lambda: True
+    )

@@ -57,14 +57,17 @@ def test_defaults_merge_marks_and_env(write):
     assert plain.engine == "llamacpp" and plain.launcher == "subprocess"
 
 
-@pytest.mark.parametrize("mutation, config, key, words", [
-    ("  - name: plain\n    colour: blue\n", "plain", "colour", "unknown key"),
-    ("  - name: plain\n    gpus: two\n", "plain", "gpus", "must be an integer"),
-    ("  - name: plain\n    model: missing.gguf\n", "plain", "model", "model file not found"),
-    ("  - name: plain\n  - name: plain\n", "plain", "name", "duplicate config name"),
-    ("  - name: plain\n    flags: [nope]\n", "plain", "flags", "unknown flag set 'nope'"),
-    ("  - name: plain\n    startup_timeout: -1\n", "plain", "startup_timeout", "must be > 0"),
-])
+@pytest.mark.parametrize(
+    "mutation, config, key, words",
+    [
+        ("  - name: plain\n    colour: blue\n", "plain", "colour", "unknown key"),
+        ("  - name: plain\n    gpus: two\n", "plain", "gpus", "must be an integer"),
+        ("  - name: plain\n    model: missing.gguf\n", "plain", "model", "model file not found"),
+        ("  - name: plain\n  - name: plain\n", "plain", "name", "duplicate config name"),
+        ("  - name: plain\n    flags: [nope]\n", "plain", "flags", "unknown flag set 'nope'"),
+        ("  - name: plain\n    startup_timeout: -1\n", "plain", "startup_timeout", "must be > 0"),
+    ],
+)
 def test_bad_config_names_file_config_and_key(write, mutation, config, key, words):
     head = GOOD.split("configs:")[0] + "configs:\n"
     path = write(head + mutation)

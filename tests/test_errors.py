@@ -20,12 +20,21 @@ def test_config_error_names_file_config_and_key_in_one_line():
     assert str(ConfigError("x.yaml", "is empty")) == "x.yaml: is empty"
 
 
-@pytest.mark.parametrize("cls, also", [
-    (ConfigError, Exception), (ServerStartError, RuntimeError), (GPUAssignmentError, RuntimeError),
-    (ContainerCleanupError, RuntimeError), (NoiseModelError, ValueError), (RegistryError, ValueError),
-    (BaselineFileError, Exception), (BaselineMergeError, Exception), (ResultsFolderError, Exception),
-    (MergeError, Exception),
-])
+@pytest.mark.parametrize(
+    "cls, also",
+    [
+        (ConfigError, Exception),
+        (ServerStartError, RuntimeError),
+        (GPUAssignmentError, RuntimeError),
+        (ContainerCleanupError, RuntimeError),
+        (NoiseModelError, ValueError),
+        (RegistryError, ValueError),
+        (BaselineFileError, Exception),
+        (BaselineMergeError, Exception),
+        (ResultsFolderError, Exception),
+        (MergeError, Exception),
+    ],
+)
 def test_every_plugin_error_shares_the_base_and_keeps_its_old_base(cls, also):
     assert issubclass(cls, LlmbenchError) and issubclass(cls, also)
 

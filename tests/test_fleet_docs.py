@@ -21,8 +21,12 @@ K8S = ROOT / "docs" / "fleet" / "k8s-indexed-job.yaml"
 
 
 def lint_workflow(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows",
-                           str(path)], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_workflow_passes_the_github_workflow_schema():
@@ -45,12 +49,17 @@ def test_workflow_shards_on_gpu_runners_uploads_and_merges_then_reports_and_gate
     bench, merge = wf["jobs"]["bench"], wf["jobs"]["merge"]
     assert "self-hosted" in bench["runs-on"] and bench["strategy"]["fail-fast"] is False
     run = next(s["run"] for s in bench["steps"] if "--llmbench-shard" in s.get("run", ""))
-    assert '--llmbench-shard "$k/$SHARDS"' in run and "--results-dir \"results/shard-$k\"" in run
+    assert '--llmbench-shard "$k/$SHARDS"' in run and '--results-dir "results/shard-$k"' in run
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in bench["steps"])
     assert merge["needs"] == "bench" and "cancelled()" in merge["if"]
     runs = "\n".join(s.get("run", "") for s in merge["steps"])
-    for command in ("python -m pytest_llmbench merge merged", "python -m pytest_llmbench merge --baselines",
-                    "python -m pytest_llmbench report merged", '>> "$GITHUB_STEP_SUMMARY"', "REGRESSED"):
+    for command in (
+        "python -m pytest_llmbench merge merged",
+        "python -m pytest_llmbench merge --baselines",
+        "python -m pytest_llmbench report merged",
+        '>> "$GITHUB_STEP_SUMMARY"',
+        "REGRESSED",
+    ):
         assert command in runs
 
 
@@ -82,8 +91,13 @@ def test_indexed_job_runs_one_shard_per_completion_index_on_one_gpu():
 
 def run_script(script: str, results: Path, stub_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     """The container's ``sh -c`` script with /results pointing at ``results`` and a recording python."""
-    return subprocess.run(["/bin/sh", "-c", script.replace("/results", str(results))], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PATH": f"{stub_dir}:{os.environ['PATH']}", **env})
+    return subprocess.run(
+        ["/bin/sh", "-c", script.replace("/results", str(results))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PATH": f"{stub_dir}:{os.environ['PATH']}", **env},
+    )
 
 
 @pytest.fixture
@@ -91,8 +105,9 @@ def stub(tmp_path):
     """A ``python`` that appends its arguments to calls.log and fails for shard 2 (as a regression would)."""
     d = tmp_path / "bin"
     d.mkdir()
-    (d / "python").write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/calls.log\n'
-                              'case "$*" in *"--llmbench-shard 2/"*) exit 1;; esac\n')
+    (d / "python").write_text(
+        f'#!/bin/sh\necho "$*" >> {tmp_path}/calls.log\ncase "$*" in *"--llmbench-shard 2/"*) exit 1;; esac\n'
+    )
     (d / "python").chmod(0o755)
     return d
 
@@ -116,5 +131,7 @@ def test_k8s_scripts_map_index_to_shard_and_merge_every_shard(tmp_path, stub):
     r = run_script(container(merge)["args"][0], results, stub, {"SHARDS": str(n)})
     assert r.returncode != 0  # shard 2 failed: the merge Job says so after merging and reporting
     calls = (tmp_path / "calls.log").read_text().splitlines()[n:]
-    assert calls == [f"-m pytest_llmbench merge {results}/merged " + " ".join(f"{results}/shard-{k}" for k in range(1, n + 1)),
-                     f"-m pytest_llmbench report {results}/merged"]
+    assert calls == [
+        f"-m pytest_llmbench merge {results}/merged " + " ".join(f"{results}/shard-{k}" for k in range(1, n + 1)),
+        f"-m pytest_llmbench report {results}/merged",
+    ]

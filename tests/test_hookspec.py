@@ -98,16 +98,18 @@ def test_a_conftest_engine_and_noise_model_work_end_to_end_with_update_baselines
     baselines = tmp_path / "baselines"
 
     first = tmp_path / "first"
-    pytester.runpytest_subprocess(f"--results-dir={first}", f"--baselines-dir={baselines}",
-                                  "--update-baselines=all", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(
+        f"--results-dir={first}", f"--baselines-dir={baselines}", "--update-baselines=all", "-p", "no:cacheprovider"
+    ).assert_outcomes(passed=1)
     written = (baselines / "house.yaml").read_text()
     assert "name: Loose" in written and "frac: 0.5" in written and "engine: house-llama" in written
     [server] = _lines(first, "server")
     assert server["engine"] == "house-llama"
 
     second = tmp_path / "second"
-    result = pytester.runpytest_subprocess(f"--results-dir={second}", f"--baselines-dir={baselines}",
-                                           "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        f"--results-dir={second}", f"--baselines-dir={baselines}", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=1)
     [verdict] = _lines(second, "verdict")
     assert verdict["status"] == "pass" and verdict["noise"] == "Loose(frac=0.5)"
@@ -116,20 +118,28 @@ def test_a_conftest_engine_and_noise_model_work_end_to_end_with_update_baselines
     seen = [json.loads(line) for line in sink_file.read_text().splitlines()]
     kinds = {r["kind"] for r in seen}
     assert {"server", "scenario", "check", "test", "verdict", "facts"} <= kinds
-    assert {r["item"] for r in seen if r["kind"] in ("scenario", "check", "test")} == {"test_house.py::test_house[house]"}
+    assert {r["item"] for r in seen if r["kind"] in ("scenario", "check", "test")} == {
+        "test_house.py::test_house[house]"
+    }
     assert all(r["item"] is None for r in seen if r["kind"] in ("server", "verdict", "facts"))
 
 
 def test_every_hook_has_a_spec_the_plugin_adds(pytester):
     names = {n for n in dir(hookspec) if n.startswith("pytest_llmbench_")}
-    assert names == {"pytest_llmbench_engines", "pytest_llmbench_launchers", "pytest_llmbench_noise_models",
-                     "pytest_llmbench_record"}
-    pytester.makepyfile(test_specs="""
+    assert names == {
+        "pytest_llmbench_engines",
+        "pytest_llmbench_launchers",
+        "pytest_llmbench_noise_models",
+        "pytest_llmbench_record",
+    }
+    pytester.makepyfile(
+        test_specs=f"""
         def test_specs(request):
             hook = request.config.hook
-            for name in %r:
+            for name in {sorted(names)!r}:
                 assert getattr(hook, name).spec is not None, name
-    """ % sorted(names))
+    """
+    )
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
@@ -164,8 +174,12 @@ def test_a_conftest_engine_is_accepted_by_config_validation_and_a_taken_name_is_
     """)
     result = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*llmbench hooks: engine name 'sglang' is registered twice: "
-                                 "conftest.Impostor and pytest_llmbench.engines.sglang.SGLangEngine"])
+    result.stderr.fnmatch_lines(
+        [
+            "*llmbench hooks: engine name 'sglang' is registered twice: "
+            "conftest.Impostor and pytest_llmbench.engines.sglang.SGLangEngine"
+        ]
+    )
 
 
 def test_a_sink_sees_records_of_a_test_without_a_server(pytester):
@@ -175,13 +189,15 @@ def test_a_sink_sees_records_of_a_test_without_a_server(pytester):
         def pytest_llmbench_record(record, item):
             SEEN.append((record["record"], record.get("test_key"), item.name if item else None))
     """)
-    pytester.makepyfile(test_a="""
+    pytester.makepyfile(
+        test_a="""
         import conftest
 
         def test_emit(bench):
             bench.emit({"record": "my_eval", "score": float("nan")})
             assert conftest.SEEN == [("my_eval", "test_a.py::test_emit", "test_emit")]
-    """)
+    """
+    )
     pytester.runpytest("-p", "no:cacheprovider", f"--results-dir={pytester.path / 'r'}").assert_outcomes(passed=1)
     [line] = (pytester.path / "r" / "results.jsonl").read_text().splitlines()
     assert json.loads(line)["score"] is None and json.loads(line)["config"] is None

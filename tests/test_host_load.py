@@ -19,10 +19,16 @@ def test_others_are_the_host_minus_our_process_tree(monkeypatch):
     monkeypatch.setattr(host_load, "_TICK", 100)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     # pid 10 is ours (root), 11 its child (the server), 20 a neighbour, 30 a recycled pid (new start time).
-    start = _snap(0.0, 0, {10: (1, "pytest", 0, 5), 11: (10, "llama-server", 0, 6), 20: (1, "stress", 0, 7),
-                           30: (1, "old", 900, 8)})
-    end = _snap(1.0, 200, {10: (1, "pytest", 20, 5), 11: (10, "llama-server", 110, 6), 20: (1, "stress", 70, 7),
-                           30: (1, "new", 5, 99)})
+    start = _snap(
+        0.0,
+        0,
+        {10: (1, "pytest", 0, 5), 11: (10, "llama-server", 0, 6), 20: (1, "stress", 0, 7), 30: (1, "old", 900, 8)},
+    )
+    end = _snap(
+        1.0,
+        200,
+        {10: (1, "pytest", 20, 5), 11: (10, "llama-server", 110, 6), 20: (1, "stress", 70, 7), 30: (1, "new", 5, 99)},
+    )
     load = between(start, end, [10], include_self=False)
     assert load.own == 1.3 and load.others == 0.7 and load.contended
     assert load.top[0] == ("stress", 0.7) and ("new", 0.05) in load.top  # pid 30 counted from its new start

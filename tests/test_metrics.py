@@ -14,13 +14,23 @@ from pytest_llmbench.workload.records import RequestRecord
 def rec(i, *, started, ttft, e2e, chunks, tokens=None, prompt=10, spec=None, ok=True):
     times = list(chunks)
     toks = list(tokens or [1] * len(times))
-    return RequestRecord(index=i, ok=ok, error=None if ok else "HTTP 500", prompt_tokens=prompt,
-                         completion_tokens=sum(toks) if ok else 0, ttft_s=ttft, e2e_s=e2e, started_at=started,
-                         chunk_times=times, chunk_tokens=toks, spec=spec)
+    return RequestRecord(
+        index=i,
+        ok=ok,
+        error=None if ok else "HTTP 500",
+        prompt_tokens=prompt,
+        completion_tokens=sum(toks) if ok else 0,
+        ttft_s=ttft,
+        e2e_s=e2e,
+        started_at=started,
+        chunk_times=times,
+        chunk_tokens=toks,
+        spec=spec,
+    )
 
 
 def test_metrics_follow_bench_serving_definitions():
-    a = rec(0, started=100.0, ttft=0.1, e2e=0.5, chunks=[0.1, 0.2, 0.3, 0.5])             # 4 tokens
+    a = rec(0, started=100.0, ttft=0.1, e2e=0.5, chunks=[0.1, 0.2, 0.3, 0.5])  # 4 tokens
     b = rec(1, started=100.2, ttft=0.3, e2e=1.0, chunks=[0.3, 0.6, 1.0], tokens=[1, 3, 2])  # 6 tokens, drafted
     failed = rec(2, started=100.1, ttft=None, e2e=0.2, chunks=[], ok=False)
     m = scenario_metrics([a, b, failed], duration_s=2.0)
@@ -47,7 +57,10 @@ def test_no_successful_request_gives_zeros_not_errors():
 
 
 def test_accept_length_per_request_with_its_standard_error_and_the_server_window():
-    recs = [rec(i, started=0.0, ttft=0.1, e2e=0.5, chunks=[0.1, 0.5], spec=SpecStats(v)) for i, v in enumerate([2.0, 3.0, 4.0])]
+    recs = [
+        rec(i, started=0.0, ttft=0.1, e2e=0.5, chunks=[0.1, 0.5], spec=SpecStats(v))
+        for i, v in enumerate([2.0, 3.0, 4.0])
+    ]
     m = scenario_metrics(recs, 1.0, SpecStats(2.5, drafted=30, accepted=15))
     assert m["accept_length"] == pytest.approx(3.0) and m["accept_length_n"] == 3
     assert m["accept_length_se"] == pytest.approx(1 / math.sqrt(3))  # sd 1, n 3

@@ -55,8 +55,12 @@ def test_a_derived_model_is_cached_by_base_and_type(tmp_path, monkeypatch):
     base = tmp_path / "t.gguf"
     base.write_bytes(b"GGUF")
     models = {"target": parse_model_ref(str(base), tmp_path / "c.yaml", "models.target")}
-    q2 = parse_model_ref({"quantize": "{models.target}", "type": "Q2_K"}, tmp_path / "c.yaml", "models.draft", "cfg", models)
-    q4 = parse_model_ref({"quantize": "{models.target}", "type": "Q4_0"}, tmp_path / "c.yaml", "models.draft", "cfg", models)
+    q2 = parse_model_ref(
+        {"quantize": "{models.target}", "type": "Q2_K"}, tmp_path / "c.yaml", "models.draft", "cfg", models
+    )
+    q4 = parse_model_ref(
+        {"quantize": "{models.target}", "type": "Q4_0"}, tmp_path / "c.yaml", "models.draft", "cfg", models
+    )
     assert q2.kind == "quantized" and q2.base is models["target"] and q2.quant_type == "Q2_K"
     assert q2.path.parent == tmp_path / "cache" / "derived" and q2.path.name.startswith("t.Q2_K.")
     assert q2.path != q4.path and q2.describe() == f"{base} → Q2_K"
@@ -68,7 +72,12 @@ def test_a_derived_model_is_cached_by_base_and_type(tmp_path, monkeypatch):
 
 def test_an_unknown_model_name_lists_the_known_ones(tmp_path):
     with pytest.raises(ConfigError, match=r"unknown model 'drafter' \(known: \['target'\]\)"):
-        parse_model_ref("{models.drafter}", tmp_path / "c.yaml", "model", "cfg",
-                        {"target": parse_model_ref("org/m", tmp_path / "c.yaml", "models.target")})
+        parse_model_ref(
+            "{models.drafter}",
+            tmp_path / "c.yaml",
+            "model",
+            "cfg",
+            {"target": parse_model_ref("org/m", tmp_path / "c.yaml", "models.target")},
+        )
     with pytest.raises(ConfigError, match="must be a path, dist:// reference or hub id, got 3"):
         parse_model_ref(3, tmp_path / "c.yaml", "model", "cfg")

@@ -38,8 +38,16 @@ def results_lines(path: Path, kind: str) -> list[dict]:
 
 def test_options_are_listed_in_help(pytester):
     result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines(["*pytest-llmbench*", "*--llmbench-configs=PATH*", "*--results-dir=DIR*",
-                                 "*--llmbench-image*", "*--baselines-dir*", "*--update-baselines*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*pytest-llmbench*",
+            "*--llmbench-configs=PATH*",
+            "*--results-dir=DIR*",
+            "*--llmbench-image*",
+            "*--baselines-dir*",
+            "*--update-baselines*",
+        ]
+    )
 
 
 def test_marks_from_configs_select_tests_without_unknown_mark_warnings(project):
@@ -51,7 +59,8 @@ def test_marks_from_configs_select_tests_without_unknown_mark_warnings(project):
 
 
 def test_llm_configs_marker_narrows_a_test_to_configs_with_those_marks(project):
-    project.makepyfile(test_a="""
+    project.makepyfile(
+        test_a="""
         import pytest
 
         @pytest.mark.llm_configs("slow")
@@ -60,7 +69,8 @@ def test_llm_configs_marker_narrows_a_test_to_configs_with_those_marks(project):
 
         def test_all(llm_server):
             pass
-    """)
+    """
+    )
     result = project.runpytest("--collect-only", "-q")
     result.stdout.fnmatch_lines(["*test_only_slow[[]beta[]]*"])
     assert "test_only_slow[alpha]" not in result.stdout.str()
@@ -73,7 +83,9 @@ def test_bad_config_fails_collection_with_one_line_naming_file_config_and_key(pr
     project.makepyfile(test_a="def test_x(llm_server):\n    pass\n")
     result = project.runpytest("-q")
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*configs/servers.yaml: config 'beta', key 'gpus': must be an integer, got str 'many'*"])
+    result.stdout.fnmatch_lines(
+        ["*configs/servers.yaml: config 'beta', key 'gpus': must be an integer, got str 'many'*"]
+    )
     assert "Traceback" not in result.stdout.str()
 
 
@@ -121,12 +133,14 @@ def test_keyboard_interrupt_in_a_test_stops_the_server(project, tmp_path):
 @pytest.mark.integration
 def test_a_crashed_xdist_worker_leaves_no_server_behind(project, tmp_path):
     """A worker killed with SIGKILL runs no cleanup code: the server dies with it (PR_SET_PDEATHSIG)."""
-    project.makepyfile(test_a="""
+    project.makepyfile(
+        test_a="""
         import os, signal
 
         def test_x(llm_server):
             os.kill(os.getpid(), signal.SIGKILL)
-    """)
+    """
+    )
     results = tmp_path / "res"
     project.runpytest_subprocess("-n", "1", "-m", "fast", f"--results-dir={results}")
     [start] = results_lines(results, "server")

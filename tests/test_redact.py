@@ -7,11 +7,23 @@ import pytest
 from pytest_llmbench import redact
 
 
-@pytest.mark.parametrize("name, secret", [
-    ("HF_TOKEN", True), ("--hf-token", True), ("--api-key", True), ("OPENAI_API_KEY", True), ("api_key", True),
-    ("AWS_SECRET_ACCESS_KEY", True), ("DB_PASSWORD", True), ("auth", True),
-    ("tokenizer_path", False), ("max_total_num_tokens", False), ("--max-tokens", False), ("AUTHOR", False),
-])
+@pytest.mark.parametrize(
+    "name, secret",
+    [
+        ("HF_TOKEN", True),
+        ("--hf-token", True),
+        ("--api-key", True),
+        ("OPENAI_API_KEY", True),
+        ("api_key", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("DB_PASSWORD", True),
+        ("auth", True),
+        ("tokenizer_path", False),
+        ("max_total_num_tokens", False),
+        ("--max-tokens", False),
+        ("AUTHOR", False),
+    ],
+)
 def test_secret_names_are_whole_words(name, secret):
     assert redact.is_secret_name(name) is secret
 
@@ -21,14 +33,23 @@ def test_server_args_and_env_are_masked_by_name():
     assert redact.args(argv) == ["--model", "m", "--hf-token", "***", "--api-key=***", "--port", "8000"]
     assert redact.secret_args(argv) == ["hf_abc", "sk-1"]
     assert redact.env({"HF_TOKEN": "hf_abc", "CUDA_VISIBLE_DEVICES": "0", "API_KEY": ""}) == {
-        "HF_TOKEN": "***", "CUDA_VISIBLE_DEVICES": "0", "API_KEY": ""}
+        "HF_TOKEN": "***",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "API_KEY": "",
+    }
 
 
 def test_server_info_is_masked_at_any_depth():
-    info = {"server_args": {"api_key": "sk-x", "tp_size": 2}, "internal_states": [{"hf_token": "hf_y"}],
-            "max_total_num_tokens": 1000}
-    assert redact.mapping(info) == {"server_args": {"api_key": "***", "tp_size": 2},
-                                    "internal_states": [{"hf_token": "***"}], "max_total_num_tokens": 1000}
+    info = {
+        "server_args": {"api_key": "sk-x", "tp_size": 2},
+        "internal_states": [{"hf_token": "hf_y"}],
+        "max_total_num_tokens": 1000,
+    }
+    assert redact.mapping(info) == {
+        "server_args": {"api_key": "***", "tp_size": 2},
+        "internal_states": [{"hf_token": "***"}],
+        "max_total_num_tokens": 1000,
+    }
 
 
 def test_registered_values_are_scrubbed_from_any_text_longest_first():

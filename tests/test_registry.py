@@ -1,6 +1,5 @@
 """The session's engines and launchers (filled from the hooks) and the config checks that need them."""
 
-
 import pytest
 
 from pytest_llmbench.config import load_config_file
@@ -34,12 +33,23 @@ def test_builtin_has_the_three_engines_and_two_launchers():
     assert reg.engine("llamacpp") is not reg.engine("llamacpp"), "a fresh adapter per server"
 
 
-@pytest.mark.parametrize("entry, key, words", [
-    ("  - name: plain\n    engine: tgi\n", "engine", "unknown engine 'tgi' (known: ['llamacpp', 'sglang', 'vllm'])"),
-    ("  - name: plain\n    launcher: k8s\n", "launcher", "unknown launcher 'k8s' (known: ['docker', 'subprocess'])"),
-    ("  - name: plain\n    args: [--port, '1']\n", "args", "--port is set by the plugin"),
-    ("  - name: plain\n    launcher: docker\n", "image", "the docker launcher needs an image"),
-])
+@pytest.mark.parametrize(
+    "entry, key, words",
+    [
+        (
+            "  - name: plain\n    engine: tgi\n",
+            "engine",
+            "unknown engine 'tgi' (known: ['llamacpp', 'sglang', 'vllm'])",
+        ),
+        (
+            "  - name: plain\n    launcher: k8s\n",
+            "launcher",
+            "unknown launcher 'k8s' (known: ['docker', 'subprocess'])",
+        ),
+        ("  - name: plain\n    args: [--port, '1']\n", "args", "--port is set by the plugin"),
+        ("  - name: plain\n    launcher: docker\n", "image", "the docker launcher needs an image"),
+    ],
+)
 def test_check_names_file_config_and_key(config_of, entry, key, words):
     path, cfg = config_of(entry)
     with pytest.raises(ConfigError) as e:
@@ -82,7 +92,9 @@ def test_from_hooks_adds_every_implementation_and_refuses_a_taken_name():
 
     reg = Registry.from_hooks(FakeConfig(FakeHook([[Renamed], None, [LlamaCppEngine]])))
     assert reg.engines == {"my-llamacpp": Renamed, "llamacpp": LlamaCppEngine}
-    with pytest.raises(RegistryError, match=r"engine name 'llamacpp' is registered twice: .*LlamaCppEngine and .*Other"):
+    with pytest.raises(
+        RegistryError, match=r"engine name 'llamacpp' is registered twice: .*LlamaCppEngine and .*Other"
+    ):
         Registry.from_hooks(FakeConfig(FakeHook([[LlamaCppEngine], [Other]])))
     with pytest.raises(RegistryError, match="has no name"):
         Registry.from_hooks(FakeConfig(FakeHook([[Nameless]])))

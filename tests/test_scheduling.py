@@ -9,17 +9,20 @@ from pytest_llmbench.scheduling import SCOPE_PREFIX, config_in_nodeid, make_sche
 NAMES = ["smol", "smol-draft", "a-b", "gpu-smol-nospec"]
 
 
-@pytest.mark.parametrize("nodeid, expected", [
-    ("benches/test_x.py::test_chat[smol-1]", "smol"),
-    ("benches/test_x.py::test_chat[1-smol-draft]", "smol-draft"),   # the longer name wins
-    ("benches/test_x.py::test_chat[smol-draft]", "smol-draft"),
-    ("t.py::T::test_m[4-a-b-x]", "a-b"),
-    ("t.py::test[gpu-smol-nospec-chat-1u]", "gpu-smol-nospec"),
-    ("t.py::test[smol-1]@smol", "smol"),                              # xdist loadgroup's old suffix
-    ("t.py::test[smolx-1]", None),                                    # a part, not a prefix, must match
-    ("t.py::test_plain", None),
-    ("t.py::test[draft]", None),
-])
+@pytest.mark.parametrize(
+    "nodeid, expected",
+    [
+        ("benches/test_x.py::test_chat[smol-1]", "smol"),
+        ("benches/test_x.py::test_chat[1-smol-draft]", "smol-draft"),  # the longer name wins
+        ("benches/test_x.py::test_chat[smol-draft]", "smol-draft"),
+        ("t.py::T::test_m[4-a-b-x]", "a-b"),
+        ("t.py::test[gpu-smol-nospec-chat-1u]", "gpu-smol-nospec"),
+        ("t.py::test[smol-1]@smol", "smol"),  # xdist loadgroup's old suffix
+        ("t.py::test[smolx-1]", None),  # a part, not a prefix, must match
+        ("t.py::test_plain", None),
+        ("t.py::test[draft]", None),
+    ],
+)
 def test_config_in_nodeid(nodeid, expected):
     assert config_in_nodeid(nodeid, NAMES) == expected
 

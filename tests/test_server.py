@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.engines.adapter_helpers import gone, make_config
 
 from pytest_llmbench import redact
 from pytest_llmbench.server import PORT_ATTEMPTS, ServerStartError, log_tail, start_server
+from tests.engines.adapter_helpers import gone, make_config
 
 DOUBLE = Path(__file__).parent / "engines"
 
@@ -32,8 +32,9 @@ def vllm_double(tmp_path: Path) -> str:
 
 
 def test_a_server_that_loads_slowly_is_ready_once_its_health_route_says_so(tmp_path):
-    cfg = make_config("vllm", model="Qwen/Qwen3-8B", engine_options={"binary": vllm_double(tmp_path)},
-                      args=["--load-seconds", "0.6"])
+    cfg = make_config(
+        "vllm", model="Qwen/Qwen3-8B", engine_options={"binary": vllm_double(tmp_path)}, args=["--load-seconds", "0.6"]
+    )
     server = start_server(cfg, tmp_path / "srv", poll_interval=0.05)
     try:
         assert server.startup_s >= 0.6 and server.alive() and server.problem() is None
@@ -65,7 +66,9 @@ def test_a_server_that_never_gets_ready_is_stopped_after_its_startup_timeout(tmp
     exe = script(tmp_path, "vllm", f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)")
     cfg = dataclasses.replace(make_config("vllm", engine_options={"binary": exe}), startup_timeout=1.0)
     t0 = time.monotonic()
-    with pytest.raises(ServerStartError, match=r"config double: not ready after 1 s \(startup_timeout\) polling /health"):
+    with pytest.raises(
+        ServerStartError, match=r"config double: not ready after 1 s \(startup_timeout\) polling /health"
+    ):
         start_server(cfg, tmp_path / "srv", poll_interval=0.05)
     assert time.monotonic() - t0 < 10
     assert gone([int(pid_file.read_text())])  # nothing left running
@@ -74,14 +77,18 @@ def test_a_server_that_never_gets_ready_is_stopped_after_its_startup_timeout(tmp
 def test_a_port_taken_before_the_server_binds_it_is_retried_on_another_port(tmp_path):
     """The first launch loses its port (the engine says so and exits); the second one serves."""
     count = tmp_path / "launches"
-    exe = script(tmp_path, "vllm", f"""
+    exe = script(
+        tmp_path,
+        "vllm",
+        f"""
 n = int(open({str(count)!r}).read()) + 1 if os.path.exists({str(count)!r}) else 1
 open({str(count)!r}, 'w').write(str(n))
 if n == 1:
     print('ERROR: [Errno 98] error while attempting to bind on address: address already in use', flush=True)
     sys.exit(1)
 from protocol_double import main
-main(['vllm', *sys.argv[1:]])""")
+main(['vllm', *sys.argv[1:]])""",
+    )
     server = start_server(make_config("vllm", engine_options={"binary": exe}), tmp_path / "srv", poll_interval=0.05)
     try:
         assert count.read_text() == "2" and server.alive()
@@ -92,15 +99,21 @@ main(['vllm', *sys.argv[1:]])""")
 
 def test_a_port_lost_every_time_is_one_clear_error(tmp_path):
     exe = script(tmp_path, "vllm", "print('OSError: [Errno 98] Address already in use', flush=True)\nsys.exit(1)")
-    with pytest.raises(ServerStartError, match=f"was taken before the server could bind it, {PORT_ATTEMPTS} times in a row"):
+    with pytest.raises(
+        ServerStartError, match=f"was taken before the server could bind it, {PORT_ATTEMPTS} times in a row"
+    ):
         start_server(make_config("vllm", engine_options={"binary": exe}), tmp_path / "srv", poll_interval=0.05)
 
 
 def test_gone_message_names_the_problem_and_scrubs_secrets(tmp_path):
     secret = "sk-llmbench-test-0123456789"
     redact.register([secret])
-    exe = script(tmp_path, "vllm", f"print('loading with key {secret}', flush=True)\n"
-                                   "from protocol_double import main\nmain(['vllm', *sys.argv[1:]])")
+    exe = script(
+        tmp_path,
+        "vllm",
+        f"print('loading with key {secret}', flush=True)\n"
+        "from protocol_double import main\nmain(['vllm', *sys.argv[1:]])",
+    )
     server = start_server(make_config("vllm", engine_options={"binary": exe}), tmp_path / "srv", poll_interval=0.05)
     try:
         server.not_responding = "not responding: no data on any connection for 120.0 s"

@@ -27,6 +27,7 @@ FOUR_CONFIGS = textwrap.dedent("""
 
 # --- pure functions -------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("text, expected", [("1/1", Shard(1, 1)), ("2/3", Shard(2, 3)), (" 3 / 3 ", Shard(3, 3))])
 def test_parse_shard_accepts_k_of_n(text, expected):
     assert parse_shard(text) == expected
@@ -74,24 +75,29 @@ def _write_results(folder, records):
 
 
 def test_durations_from_results_are_startup_plus_first_to_last_record(tmp_path):
-    _write_results(tmp_path, [
-        {"record": "server", "config": "a", "startup_s": 12.5, "time": "2026-11-30T10:00:00+00:00"},
-        {"record": "scenario", "config": "a", "time": "2026-11-30T10:01:40+00:00"},
-        {"record": "facts", "config": "a", "time": "2026-11-30T10:02:00+00:00"},
-        {"record": "server", "config": "b", "startup_s": 1.0, "time": "2026-11-30T10:02:10+00:00"},
-        {"record": "test", "config": "b", "time": "2026-11-30T10:02:20+00:00"},
-        {"record": "verdict", "config": None, "time": "2026-11-30T10:03:00+00:00"},
-    ])
+    _write_results(
+        tmp_path,
+        [
+            {"record": "server", "config": "a", "startup_s": 12.5, "time": "2026-11-30T10:00:00+00:00"},
+            {"record": "scenario", "config": "a", "time": "2026-11-30T10:01:40+00:00"},
+            {"record": "facts", "config": "a", "time": "2026-11-30T10:02:00+00:00"},
+            {"record": "server", "config": "b", "startup_s": 1.0, "time": "2026-11-30T10:02:10+00:00"},
+            {"record": "test", "config": "b", "time": "2026-11-30T10:02:20+00:00"},
+            {"record": "verdict", "config": None, "time": "2026-11-30T10:03:00+00:00"},
+        ],
+    )
     assert durations_from_results(tmp_path) == {"a": 132.5, "b": 11.0}
 
 
 # --- in a session -----------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def fleet(pytester):
     pytester.makefile(".yaml", **{"configs/servers": FOUR_CONFIGS})
     pytester.makeini("[pytest]\nllmbench_configs = configs\n")
-    pytester.makepyfile(test_a=textwrap.dedent("""
+    pytester.makepyfile(
+        test_a=textwrap.dedent("""
         import pytest
 
         @pytest.mark.parametrize("i", range(3))
@@ -104,7 +110,8 @@ def fleet(pytester):
 
         def test_no_server():
             pass
-    """))
+    """)
+    )
     return pytester
 
 
@@ -133,14 +140,18 @@ def test_collect_only_lists_every_shard_with_its_configs_balanced_after_m_desele
 
 
 def test_durations_from_an_earlier_results_folder_change_the_balance(fleet):
-    _write_results(fleet.path / "previous", [
-        {"record": "server", "config": "beta", "startup_s": 0, "time": "2026-11-30T10:00:00+00:00"},
-        {"record": "facts", "config": "beta", "time": "2026-11-30T10:10:00+00:00"},
-        {"record": "server", "config": "alpha", "startup_s": 0, "time": "2026-11-30T10:10:00+00:00"},
-        {"record": "facts", "config": "alpha", "time": "2026-11-30T10:11:00+00:00"},
-    ])
-    r = fleet.runpytest("--collect-only", "-q", "-m", "not gpu", "--llmbench-shard", "1/2",
-                        "--llmbench-durations", "previous")
+    _write_results(
+        fleet.path / "previous",
+        [
+            {"record": "server", "config": "beta", "startup_s": 0, "time": "2026-11-30T10:00:00+00:00"},
+            {"record": "facts", "config": "beta", "time": "2026-11-30T10:10:00+00:00"},
+            {"record": "server", "config": "alpha", "startup_s": 0, "time": "2026-11-30T10:10:00+00:00"},
+            {"record": "facts", "config": "alpha", "time": "2026-11-30T10:11:00+00:00"},
+        ],
+    )
+    r = fleet.runpytest(
+        "--collect-only", "-q", "-m", "not gpu", "--llmbench-shard", "1/2", "--llmbench-durations", "previous"
+    )
     # beta took 600 s, alpha 60 s (15 s per test) → gamma's one test is costed at 132 s
     r.stdout.fnmatch_lines(["*shard 1/2: beta (expected 600s)", "*shard 2/2: gamma, alpha (expected 192s)"])
     assert collected(r) == ["test_a.py::test_each[beta]", "test_a.py::test_no_server"]
@@ -171,8 +182,9 @@ def test_results_lines_carry_runner_profile_host_and_shard(fleet):
     r = fleet.runpytest("--llmbench-shard", "1/2", "--runner", "ci-a", "--results-dir", "out", "-p", "no:cacheprovider")
     r.assert_outcomes(passed=1)
     lines = [json.loads(x) for x in (fleet.path / "out" / "results.jsonl").read_text().splitlines()]
-    assert lines and all(x["origin"] == {"profile": "ci-a", "host": socket.gethostname(), "shard": "1/2"}
-                         for x in lines)
+    assert lines and all(
+        x["origin"] == {"profile": "ci-a", "host": socket.gethostname(), "shard": "1/2"} for x in lines
+    )
 
 
 def test_baseline_provenance_fields_name_the_host_and_the_shard(fleet):
@@ -207,18 +219,28 @@ def test_two_shards_on_real_servers_merge_into_the_unsharded_set_with_each_serve
 
     pytester.makefile(".yaml", **{"configs/servers": REAL_CONFIGS})
     pytester.makeini("[pytest]\nllmbench_configs = configs\n")
-    pytester.makepyfile(test_a=textwrap.dedent("""
+    pytester.makepyfile(
+        test_a=textwrap.dedent("""
         def test_tokens(llm_server, bench):
             bench.check("prompt_tokens", len(llm_server.tokenize("one two three")), direction="lower",
                     hardware_bound=False)
-    """))
+    """)
+    )
     checkout = tmp_path / "baselines"
     checkout.mkdir()
     for k in (1, 2):
         shutil.copytree(checkout, tmp_path / f"b{k}")
-        r = pytester.runpytest("--llmbench-shard", f"{k}/2", f"--results-dir={tmp_path / f'r{k}'}",
-                               f"--baselines-dir={tmp_path / f'b{k}'}", "--runner", "ci-a", "-p", "no:cacheprovider",
-                               "--update-baselines")
+        r = pytester.runpytest(
+            "--llmbench-shard",
+            f"{k}/2",
+            f"--results-dir={tmp_path / f'r{k}'}",
+            f"--baselines-dir={tmp_path / f'b{k}'}",
+            "--runner",
+            "ci-a",
+            "-p",
+            "no:cacheprovider",
+            "--update-baselines",
+        )
         r.assert_outcomes(passed=1)
     assert [p.name for p in (tmp_path / "b1").iterdir()] == ["alpha.yaml"]  # only its own config's file
     assert [p.name for p in (tmp_path / "b2").iterdir()] == ["beta.yaml"]

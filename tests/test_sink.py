@@ -10,8 +10,12 @@ from pytest_llmbench.sink import clean, emit, plain
 
 
 def test_clean_makes_json_safe_values():
-    assert clean({"a": float("nan"), "b": (1, np.float64(2.5)), "c": math.inf, 3: object}) == \
-        {"a": None, "b": [1, 2.5], "c": None, "3": str(object)}
+    assert clean({"a": float("nan"), "b": (1, np.float64(2.5)), "c": math.inf, 3: object}) == {
+        "a": None,
+        "b": [1, 2.5],
+        "c": None,
+        "3": str(object),
+    }
 
 
 def test_plain_scrubs_registered_secrets_and_needs_a_kind():

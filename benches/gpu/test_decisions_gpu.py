@@ -35,17 +35,25 @@ from pytest_llmbench.workload.prompt_cache import LogWindow
 
 # The seven configs of the decisions post: six checkpoints without a drafter, and the DFlash2 row.
 DECISION_CONFIGS = [
-    "stock-bf16-nospec", "stock-fp8-nospec", "stock-nvfp4-nospec",
-    "swift-bf16-nospec", "swift-fp8-nospec", "swift-nvfp4-nospec", "stock-nvfp4-dflash8",
+    "stock-bf16-nospec",
+    "stock-fp8-nospec",
+    "stock-nvfp4-nospec",
+    "swift-bf16-nospec",
+    "swift-fp8-nospec",
+    "swift-nvfp4-nospec",
+    "stock-nvfp4-dflash8",
 ]
 # Only the two NVFP4 configs ran the train split and the real-answer sets.
 NVFP4 = ["stock-nvfp4-nospec", "swift-nvfp4-nospec"]
 # (candidate, reference) pairs compared in one session, whichever of the two runs second.
 PAIRS = [
-    ("swift-nvfp4-nospec", "stock-nvfp4-nospec"), ("swift-fp8-nospec", "stock-fp8-nospec"),
+    ("swift-nvfp4-nospec", "stock-nvfp4-nospec"),
+    ("swift-fp8-nospec", "stock-fp8-nospec"),
     ("swift-bf16-nospec", "stock-bf16-nospec"),
-    ("stock-fp8-nospec", "stock-bf16-nospec"), ("stock-nvfp4-nospec", "stock-bf16-nospec"),
-    ("swift-fp8-nospec", "swift-bf16-nospec"), ("swift-nvfp4-nospec", "swift-bf16-nospec"),
+    ("stock-fp8-nospec", "stock-bf16-nospec"),
+    ("stock-nvfp4-nospec", "stock-bf16-nospec"),
+    ("swift-fp8-nospec", "swift-bf16-nospec"),
+    ("swift-nvfp4-nospec", "swift-bf16-nospec"),
     # drafter vs no drafter: "at most 3 of 2,000 top answers move, the same as a repeat of the same pass"
     ("stock-nvfp4-dflash8", "stock-nvfp4-nospec"),
 ]
@@ -72,8 +80,13 @@ PAIRED = PairedBootstrap(alpha=0.01, cluster=CASE_SEP)
 def check_count(bench, metric, decisions, summary):
     """A count of right answers of n (the published figures' unit), paired per question by McNemar."""
     n = summary["all"]["n"]
-    bench.check(metric, round(summary["all"]["accuracy"] * n), n=n, cases=gate_cases(decisions, "correct"),
-                noise=McNemar(alpha=0.01))
+    bench.check(
+        metric,
+        round(summary["all"]["accuracy"] * n),
+        n=n,
+        cases=gate_cases(decisions, "correct"),
+        noise=McNemar(alpha=0.01),
+    )
 
 
 def record_summary(bench, by_type, prefix=""):
@@ -138,7 +151,9 @@ def test_typed_decisions_systemone(llm_server, bench, datasets):
     check_count(bench, "agreement", pass1, s)
     bench.check("kl", cases=gate_cases(pass1, "kl"), noise=PAIRED)
     # the benchmark posts: at most 3 of 2,000 top answers move between two cold passes
-    bench.check("pass_to_pass_changes", repeat_changes, noise=History(k=3, min_runs=3, fallback=Spread(5)), direction="lower")
+    bench.check(
+        "pass_to_pass_changes", repeat_changes, noise=History(k=3, min_runs=3, fallback=Spread(5)), direction="lower"
+    )
     # the post: NVFP4 answers in 166 ms per case, BF16 in 386 ms (1 in flight)
     bench.check("case_latency_median_ms", info1["latency_per_case"]["median_ms"])
 
@@ -154,23 +169,37 @@ def test_typed_decisions_native_route(llm_server, bench, datasets):
     pass1 = R.config_answers(bench, llm_server.name, "typed-decisions.pass1")
     if pass1 is not None:  # /v1/decisions vs /v1/systemone on the same server
         bench.record("route_changes", changed_answers(native, pass1))
-        bench.check("route_changes", changed_answers(native, pass1), noise=History(k=3, min_runs=3, fallback=Spread(5)),
-                    direction="lower")
+        bench.check(
+            "route_changes",
+            changed_answers(native, pass1),
+            noise=History(k=3, min_runs=3, fallback=Spread(5)),
+            direction="lower",
+        )
     check_count(bench, "agreement", native, s)
 
 
 @nvfp4_only
 @pytest.mark.parametrize("priors", [False, True], ids=["temperatures", "priors"])
 def test_typed_decisions_calibration(llm_server, bench, datasets, priors):
-    test_answers = (R.config_answers(bench, llm_server.name, "typed-decisions.pass1")
-                    or split_answers(bench, llm_server, datasets, "typed-decisions", "test"))
+    test_answers = R.config_answers(bench, llm_server.name, "typed-decisions.pass1") or split_answers(
+        bench, llm_server, datasets, "typed-decisions", "test"
+    )
     train_answers = split_answers(bench, llm_server, datasets, "typed-decisions", "train")
     cal = fit(train_answers, priors=priors)
     after = cal.apply(test_answers)
     before_s, after_s = summary_by(test_answers), summary_by(after)
     name = "priors" if priors else "temperatures"
-    R.save_calibration(bench, {"dataset": "typed-decisions", "fit": "train", "scored": "test", **cal.to_json(),
-                               "metrics": {"before": before_s, "after": after_s}}, f"calibration.{name}.json")
+    R.save_calibration(
+        bench,
+        {
+            "dataset": "typed-decisions",
+            "fit": "train",
+            "scored": "test",
+            **cal.to_json(),
+            "metrics": {"before": before_s, "after": after_s},
+        },
+        f"calibration.{name}.json",
+    )
     record_summary(bench, after_s, "calibrated.")
     for t, v in cal.temperatures.items():
         bench.record(f"temperature.{t}", v)
@@ -181,8 +210,9 @@ def test_typed_decisions_calibration(llm_server, bench, datasets, priors):
 
 @nvfp4_only
 @pytest.mark.parametrize("priors", [False, True], ids=["temperatures", "priors"])
-@pytest.mark.parametrize("name", ["typed-decision-bench", "calibrated-typed-decisions",
-                                  "procedural-typed-decisions", "pubmedqa"])
+@pytest.mark.parametrize(
+    "name", ["typed-decision-bench", "calibrated-typed-decisions", "procedural-typed-decisions", "pubmedqa"]
+)
 def test_real_answer_sets(llm_server, bench, datasets, name, priors):
     test_answers = split_answers(bench, llm_server, datasets, name, "test")
     if name == "typed-decision-bench":  # no train split: 5 folds, each scored by a fit on the other four
@@ -198,9 +228,11 @@ def test_real_answer_sets(llm_server, bench, datasets, name, priors):
     variant = "priors" if priors else "temperatures"
     before_s, after_s = summary_by(test_answers), summary_by(after)
     R.save_run(bench, f"{name}.calibrated.{variant}", after, {"raw": before_s, "calibrated": after_s})
-    R.save_calibration(bench, {"dataset": name, "variant": variant, **payload,
-                               "metrics": {"before": before_s, "after": after_s}},
-                       f"calibration.{name}.{variant}.json")
+    R.save_calibration(
+        bench,
+        {"dataset": name, "variant": variant, **payload, "metrics": {"before": before_s, "after": after_s}},
+        f"calibration.{name}.{variant}.json",
+    )
     record_summary(bench, before_s)
     record_summary(bench, after_s, "calibrated.")
     gain = paired_gap(after, test_answers, "decision_score", names=("calibrated", "raw"))
@@ -212,8 +244,10 @@ def test_real_answer_sets(llm_server, bench, datasets, name, priors):
 
 
 @every_config
-@pytest.mark.parametrize("dataset", ["typed-decisions.pass1", "calibrated-typed-decisions.test", "pubmedqa.test",
-                                     "typed-decision-bench.test"])
+@pytest.mark.parametrize(
+    "dataset",
+    ["typed-decisions.pass1", "calibrated-typed-decisions.test", "pubmedqa.test", "typed-decision-bench.test"],
+)
 def test_paired_gaps_between_configs(llm_server, bench, dataset):
     """Swift − stock and quantized − BF16, whichever config of a pair ran second in this session."""
     mine = R.config_answers(bench, llm_server.name, dataset)
@@ -235,8 +269,12 @@ def test_paired_gaps_between_configs(llm_server, bench, dataset):
         bench.record(f"gap.{cand}.vs.{ref}.interval", [gap.low, gap.high])
         bench.record(f"top_answers_changed.{cand}.vs.{ref}", changed_answers(a, b))
         if (cand, ref) == DRAFTER_PAIR:  # a decision is prefill only: the drafter should move nothing
-            bench.check("drafter_answer_changes", changed_answers(a, b), noise=History(k=3, min_runs=3, fallback=Spread(5)),
-                        direction="lower")
+            bench.check(
+                "drafter_answer_changes",
+                changed_answers(a, b),
+                noise=History(k=3, min_runs=3, fallback=Spread(5)),
+                direction="lower",
+            )
     if not gaps:
         pytest.skip(f"no partner config of {llm_server.name} has {dataset} answers yet in this session")
     worse = [g.describe() for g in gaps if g.worse]
@@ -257,7 +295,9 @@ def test_prefix_cache_determinism(llm_server, bench, datasets):
     bench.record("max_prob_shift", diff.max_prob_shift)
     assert note is None, f"the cold pass is not cold: {note}"
     # the benchmark posts: 25–34 of 250 with a warm hierarchical cache, 0 without it
-    bench.check("answers_changed", diff.answers_changed, noise=History(k=3, min_runs=3, fallback=Spread(5)), direction="lower")
+    bench.check(
+        "answers_changed", diff.answers_changed, noise=History(k=3, min_runs=3, fallback=Spread(5)), direction="lower"
+    )
 
 
 @every_config
@@ -272,7 +312,13 @@ def test_warm_passes_through_both_routes(llm_server, bench, datasets):
     warm_native = client_for(llm_server, "decisions", concurrency=CONCURRENCY).run(cases)
     diff = compare_passes(warm_systemone, warm_native)
     share = llm_server.engine.log_cached_share(window.text())
-    R.save_run(bench, "cache-warm-native", warm_native, {"pass": "warm", **diff.as_dict(), "changed": diff.changed,
-                                                         "cached_prompt_share": share})
+    R.save_run(
+        bench,
+        "cache-warm-native",
+        warm_native,
+        {"pass": "warm", **diff.as_dict(), "changed": diff.changed, "cached_prompt_share": share},
+    )
     bench.record("cached_prompt_share", share)
-    bench.check("answers_changed", diff.answers_changed, noise=History(k=3, min_runs=3, fallback=Spread(5)), direction="lower")
+    bench.check(
+        "answers_changed", diff.answers_changed, noise=History(k=3, min_runs=3, fallback=Spread(5)), direction="lower"
+    )

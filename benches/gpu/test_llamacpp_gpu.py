@@ -19,8 +19,9 @@ GPU_TIMING = History(k=3)
 SCENARIOS = [
     Scenario("chat-1u", dataset="sharegpt", output_len=256, num_prompts=16, concurrency=1, warmup=2, seed=1),
     Scenario("chat-4u", dataset="sharegpt", output_len=256, num_prompts=32, concurrency=4, warmup=2, seed=1),
-    Scenario("prompt4k-1u", dataset="random", input_len=4000, output_len=256, num_prompts=4, concurrency=1,
-             warmup=1, seed=1),
+    Scenario(
+        "prompt4k-1u", dataset="random", input_len=4000, output_len=256, num_prompts=4, concurrency=1, warmup=1, seed=1
+    ),
 ]
 
 

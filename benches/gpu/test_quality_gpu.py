@@ -20,7 +20,6 @@ from pytest_llmbench.evals.protocols import get_protocol
 from pytest_llmbench.evals.record import write_eval
 from pytest_llmbench.gate import Binomial, McNemar, PairedT, StdErr
 
-
 # Thinking tokens compare Swift with stock on the prompts where *both* stopped on their own.
 THINKING_PARTNER = {"swift-nvfp4-dflash8": "stock-nvfp4-dflash8", "stock-nvfp4-dflash8": "swift-nvfp4-dflash8"}
 
@@ -74,7 +73,9 @@ def test_card_accept_length(llm_server, bench, datasets, set_name, protocol):
 def test_speed_bench_accept_length(llm_server, bench, datasets, split, key):
     proto = get_protocol("speed-bench")
     prompts = datasets.load(f"speed-bench-{split}")
-    per_group = proto.prompts_per_set if split == "qualitative" else 12  # the benchmark posts: 10 per domain, 12 per length
+    per_group = (
+        proto.prompts_per_set if split == "qualitative" else 12
+    )  # the benchmark posts: 10 per domain, 12 per length
     prompts = sample_by_group(prompts, key, per_group, proto.seed)
     t0 = time.perf_counter()
     result = run_accept_length(llm_server, prompts, proto.name)
@@ -109,8 +110,10 @@ def test_bfcl_205(llm_server, bench, snapshot, mode):
     # the spec-decode post: 3.24 s (DSpark), 2.53 s (no drafter), 0.91 s (DFlash2 8) mean per call
     bench.check("bfcl_mean_latency_s", result.mean_latency_s(), direction="lower")
     if not snapshot == result.pass_fail():
-        warnings.warn("BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
-                      stacklevel=1)
+        warnings.warn(
+            "BFCL cases flipped against the stored pass/fail set:\n" + "\n".join(snapshot.get_assert_diff()),
+            stacklevel=1,
+        )
     # the posts' spread: 168/174/176 on one config; McNemar judges the cases that flipped against the
     # baseline's sidecar, and a published total (no sidecar) by Fisher's test on the 205 cases
     bench.check("bfcl_passed", result.passed, n=result.total, cases=result.by_case(), noise=McNemar(alpha=0.01))
@@ -140,7 +143,9 @@ def test_gsm8k(llm_server, bench, datasets):
     bench.record("gsm8k_cut", result.cut)
     assert result.failed == 0, [r.error for r in records if not r.ok][:5]
     bench.check("gsm8k_correct", result.correct, n=result.n, cases=result.by_case(), noise=McNemar(alpha=0.01))
-    tokens = thinking.count_tokens(llm_server, [(p.id, p.set, r) for p, r in zip(prompts, records)], proto.max_tokens)
+    tokens = thinking.count_tokens(
+        llm_server, [(p.id, p.set, r) for p, r in zip(prompts, records, strict=True)], proto.max_tokens
+    )
     write_eval(bench, "tokens_per_answer", {"set": "gsm8k", "protocol": proto.name, **tokens.as_dict()})
     _gate_common_stops(bench, tokens, f"gsm8k.{proto.name}")
     if tokens.thinking():

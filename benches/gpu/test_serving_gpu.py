@@ -17,11 +17,21 @@ _COMMON = dict(warmup=2, seed=1, ignore_eos=True, extra_body={"reasoning_effort"
 SCENARIOS = [
     Scenario("chat-1u", dataset="sharegpt", output_len=1024, num_prompts=12, concurrency=1, **_COMMON),
     Scenario("chat-4u", dataset="sharegpt", output_len=1024, num_prompts=32, concurrency=4, **_COMMON),
-    Scenario("prompt20k-1u", dataset="random", input_len=20_000, output_len=512, num_prompts=4, concurrency=1, **_COMMON),
-    Scenario("prompt20k-4u", dataset="random", input_len=20_000, output_len=512, num_prompts=8, concurrency=4, **_COMMON),
-    Scenario("prompt40k-1u", dataset="random", input_len=40_000, output_len=512, num_prompts=4, concurrency=1, **_COMMON),
-    Scenario("prompt80k-1u", dataset="random", input_len=80_000, output_len=512, num_prompts=4, concurrency=1, **_COMMON),
-    Scenario("prompt120k-1u", dataset="random", input_len=120_000, output_len=512, num_prompts=4, concurrency=1, **_COMMON),
+    Scenario(
+        "prompt20k-1u", dataset="random", input_len=20_000, output_len=512, num_prompts=4, concurrency=1, **_COMMON
+    ),
+    Scenario(
+        "prompt20k-4u", dataset="random", input_len=20_000, output_len=512, num_prompts=8, concurrency=4, **_COMMON
+    ),
+    Scenario(
+        "prompt40k-1u", dataset="random", input_len=40_000, output_len=512, num_prompts=4, concurrency=1, **_COMMON
+    ),
+    Scenario(
+        "prompt80k-1u", dataset="random", input_len=80_000, output_len=512, num_prompts=4, concurrency=1, **_COMMON
+    ),
+    Scenario(
+        "prompt120k-1u", dataset="random", input_len=120_000, output_len=512, num_prompts=4, concurrency=1, **_COMMON
+    ),
 ]
 SPEC_MARKS = ("mtp", "dflash", "dspark")
 # The spec-decode post's accept-length reruns of DFlash2 8 on chat at 1 user ("So I reran DFlash2 8 with
@@ -29,11 +39,26 @@ SPEC_MARKS = ("mtp", "dflash", "dspark")
 # sglang.benchmark.serving sends); the temperature-0 rerun names it explicitly so the post's table row
 # has its own test id.
 RERUNS = [
-    Scenario("chat-1u-thinking-off", dataset="sharegpt", output_len=1024, num_prompts=12, concurrency=1,
-             warmup=2, seed=1, ignore_eos=True,
-             extra_body={"reasoning_effort": "medium", "chat_template_kwargs": {"enable_thinking": False}}),
-    Scenario("chat-1u-temperature0", dataset="sharegpt", output_len=1024, num_prompts=12, concurrency=1,
-             temperature=0.0, **_COMMON),
+    Scenario(
+        "chat-1u-thinking-off",
+        dataset="sharegpt",
+        output_len=1024,
+        num_prompts=12,
+        concurrency=1,
+        warmup=2,
+        seed=1,
+        ignore_eos=True,
+        extra_body={"reasoning_effort": "medium", "chat_template_kwargs": {"enable_thinking": False}},
+    ),
+    Scenario(
+        "chat-1u-temperature0",
+        dataset="sharegpt",
+        output_len=1024,
+        num_prompts=12,
+        concurrency=1,
+        temperature=0.0,
+        **_COMMON,
+    ),
 ]
 
 
@@ -72,11 +97,9 @@ def test_server_facts(llm_server, bench):
         bench.check("gpu_memory_used_gb", facts["gpu_memory_used_gb"])
     # Pool sizes are exact for one image + card + flags: a smaller pool is a regression, so gate them.
     if facts.get("max_total_num_tokens") is not None:
-        bench.check("max_total_num_tokens", facts["max_total_num_tokens"], direction="higher",
-                    hardware_bound=True)
+        bench.check("max_total_num_tokens", facts["max_total_num_tokens"], direction="higher", hardware_bound=True)
     if facts.get("max_mamba_cache_size") is not None:
-        bench.check("max_mamba_cache_size", facts["max_mamba_cache_size"], direction="higher",
-                    hardware_bound=True)
+        bench.check("max_mamba_cache_size", facts["max_mamba_cache_size"], direction="higher", hardware_bound=True)
 
 
 @pytest.mark.llm_configs("gpu", "dflash")
@@ -93,8 +116,11 @@ def test_accept_length_reruns(llm_server, bench, scenario):
 
 
 @pytest.mark.llm_configs("first_attempt")
-@pytest.mark.xfail(reason="the Flash-Next post: native MTP at 0.96 with 4096-token chunks ran out of GPU memory "
-                          "on the first 20k prefill", strict=False)
+@pytest.mark.xfail(
+    reason="the Flash-Next post: native MTP at 0.96 with 4096-token chunks ran out of GPU memory "
+    "on the first 20k prefill",
+    strict=False,
+)
 def test_flash_next_first_attempt(llm_server, bench):
     """The post's first Flash-Next attempt, on the first scenario that broke it (an XPASS means a newer
     image or card fits it, and a drafter row could be added)."""

@@ -16,8 +16,27 @@ from pytest_llmbench.server import LLMServer, ServerStartError, start_server
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, run_scenario
 
 __all__ = [
-    "Bench", "Binomial", "ConfigError", "Engine", "History", "LLMServer", "LlmbenchError", "NoiseModel",
-    "Relative", "Scenario", "ScenarioMetrics", "ScenarioResult", "ServerConfig", "ServerStartError", "Spread",
-    "SpecStats", "StdErr", "Verdict", "load_configs", "load_results", "run_scenario", "start_server",
+    "Bench",
+    "Binomial",
+    "ConfigError",
+    "Engine",
+    "History",
+    "LLMServer",
+    "LlmbenchError",
+    "NoiseModel",
+    "Relative",
+    "Scenario",
+    "ScenarioMetrics",
+    "ScenarioResult",
+    "ServerConfig",
+    "ServerStartError",
+    "SpecStats",
+    "Spread",
+    "StdErr",
+    "Verdict",
+    "load_configs",
+    "load_results",
+    "run_scenario",
+    "start_server",
 ]
 __version__ = "0.1.0"

@@ -26,8 +26,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        print(f"pytest_llmbench: unknown command {name!r}; commands: {', '.join(sorted(COMMANDS)) or 'none'}",
-              file=sys.stderr)
+        print(
+            f"pytest_llmbench: unknown command {name!r}; commands: {', '.join(sorted(COMMANDS)) or 'none'}",
+            file=sys.stderr,
+        )
         return 2
     module = importlib.import_module(f"pytest_llmbench.cli.{COMMANDS[name][0]}")
     return int(module.main(rest) or 0)

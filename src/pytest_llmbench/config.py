@@ -36,8 +36,21 @@ from pytest_llmbench.models import ModelRef, parse_model_ref
 
 FILE_KEYS = {"flag_sets", "defaults", "models", "configs", "compare"}  # compare: read by compare/arms.py
 CONFIG_KEYS = {
-    "name", "engine", "launcher", "model", "models", "flags", "args", "env", "marks", "gpus",
-    "startup_timeout", "image", "description", "request", "engine_options",
+    "name",
+    "engine",
+    "launcher",
+    "model",
+    "models",
+    "flags",
+    "args",
+    "env",
+    "marks",
+    "gpus",
+    "startup_timeout",
+    "image",
+    "description",
+    "request",
+    "engine_options",
 }
 _PLACEHOLDER = re.compile(r"\{(models\.[A-Za-z0-9_-]+|env:[A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -140,8 +153,9 @@ def load_config_file(path: Path) -> list[ServerConfig]:
     flag_sets = raw.get("flag_sets") or {}
     if not isinstance(flag_sets, dict):
         raise ConfigError(path, "must be a mapping of name → list of flags", key="flag_sets")
-    flag_sets = {k: _str_list(path, None, f"flag_sets.{k}", v if isinstance(v, list) else [v])
-                 for k, v in flag_sets.items()}
+    flag_sets = {
+        k: _str_list(path, None, f"flag_sets.{k}", v if isinstance(v, list) else [v]) for k, v in flag_sets.items()
+    }
 
     defaults = raw.get("defaults") or {}
     if not isinstance(defaults, dict):
@@ -230,9 +244,20 @@ def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict)
         raise ConfigError(path, "must be > 0", name, "startup_timeout")
 
     return ServerConfig(
-        name=name, engine=engine, launcher=launcher, model=model, models=models, source=path,
-        args=tuple(args), env=env, marks=marks, gpus=gpus, startup_timeout=timeout,
-        image=m.get("image"), description=m.get("description", ""), request=m.get("request", {}),
+        name=name,
+        engine=engine,
+        launcher=launcher,
+        model=model,
+        models=models,
+        source=path,
+        args=tuple(args),
+        env=env,
+        marks=marks,
+        gpus=gpus,
+        startup_timeout=timeout,
+        image=m.get("image"),
+        description=m.get("description", ""),
+        request=m.get("request", {}),
         engine_options=m.get("engine_options", {}),
     )
 

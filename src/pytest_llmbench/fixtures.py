@@ -22,8 +22,14 @@ from pytest_llmbench import host_load, sink, stash
 from pytest_llmbench.launchers.gpus import GPUAssignmentError
 from pytest_llmbench.report import junit
 from pytest_llmbench.report.results import end_of_test_line, facts_line, scenario_line, server_line
-from pytest_llmbench.scheduling import (config_of_param, find_name, is_start_token, param_tokens, server_config_name,
-                                        without_group_suffix)
+from pytest_llmbench.scheduling import (
+    config_of_param,
+    find_name,
+    is_start_token,
+    param_tokens,
+    server_config_name,
+    without_group_suffix,
+)
 from pytest_llmbench.server import LLMServer, ServerStartError, start_server
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, WorkloadError
 
@@ -55,8 +61,9 @@ def llm_server(request: pytest.FixtureRequest) -> Iterator[LLMServer]:
     cfg = config.stash[stash.CONFIGS][name]
     results = config.stash[stash.RESULTS]
     try:
-        server = start_server(cfg, results.server_dir(name), gpu_ids=_gpu_ids_for(config, cfg),
-                              registry=config.stash[stash.REGISTRY])
+        server = start_server(
+            cfg, results.server_dir(name), gpu_ids=_gpu_ids_for(config, cfg), registry=config.stash[stash.REGISTRY]
+        )
     except (ServerStartError, GPUAssignmentError) as e:
         pytest.fail(str(e), pytrace=False)  # the message and the log tail, not the plugin's source
     sink.emit(config, server_line(server))
@@ -106,7 +113,7 @@ class Bench:
     #: every value recorded: ``bench.record`` names as given, scenario metrics as ``<scenario>.<metric>``
     measurements: dict[str, Any] = field(default_factory=dict)
     scenarios: list[ScenarioResult] = field(default_factory=list)
-    verdicts: list["Verdict"] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
 
     @property
     def config_name(self) -> str | None:
@@ -139,7 +146,7 @@ class Bench:
         return d
 
     # ---- measuring -----------------------------------------------------------------------------
-    def run(self, scenario: Scenario, *, prompts: Sequence["Prompt | str"] | None = None) -> ScenarioResult:
+    def run(self, scenario: Scenario, *, prompts: Sequence[Prompt | str] | None = None) -> ScenarioResult:
         """Run a serving scenario against this test's server; its metrics are recorded here.
 
         Whatever finished is written to results.jsonl even when the run is interrupted; a server that
@@ -172,7 +179,7 @@ class Bench:
             pytest.fail(self._gone(result), pytrace=False)
         return result
 
-    def arms(self) -> "Iterator[tuple[str, LLMServer]]":
+    def arms(self) -> Iterator[tuple[str, LLMServer]]:
         """``(role, server)`` to evaluate on: this test's server alone (``"candidate"``), or in a comparison
         the reference arm's first, then the candidate's. Measure the same cases on each and pass the
         reference's to ``check(..., cases=..., reference_cases=...)``::
@@ -198,7 +205,8 @@ class Bench:
         m = result.metrics
         return self.server.gone_message(  # type: ignore[union-attr]
             f"during scenario {result.scenario.name}: {m.get('completed', 0)} of {len(result.records)} requests "
-            f"finished and were written to results.jsonl")
+            f"finished and were written to results.jsonl"
+        )
 
     def host_busy(self) -> str | None:
         """Why this test's timing is not the engine's: a scenario measured while other processes
@@ -214,11 +222,21 @@ class Bench:
         self.measurements[name] = value
         junit.add_property(self.item, name, value)
 
-    def check(self, metric: str, observed: float | Sequence[float] | None = None, *, noise: "NoiseModel | None" = None,
-              n: int | None = None, direction: str | None = None, hardware_bound: bool | None = None,
-              se: float | None = None, family: str | None = None, reference: float | None = None,
-              cases: "Mapping[str, float] | None" = None,
-              reference_cases: "Mapping[str, float] | None" = None) -> "Verdict":
+    def check(
+        self,
+        metric: str,
+        observed: float | Sequence[float] | None = None,
+        *,
+        noise: NoiseModel | None = None,
+        n: int | None = None,
+        direction: str | None = None,
+        hardware_bound: bool | None = None,
+        se: float | None = None,
+        family: str | None = None,
+        reference: float | None = None,
+        cases: Mapping[str, float] | None = None,
+        reference_cases: Mapping[str, float] | None = None,
+    ) -> Verdict:
         """Gate ``observed`` against the baseline of this config/test/metric (a regression fails the test
         at its end, never here); see :meth:`pytest_llmbench.gate.session.GateSession.check`.
 
@@ -227,8 +245,9 @@ class Bench:
         gate = self.item.config.stash.get(stash.GATE, None)
         compare = _comparison(self)  # a serving metric of a compared config is a comparison
         if compare is not None and reference_cases is not None and cases is not None:
-            verdict = compare.check_cases(self, metric, cases, reference_cases, noise=noise, direction=direction,
-                                          family=family)
+            verdict = compare.check_cases(
+                self, metric, cases, reference_cases, noise=noise, direction=direction, family=family
+            )
             self.verdicts.append(verdict)
             return verdict
         if compare is not None and compare.judges(self, metric):
@@ -237,8 +256,19 @@ class Bench:
             return verdict
         if gate is None:
             raise RuntimeError("the llmbench gate is not active in this session")
-        verdict = gate.check(self, metric, observed, noise=noise, n=n, direction=direction,
-                             hardware_bound=hardware_bound, se=se, family=family, reference=reference, cases=cases)
+        verdict = gate.check(
+            self,
+            metric,
+            observed,
+            noise=noise,
+            n=n,
+            direction=direction,
+            hardware_bound=hardware_bound,
+            se=se,
+            family=family,
+            reference=reference,
+            cases=cases,
+        )
         self.verdicts.append(verdict)
         return verdict
 

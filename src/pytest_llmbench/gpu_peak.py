@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Self
 
 from pytest_llmbench.server_facts import gpu_memory_used
 
@@ -39,14 +39,14 @@ class PeakMemory:
         while not self._stop.wait(self.interval_s):
             self.sample()
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> Self:
         self.sample()
         if self.gpu_ids:
             self._thread = threading.Thread(target=self._loop, name="llmbench-peak-memory", daemon=True)
             self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5.0)

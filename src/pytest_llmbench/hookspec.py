@@ -34,7 +34,7 @@ hookspec = pytest.hookspec
 
 
 @hookspec
-def pytest_llmbench_engines(config: pytest.Config) -> Iterable[type["Engine"]] | None:
+def pytest_llmbench_engines(config: pytest.Config) -> Iterable[type[Engine]] | None:
     """Engine adapter classes to add; each is found by its ``name`` (the config's ``engine:`` key).
 
     A second class under a name already taken is an error naming both.
@@ -42,13 +42,13 @@ def pytest_llmbench_engines(config: pytest.Config) -> Iterable[type["Engine"]] |
 
 
 @hookspec
-def pytest_llmbench_launchers(config: pytest.Config) -> Iterable["Launcher"] | None:
+def pytest_llmbench_launchers(config: pytest.Config) -> Iterable[Launcher] | None:
     """Launchers to add, as instances built with their options (read them from ``config``); each is
     found by its ``name`` (the config's ``launcher:`` key)."""
 
 
 @hookspec
-def pytest_llmbench_noise_models(config: pytest.Config) -> Iterable[type["NoiseModel"]] | None:
+def pytest_llmbench_noise_models(config: pytest.Config) -> Iterable[type[NoiseModel]] | None:
     """Noise-model classes baseline files may name (so ``--update-baselines`` reads back what it writes).
 
     A ``NoiseModel`` subclass with a ``name`` also registers itself when its class is defined; returning it

@@ -55,13 +55,22 @@ class HostLoad:
     def describe(self) -> str:
         who = ", ".join(f"{name} {100 * c:.0f}%" for name, c in self.top[:3])
         steal = f", VM steal {self.steal:.2f}" if self.steal >= 0.05 else ""
-        return (f"other processes used {self.others:.2f} of {self.cores} cores while this test's used "
-                f"{self.own:.2f}{steal}" + (f" ({who})" if who else ""))
+        return (
+            f"other processes used {self.others:.2f} of {self.cores} cores while this test's used "
+            f"{self.own:.2f}{steal}" + (f" ({who})" if who else "")
+        )
 
     def as_dict(self) -> dict[str, object]:
-        return {"seconds": round(self.seconds, 2), "cores": self.cores, "busy": round(self.busy, 3),
-                "own": round(self.own, 3), "others": round(self.others, 3), "steal": round(self.steal, 3),
-                "contended": self.contended, "top": [[n, round(c, 3)] for n, c in self.top]}
+        return {
+            "seconds": round(self.seconds, 2),
+            "cores": self.cores,
+            "busy": round(self.busy, 3),
+            "own": round(self.own, 3),
+            "others": round(self.others, 3),
+            "steal": round(self.steal, 3),
+            "contended": self.contended,
+            "top": [[n, round(c, 3)] for n, c in self.top],
+        }
 
 
 def snapshot() -> Snapshot | None:
@@ -81,9 +90,13 @@ def snapshot() -> Snapshot | None:
         except OSError:  # exited while we looked
             continue
         close = text.rfind(")")
-        rest = text[close + 2:].split()
-        procs[int(d.name)] = (int(rest[1]), text[text.find("(") + 1:close], int(rest[11]) + int(rest[12]),
-                              int(rest[19]))
+        rest = text[close + 2 :].split()
+        procs[int(d.name)] = (
+            int(rest[1]),
+            text[text.find("(") + 1 : close],
+            int(rest[11]) + int(rest[12]),
+            int(rest[19]),
+        )
     return Snapshot(time.monotonic(), busy, ticks[7], procs)
 
 
@@ -101,8 +114,9 @@ def _tree(procs: dict[int, tuple[int, str, int, int]], roots: Iterable[int]) -> 
     return seen
 
 
-def between(start: Snapshot | None, end: Snapshot | None, own_roots: Iterable[int] = (), *,
-            include_self: bool = True) -> HostLoad | None:
+def between(
+    start: Snapshot | None, end: Snapshot | None, own_roots: Iterable[int] = (), *, include_self: bool = True
+) -> HostLoad | None:
     """The load from ``start`` to ``end``; ours are ``own_roots`` and this process (unless not
     ``include_self``) with their descendants. None when either side is unknown or the window is too
     short to mean anything."""
@@ -116,8 +130,14 @@ def between(start: Snapshot | None, end: Snapshot | None, own_roots: Iterable[in
         before = start.procs.get(pid)  # the same process only if it started at the same time (pids recycle)
         used[pid] = ticks - (before[2] if before and before[3] == started else 0)
     own_ticks = sum(t for pid, t in used.items() if pid in own)
-    others = sorted(((end.procs[pid][1], t / wall) for pid, t in used.items() if pid not in own and t > 0),
-                    key=lambda x: -x[1])
-    return HostLoad(seconds=end.at - start.at, cores=os.cpu_count() or 1, busy=(end.busy - start.busy) / wall,
-                    own=own_ticks / wall, steal=(end.steal - start.steal) / wall,
-                    top=tuple((n, c) for n, c in others[:3] if c >= 0.05))
+    others = sorted(
+        ((end.procs[pid][1], t / wall) for pid, t in used.items() if pid not in own and t > 0), key=lambda x: -x[1]
+    )
+    return HostLoad(
+        seconds=end.at - start.at,
+        cores=os.cpu_count() or 1,
+        busy=(end.busy - start.busy) / wall,
+        own=own_ticks / wall,
+        steal=(end.steal - start.steal) / wall,
+        top=tuple((n, c) for n, c in others[:3] if c >= 0.05),
+    )

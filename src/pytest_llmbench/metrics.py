@@ -95,14 +95,14 @@ def _summary(prefix: str, values_s: Sequence[float]) -> dict[str, float]:
     return out
 
 
-def peak_output_rate(records: Sequence["RequestRecord"], t0: float, window_s: float = 1.0) -> tuple[float, int]:
+def peak_output_rate(records: Sequence[RequestRecord], t0: float, window_s: float = 1.0) -> tuple[float, int]:
     """Highest output tokens/s in any 1-s window, and the most requests in flight at once."""
     times, weights = [], []
     events = []
     for r in records:
         if not r.ok:
             continue
-        for t, k in zip(r.chunk_times, r.chunk_tokens):
+        for t, k in zip(r.chunk_times, r.chunk_tokens, strict=True):
             times.append(r.started_at + t - t0)
             weights.append(k)
         events.append((r.started_at - t0, 1))
@@ -118,8 +118,9 @@ def peak_output_rate(records: Sequence["RequestRecord"], t0: float, window_s: fl
     return peak_rate, peak_conc
 
 
-def scenario_metrics(records: Sequence["RequestRecord"], duration_s: float,
-                     spec_server: "SpecStats | None" = None) -> ScenarioMetrics:
+def scenario_metrics(
+    records: Sequence[RequestRecord], duration_s: float, spec_server: SpecStats | None = None
+) -> ScenarioMetrics:
     """The scenario's numbers; keys match sglang bench_serving's JSONL where the metric is the same."""
     ok = [r for r in records if r.ok]
     total_out = sum(r.completion_tokens for r in ok)

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmbench.datasets.files import dist_file
-from pytest_llmbench.paths import cache_dir
 from pytest_llmbench.errors import ConfigError
+from pytest_llmbench.paths import cache_dir
 
 _HUB_ID = re.compile(r"^(hf:)?[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w.-]+)?$")
 _FILE_SUFFIXES = (".gguf", ".bin", ".safetensors", ".pt", ".onnx")
@@ -36,7 +36,7 @@ class ModelRef:
     kind: str  # "path" | "hub" | "quantized"
     spec: str  # what the user wrote (for messages and results)
     path: Path | None = None
-    base: "ModelRef | None" = None
+    base: ModelRef | None = None
     quant_type: str | None = None
     revision: str | None = None  # hub only: the commit/tag after "@"
 
@@ -50,8 +50,9 @@ class ModelRef:
         return self.spec if self.kind != "quantized" else f"{self.base.spec} → {self.quant_type}"  # type: ignore[union-attr]
 
 
-def parse_model_ref(value: Any, file: Path, key: str, config: str | None = None,
-                    models: dict[str, ModelRef] | None = None) -> ModelRef:
+def parse_model_ref(
+    value: Any, file: Path, key: str, config: str | None = None, models: dict[str, ModelRef] | None = None
+) -> ModelRef:
     if isinstance(value, dict):
         if set(value) != {"quantize", "type"}:
             raise ConfigError(file, "a derived model is {quantize: <model>, type: <quant type>}", config, key)

@@ -26,8 +26,12 @@ from pytest_llmbench.report.results import ResultsWriter
 from pytest_llmbench.scheduling import server_config_name, start_id, start_param
 
 #: The built-ins, each a plugin module implementing the hooks of hookspec.py.
-pytest_plugins = ["pytest_llmbench.engines", "pytest_llmbench.launchers", "pytest_llmbench.gate.noise",
-                  "pytest_llmbench.report.junit"]
+pytest_plugins = [
+    "pytest_llmbench.engines",
+    "pytest_llmbench.launchers",
+    "pytest_llmbench.gate.noise",
+    "pytest_llmbench.report.junit",
+]
 
 CONFIG_ERROR = pytest.StashKey[ConfigError]()
 RESULTS_DIR_KEY = "llmbench_results_dir"
@@ -41,16 +45,34 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("llmbench", "LLM-serving benchmarks (pytest-llmbench)")
-    group.addoption("--llmbench-configs", action="append", default=None, metavar="PATH",
-                    help="server config file or folder (repeatable); default: ini llmbench_configs")
-    group.addoption("--results-dir", default=None, metavar="DIR",
-                    help="where results.jsonl and per-config server logs go (default results/<timestamp>)")
-    group.addoption("--llmbench-data", default=None, metavar="DIR", dest="llmbench_data",
-                    help="folder of benchmark data that cannot ship in a wheel (gsm8k/, math500/, mbpp/, "
-                         "speed-bench/, typed-decisions/ …); default: ini llmbench_data, $LLMBENCH_DATA_DIR")
+    group.addoption(
+        "--llmbench-configs",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="server config file or folder (repeatable); default: ini llmbench_configs",
+    )
+    group.addoption(
+        "--results-dir",
+        default=None,
+        metavar="DIR",
+        help="where results.jsonl and per-config server logs go (default results/<timestamp>)",
+    )
+    group.addoption(
+        "--llmbench-data",
+        default=None,
+        metavar="DIR",
+        dest="llmbench_data",
+        help="folder of benchmark data that cannot ship in a wheel (gsm8k/, math500/, mbpp/, "
+        "speed-bench/, typed-decisions/ …); default: ini llmbench_data, $LLMBENCH_DATA_DIR",
+    )
     parser.addini("llmbench_data", default="", help="default --llmbench-data")
-    parser.addini("llmbench_configs", type="paths", default=[],
-                  help="server config files or folders (default: benches/configs if it exists)")
+    parser.addini(
+        "llmbench_configs",
+        type="paths",
+        default=[],
+        help="server config files or folders (default: benches/configs if it exists)",
+    )
     parser.addini("llmbench_results_dir", default="", help="default --results-dir")
     _add_component_options(parser)
 
@@ -96,7 +118,7 @@ def _marks_in_yaml(paths: list[Path]) -> set[str]:
                 walk(v)
 
     for p in paths:
-        for f in ([p] if p.is_file() else sorted(p.rglob("*.y*ml")) if p.is_dir() else []):
+        for f in [p] if p.is_file() else sorted(p.rglob("*.y*ml")) if p.is_dir() else []:
             try:
                 walk(yaml.safe_load(f.read_text()))
             except (OSError, yaml.YAMLError):
@@ -105,8 +127,11 @@ def _marks_in_yaml(paths: list[Path]) -> set[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "llm_configs(*marks, names=None): run this test only on server configs "
-                                       "that carry all the given marks (and, with names=, only those configs)")
+    config.addinivalue_line(
+        "markers",
+        "llm_configs(*marks, names=None): run this test only on server configs "
+        "that carry all the given marks (and, with names=, only those configs)",
+    )
     config.addinivalue_line("markers", "integration: starts a real server")
     paths = _config_paths(config)
     for mark in sorted(_marks_in_yaml(paths)):
@@ -197,9 +222,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
     starts = record_starts(metafunc.config)
     params = [
-        pytest.param(start_param(cfg.name, k, starts), id=start_id(cfg.name, k, starts),
-                     marks=[getattr(pytest.mark, m) for m in cfg.marks])
-        for cfg in metafunc.config.stash[stash.CONFIGS].values() for k in range(1, starts + 1)
+        pytest.param(
+            start_param(cfg.name, k, starts),
+            id=start_id(cfg.name, k, starts),
+            marks=[getattr(pytest.mark, m) for m in cfg.marks],
+        )
+        for cfg in metafunc.config.stash[stash.CONFIGS].values()
+        for k in range(1, starts + 1)
     ]
     metafunc.parametrize("llm_server", params, indirect=True, scope="session")
 

@@ -19,8 +19,11 @@ from typing import Any
 MASK = "***"
 #: Whole ``_``-separated words, so HF_TOKEN and --api-key are secret while tokenizer_path and
 #: max_total_num_tokens are not.
-_SECRET_NAME = re.compile(r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|API_KEY|CREDENTIALS?|AUTH|ACCESS_KEY|"
-                          r"PRIVATE_KEY|SECRET_KEY)(_|$)", re.I)
+_SECRET_NAME = re.compile(
+    r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|APIKEY|API_KEY|CREDENTIALS?|AUTH|ACCESS_KEY|"
+    r"PRIVATE_KEY|SECRET_KEY)(_|$)",
+    re.I,
+)
 #: Shorter values are not scrubbed from free text (masking "1" everywhere would garble numbers).
 MIN_SCRUB_LEN = 6
 
@@ -96,8 +99,9 @@ def args(argv: Sequence[str]) -> list[str]:
 def mapping(info: Any) -> Any:
     """A nested mapping (server info) with string values under secret-named keys masked."""
     if isinstance(info, Mapping):
-        return {k: (MASK if isinstance(v, str) and v and is_secret_name(str(k)) else mapping(v))
-                for k, v in info.items()}
+        return {
+            k: (MASK if isinstance(v, str) and v and is_secret_name(str(k)) else mapping(v)) for k, v in info.items()
+        }
     if isinstance(info, list):
         return [mapping(v) for v in info]
     return info

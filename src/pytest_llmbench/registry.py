@@ -41,11 +41,11 @@ def _origin(obj: Any) -> str:
 class Registry:
     """Engine classes and launcher instances by the names configs use."""
 
-    engines: dict[str, type["Engine"]] = field(default_factory=dict)
-    launchers: dict[str, "Launcher"] = field(default_factory=dict)
+    engines: dict[str, type[Engine]] = field(default_factory=dict)
+    launchers: dict[str, Launcher] = field(default_factory=dict)
 
     @classmethod
-    def from_hooks(cls, config: "pytest.Config") -> "Registry":
+    def from_hooks(cls, config: pytest.Config) -> Registry:
         """Everything the plugins and conftests registered through ``pytest_llmbench_engines`` /
         ``pytest_llmbench_launchers`` (the built-ins included)."""
         reg = cls()
@@ -56,7 +56,7 @@ class Registry:
         return reg
 
     @classmethod
-    def builtin(cls) -> "Registry":
+    def builtin(cls) -> Registry:
         """The package's own engines and launchers, with default options (no pytest session needed)."""
         from pytest_llmbench import engines, launchers
 
@@ -65,29 +65,31 @@ class Registry:
         _by_name("launcher", launchers.pytest_llmbench_launchers(None), reg.launchers)
         return reg
 
-    def engine(self, name: str) -> "Engine":
+    def engine(self, name: str) -> Engine:
         """A fresh adapter for engine ``name`` (adapters hold a config once configured)."""
         return self.engines[name]()
 
-    def launcher(self, name: str) -> "Launcher":
+    def launcher(self, name: str) -> Launcher:
         return self.launchers[name]
 
-    def check(self, cfg: "ServerConfig") -> None:
+    def check(self, cfg: ServerConfig) -> None:
         """Raise :class:`ConfigError` (file, config, key) when no registered engine/launcher takes ``cfg``."""
         engine = self.engines.get(cfg.engine)
         if engine is None:
-            raise ConfigError(cfg.source, f"unknown engine {cfg.engine!r} (known: {sorted(self.engines)})",
-                              cfg.name, "engine")
+            raise ConfigError(
+                cfg.source, f"unknown engine {cfg.engine!r} (known: {sorted(self.engines)})", cfg.name, "engine"
+            )
         launcher = self.launchers.get(cfg.launcher)
         if launcher is None:
-            raise ConfigError(cfg.source, f"unknown launcher {cfg.launcher!r} (known: {sorted(self.launchers)})",
-                              cfg.name, "launcher")
+            raise ConfigError(
+                cfg.source, f"unknown launcher {cfg.launcher!r} (known: {sorted(self.launchers)})", cfg.name, "launcher"
+            )
         for problem in (engine.validate(cfg), launcher.validate(cfg)):
             if problem:
                 key, message = problem
                 raise ConfigError(cfg.source, message, cfg.name, key)
 
-    def check_all(self, configs: Iterable["ServerConfig"]) -> None:
+    def check_all(self, configs: Iterable[ServerConfig]) -> None:
         for cfg in configs:
             self.check(cfg)
 

@@ -34,7 +34,7 @@ def param_tokens(nodeid: str) -> list[str]:
     last = nodeid.rpartition("::")[2]
     if "[" not in last or not last.endswith("]"):
         return []
-    return [p for p in last[last.index("[") + 1:-1].split("-") if p]
+    return [p for p in last[last.index("[") + 1 : -1].split("-") if p]
 
 
 _START = re.compile(r"start\d+of\d+")
@@ -74,7 +74,7 @@ def find_name(parts: list[str], name: str) -> int | None:
     """Where config ``name`` (which may itself contain ``-``) starts among a parameter id's parts."""
     want = name.split("-")
     for i in range(len(parts) - len(want) + 1):
-        if parts[i:i + len(want)] == want:
+        if parts[i : i + len(want)] == want:
             return i
     return None
 

@@ -99,8 +99,10 @@ class LLMServer:
 
     def gone_message(self, during: str, lines: int = 20) -> str:
         """What a test says when its server died or hung: which, when, and the log tail."""
-        return redact.scrub(f"server {self.name} {self.problem() or 'failed'} {during}\n"
-                            f"--- last {lines} lines of {self.log_path} ---\n{self.log_tail(lines)}")
+        return redact.scrub(
+            f"server {self.name} {self.problem() or 'failed'} {during}\n"
+            f"--- last {lines} lines of {self.log_path} ---\n{self.log_tail(lines)}"
+        )
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return log_tail(self.log_path, lines)
@@ -144,9 +146,15 @@ _PORT_TAKEN = ("couldn't bind", "address already in use", "port is already alloc
 PORT_ATTEMPTS = 3
 
 
-def start_server(cfg: ServerConfig, server_dir: Path, *, gpu_ids: tuple[str, ...] = (),
-                 image: str | None = None, poll_interval: float = 0.25,
-                 registry: Registry | None = None) -> LLMServer:
+def start_server(
+    cfg: ServerConfig,
+    server_dir: Path,
+    *,
+    gpu_ids: tuple[str, ...] = (),
+    image: str | None = None,
+    poll_interval: float = 0.25,
+    registry: Registry | None = None,
+) -> LLMServer:
     """Start ``cfg`` and wait until its health endpoint says ready.
 
     The engine and launcher come from ``registry`` (the session's, filled by the hooks; the built-ins
@@ -168,17 +176,20 @@ def start_server(cfg: ServerConfig, server_dir: Path, *, gpu_ids: tuple[str, ...
         try:
             engine.prepare(cfg, log)
         except Exception as e:
-            raise ServerStartError(f"config {cfg.name}: preparing failed: {e}\n--- last lines of {log_path} ---\n"
-                                   f"{log_tail(log_path)}") from e
+            raise ServerStartError(
+                f"config {cfg.name}: preparing failed: {e}\n--- last lines of {log_path} ---\n{log_tail(log_path)}"
+            ) from e
     for attempt in range(1, PORT_ATTEMPTS + 1):
         port = free_port()
         try:
             server = _launch(cfg, engine, launcher, port, log_path, gpu_ids, image, t0, poll_interval)
         except _PortTaken:
             if attempt == PORT_ATTEMPTS:
-                raise ServerStartError(f"config {cfg.name}: port {port} was taken before the server could bind it, "
-                                       f"{PORT_ATTEMPTS} times in a row\n--- last lines of {log_path} ---\n"
-                                       f"{log_tail(log_path)}") from None
+                raise ServerStartError(
+                    f"config {cfg.name}: port {port} was taken before the server could bind it, "
+                    f"{PORT_ATTEMPTS} times in a row\n--- last lines of {log_path} ---\n"
+                    f"{log_tail(log_path)}"
+                ) from None
             with open(log_path, "a") as log:
                 log.write(f"[llmbench] port {port} was taken before the server bound it: retrying on another port\n")
             continue
@@ -192,18 +203,29 @@ class _PortTaken(Exception):
     pass
 
 
-def _launch(cfg: ServerConfig, engine: Engine, launcher: Any, port: int, log_path: Path,
-            gpu_ids: tuple[str, ...], image: str | None, t0: float, poll_interval: float) -> LLMServer:
+def _launch(
+    cfg: ServerConfig,
+    engine: Engine,
+    launcher: Any,
+    port: int,
+    log_path: Path,
+    gpu_ids: tuple[str, ...],
+    image: str | None,
+    t0: float,
+    poll_interval: float,
+) -> LLMServer:
     log_start = log_path.stat().st_size if log_path.exists() else 0
-    req = LaunchRequest(config=cfg, engine=engine, host=HOST, port=port, log_path=log_path,
-                        gpu_ids=gpu_ids, image=image or cfg.image)
+    req = LaunchRequest(
+        config=cfg, engine=engine, host=HOST, port=port, log_path=log_path, gpu_ids=gpu_ids, image=image or cfg.image
+    )
     try:
         handle = launcher.start(req)
     except Exception as e:
         if any(m in str(e).lower() for m in _PORT_TAKEN):
             raise _PortTaken() from e
-        raise ServerStartError(f"config {cfg.name}: could not launch: {e}\n--- last lines of {log_path} ---\n"
-                               f"{log_tail(log_path)}") from e
+        raise ServerStartError(
+            f"config {cfg.name}: could not launch: {e}\n--- last lines of {log_path} ---\n{log_tail(log_path)}"
+        ) from e
     server = LLMServer(config=cfg, engine=engine, handle=handle, port=port, log_path=log_path, gpu_ids=gpu_ids)
     deadline = t0 + cfg.startup_timeout
     try:
@@ -216,14 +238,16 @@ def _launch(cfg: ServerConfig, engine: Engine, launcher: Any, port: int, log_pat
                     raise _PortTaken()
                 raise ServerStartError(
                     f"config {cfg.name}: server exited ({describe_exit(handle.exit_code())}) before becoming ready "
-                    f"({handle.description})\n--- last {LOG_TAIL_LINES} lines of {log_path} ---\n{log_tail(log_path)}")
+                    f"({handle.description})\n--- last {LOG_TAIL_LINES} lines of {log_path} ---\n{log_tail(log_path)}"
+                )
             if engine.is_ready(server.client):
                 return server
             if time.monotonic() > deadline:
                 raise ServerStartError(
                     f"config {cfg.name}: not ready after {cfg.startup_timeout:g} s (startup_timeout) "
                     f"polling {engine.health_path}\n--- last {LOG_TAIL_LINES} lines of {log_path} ---\n"
-                    f"{log_tail(log_path)}")
+                    f"{log_tail(log_path)}"
+                )
             time.sleep(poll_interval)
     except BaseException:
         server.stop(grace=5.0)

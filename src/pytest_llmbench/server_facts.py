@@ -50,8 +50,12 @@ def _nvml_memory(gpu_ids: Sequence[str]) -> dict[str, tuple[int, int]] | None:
 
 def _smi_memory(gpu_ids: Sequence[str]) -> dict[str, tuple[int, int]] | None:
     try:
-        r = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,memory.used,memory.total",
-                            "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
+        r = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,uuid,memory.used,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if r.returncode != 0:
@@ -116,11 +120,15 @@ def host_rss(pids: Sequence[int]) -> int | None:
     return total if seen else None
 
 
-def collect_facts(server: "LLMServer") -> dict[str, Any]:
+def collect_facts(server: LLMServer) -> dict[str, Any]:
     """resources.json for one loaded server; every probe that cannot run leaves its key None."""
-    facts: dict[str, Any] = {"config": server.name, "engine": server.config.engine,
-                             "launcher": server.config.launcher, "gpu_ids": list(server.gpu_ids),
-                             "startup_s": round(server.startup_s, 3)}
+    facts: dict[str, Any] = {
+        "config": server.name,
+        "engine": server.config.engine,
+        "launcher": server.config.launcher,
+        "gpu_ids": list(server.gpu_ids),
+        "startup_s": round(server.startup_s, 3),
+    }
     used, source = gpu_memory_used(server.gpu_ids)
     facts["gpu_memory_used_bytes"] = used
     facts["gpu_memory_used_gb"] = round(sum(used.values()) / 1e9, 2) if used else None

@@ -59,15 +59,27 @@ def _shard_type(text: str) -> Shard:
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("llmbench-fleet", "llmbench across several machines")
-    group.addoption("--llmbench-shard", dest="llmbench_shard", type=_shard_type, default=None, metavar="K/N",
-                    help="run only the server configs of shard K of N (whole configs, balanced by expected "
-                         "cost); every shard must be given the same tests, configs and -m/-k")
-    group.addoption("--llmbench-durations", dest="llmbench_durations", default=None, metavar="DIR",
-                    help="results folder of an earlier run: its per-config wall-clock balances the shards "
-                         "(default: balance by number of tests)")
+    group.addoption(
+        "--llmbench-shard",
+        dest="llmbench_shard",
+        type=_shard_type,
+        default=None,
+        metavar="K/N",
+        help="run only the server configs of shard K of N (whole configs, balanced by expected "
+        "cost); every shard must be given the same tests, configs and -m/-k",
+    )
+    group.addoption(
+        "--llmbench-durations",
+        dest="llmbench_durations",
+        default=None,
+        metavar="DIR",
+        help="results folder of an earlier run: its per-config wall-clock balances the shards "
+        "(default: balance by number of tests)",
+    )
 
 
 # --- the pure part: costs and assignment ----------------------------------------------------------------
+
 
 def assign(costs: Mapping[str, float], count: int) -> list[list[str]]:
     """Configs → ``count`` shards: longest first onto the least-loaded shard (ties: lowest shard, name).
@@ -117,6 +129,7 @@ def durations_from_results(results_dir: Path | str) -> dict[str, float]:
 
 
 # --- where a number came from ---------------------------------------------------------------------------
+
 
 def origin(runner_profile: str | None, shard: Shard | None) -> dict[str, Any]:
     """Runner profile, host name and shard, stamped on every results line (no secrets: names only)."""
@@ -191,8 +204,10 @@ class ShardSelector:
             cost = sum(self.costs[n] for n in names)
             unit = "s" if timed else " test" if round(cost) == 1 else " tests"
             mark = "*" if self.shard and i == self.shard.index else " "
-            lines.append(f"{mark}shard {i}/{len(self.assignment)}: {', '.join(names) or '(no configs)'} "
-                         f"(expected {cost:.0f}{unit})")
+            lines.append(
+                f"{mark}shard {i}/{len(self.assignment)}: {', '.join(names) or '(no configs)'} "
+                f"(expected {cost:.0f}{unit})"
+            )
         return lines
 
     def pytest_report_collectionfinish(self, config: pytest.Config) -> list[str]:
@@ -201,6 +216,10 @@ class ShardSelector:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """A shard that drew no configs (more shards than configs) succeeds: its job has nothing to do."""
-        if self.shard and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and any(self.assignment) \
-                and not self.assignment[self.shard.index - 1]:
+        if (
+            self.shard
+            and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+            and any(self.assignment)
+            and not self.assignment[self.shard.index - 1]
+        ):
             session.exitstatus = pytest.ExitCode.OK

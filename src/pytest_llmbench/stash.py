@@ -8,8 +8,6 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
-    from pytest_llmbench.registry import Registry
-    from pytest_llmbench.report.results import ResultsWriter
 
 #: Every selected server config by name, loaded once at configure time.
 CONFIGS = pytest.StashKey[dict[str, "ServerConfig"]]()

@@ -34,8 +34,12 @@ def figures(seed):
 @pytest.fixture(scope="module")
 def gpu_test_ids():
     """Node ids of the GPU suite as pytest collects it (config files and all)."""
-    out = subprocess.run([sys.executable, "-m", "pytest", "benches/gpu", "--collect-only", "-q", "-p", "no:cacheprovider"],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "benches/gpu", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     ids = {line.strip() for line in out.stdout.splitlines() if "::" in line}
     assert ids, out.stdout[-2000:] + out.stderr[-2000:]
     return ids
@@ -63,17 +67,28 @@ def test_noise_rules_name_their_figure_and_inferred_assignments_say_so(seed, fig
     dflash4 = by_key[("stock-nvfp4-dflash4", f"{serving}[chat-1u]", "accept_length")].provenance
     assert "inferred" not in dflash4 and "1-user accept table" in dflash4["note"]
     flash_next = by_key[("flash-next-nvfp4-nospec", f"{serving}[prompt20k-4u]", "output_throughput")]
-    assert "20k with 4 users" in flash_next.provenance["note"] and flash_next.noise == {"name": "Relative", "frac": 0.04}
+    assert "20k with 4 users" in flash_next.provenance["note"] and flash_next.noise == {
+        "name": "Relative",
+        "frac": 0.04,
+    }
 
 
 def test_the_issue_s_figures_are_all_seeded(seed, figures):
     got = {(c, m, e.value) for c, _, _, m, e in seed.entries(figures)}
-    for want in [("stock-nvfp4-dflash8", "bfcl_passed", 176), ("stock-fp8-dflash8", "bfcl_passed", 167),
-                 ("swift-nvfp4-dflash8", "bfcl_passed", 168), ("flash-next-nvfp4-nospec", "bfcl_passed", 136),
-                 ("stock-nvfp4-dflash8", "gsm8k_correct", 1277), ("swift-nvfp4-dflash8", "gsm8k_correct", 1280),
-                 ("stock-nvfp4-dflash8", "accept_length", 4.13), ("stock-nvfp4-dspark", "bfcl_mean_latency_s", 3.24),
-                 ("stock-nvfp4-nospec", "max_mamba_cache_size", 117), ("flash-next-gguf-q4-44gb", "peak_gpu_memory_gb", 44.5),
-                 ("swift-nvfp4-nospec", "calibrated_kl", 0.198), ("stock-bf16-nospec", "case_latency_median_ms", 386)]:
+    for want in [
+        ("stock-nvfp4-dflash8", "bfcl_passed", 176),
+        ("stock-fp8-dflash8", "bfcl_passed", 167),
+        ("swift-nvfp4-dflash8", "bfcl_passed", 168),
+        ("flash-next-nvfp4-nospec", "bfcl_passed", 136),
+        ("stock-nvfp4-dflash8", "gsm8k_correct", 1277),
+        ("swift-nvfp4-dflash8", "gsm8k_correct", 1280),
+        ("stock-nvfp4-dflash8", "accept_length", 4.13),
+        ("stock-nvfp4-dspark", "bfcl_mean_latency_s", 3.24),
+        ("stock-nvfp4-nospec", "max_mamba_cache_size", 117),
+        ("flash-next-gguf-q4-44gb", "peak_gpu_memory_gb", 44.5),
+        ("swift-nvfp4-nospec", "calibrated_kl", 0.198),
+        ("stock-bf16-nospec", "case_latency_median_ms", 386),
+    ]:
         assert want in got, want
     by = {(c, m): e for c, _, k, m, e in seed.entries(figures) if k.endswith("test_serving[prompt20k-4u]")}
     assert by[("stock-nvfp4-dflash8", "output_throughput")].history == (142.3, 138.7, 137.5)
@@ -89,8 +104,9 @@ def test_a_figure_missing_a_field_or_naming_an_unknown_file_is_one_clear_error(s
 
 
 def test_seeding_writes_files_the_gate_loads_and_keeps_measured_baselines(tmp_path):
-    out = subprocess.run([sys.executable, str(SCRIPT), "--baselines", str(tmp_path)], capture_output=True, text=True,
-                         cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--baselines", str(tmp_path)], capture_output=True, text=True, cwd=ROOT
+    )
     assert out.returncode == 0, out.stderr
     files = sorted(tmp_path.glob("*.yaml"))
     assert len(files) >= 15
@@ -99,8 +115,9 @@ def test_seeding_writes_files_the_gate_loads_and_keeps_measured_baselines(tmp_pa
     # a measured entry (no refresh flag) survives a reseed
     text = (tmp_path / "stock-nvfp4-dflash8.yaml").read_text().replace("refresh: true", "refresh: false", 1)
     (tmp_path / "stock-nvfp4-dflash8.yaml").write_text(text)
-    again = subprocess.run([sys.executable, str(SCRIPT), "--baselines", str(tmp_path)], capture_output=True,
-                           text=True, cwd=ROOT)
+    again = subprocess.run(
+        [sys.executable, str(SCRIPT), "--baselines", str(tmp_path)], capture_output=True, text=True, cwd=ROOT
+    )
     assert again.returncode == 0 and "keep  stock-nvfp4-dflash8" in again.stderr
 
 

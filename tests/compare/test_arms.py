@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmbench.compare.arms import (ArmError, ArmOptions, arms_from_block, arms_from_options, block_pairs,
-                                          read_compare_blocks)
+from pytest_llmbench.compare.arms import (
+    ArmError,
+    ArmOptions,
+    arms_from_block,
+    arms_from_options,
+    block_pairs,
+    read_compare_blocks,
+)
 from pytest_llmbench.config import ConfigError, load_config_file
 from pytest_llmbench.registry import Registry
 
@@ -39,7 +45,9 @@ def test_reference_bin_changes_only_the_reference_binary(configs, build_dir):
 
 
 def test_args_are_appended_per_arm(configs):
-    pair = arms_from_options(configs["smol-nospec"], ArmOptions.parse(candidate_args="-t 1 --ubatch-size '64'"), REGISTRY)
+    pair = arms_from_options(
+        configs["smol-nospec"], ArmOptions.parse(candidate_args="-t 1 --ubatch-size '64'"), REGISTRY
+    )
     base = configs["smol-nospec"].args
     assert pair.candidate.config.args == (*base, "-t", "1", "--ubatch-size", "64")
     assert pair.reference.config.args == base
@@ -51,10 +59,13 @@ def test_same_folder_on_both_sides_is_an_a_a_run(configs, build_dir):
     assert pair.reference.config == pair.candidate.config
 
 
-@pytest.mark.parametrize("opts, message", [
-    (dict(reference_bin="/no/such/folder"), "--llmbench-reference-bin /no/such/folder: no such folder"),
-    (dict(reference_image="sglang:old"), "not docker"),
-])
+@pytest.mark.parametrize(
+    "opts, message",
+    [
+        (dict(reference_bin="/no/such/folder"), "--llmbench-reference-bin /no/such/folder: no such folder"),
+        (dict(reference_image="sglang:old"), "not docker"),
+    ],
+)
 def test_bad_options_name_the_option(configs, opts, message):
     with pytest.raises(ArmError, match=message):
         arms_from_options(configs["smol-nospec"], ArmOptions.parse(**opts), REGISTRY)
@@ -89,11 +100,14 @@ def test_yaml_block_pairs_two_configs(tmp_path, configs):
     assert pair.source == str(f) and pair.reference.label == "config smol-nospec"
 
 
-@pytest.mark.parametrize("block, key", [
-    ("compare: {reference: a}\n", "compare"),
-    ("compare:\n  - {reference: smol-nospec}\n", "compare[0].candidate"),
-    ("compare:\n  - {reference: smol-nospec, candidate: smol-draft, extra: 1}\n", "compare[0]"),
-])
+@pytest.mark.parametrize(
+    "block, key",
+    [
+        ("compare: {reference: a}\n", "compare"),
+        ("compare:\n  - {reference: smol-nospec}\n", "compare[0].candidate"),
+        ("compare:\n  - {reference: smol-nospec, candidate: smol-draft, extra: 1}\n", "compare[0]"),
+    ],
+)
 def test_malformed_block_names_file_and_key(tmp_path, block, key):
     f = _write(tmp_path, "configs: []\n" + block)
     with pytest.raises(ConfigError) as e:
@@ -105,8 +119,10 @@ def test_unknown_or_repeated_config_in_block(tmp_path, configs):
     f = _write(tmp_path, "configs: []\ncompare:\n  - {reference: smol-nospec, candidate: nope}\n")
     with pytest.raises(ConfigError, match=r"compare\[0\].candidate.*unknown config 'nope'"):
         block_pairs(read_compare_blocks([f]), configs, REGISTRY)
-    f.write_text("configs: []\ncompare:\n  - {reference: smol-nospec, candidate: smol-draft}\n"
-                 "  - {reference: smol-ngram, candidate: smol-draft}\n")
+    f.write_text(
+        "configs: []\ncompare:\n  - {reference: smol-nospec, candidate: smol-draft}\n"
+        "  - {reference: smol-ngram, candidate: smol-draft}\n"
+    )
     with pytest.raises(ConfigError, match="already a candidate"):
         block_pairs(read_compare_blocks([f]), configs, REGISTRY)
     pair = read_compare_blocks([f])[0]

@@ -14,7 +14,13 @@ import pytest
 
 from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
 from pytest_llmbench.compare.interleave import (
-    ArmServers, Block, Rounds, block_order, block_window, round_order, run_rounds,
+    ArmServers,
+    Block,
+    Rounds,
+    block_order,
+    block_window,
+    round_order,
+    run_rounds,
 )
 from pytest_llmbench.compare.judging import Judge
 from pytest_llmbench.compare.power import Design
@@ -62,8 +68,10 @@ def _pair():
 
 
 def _result(tokens_per_s: float, ttfts: list[float | None]) -> ScenarioResult:
-    recs = [RequestRecord(index=i, ok=t is not None, ttft_s=t, e2e_s=(t or 0) + 1, completion_tokens=8)
-            for i, t in enumerate(ttfts)]
+    recs = [
+        RequestRecord(index=i, ok=t is not None, ttft_s=t, e2e_s=(t or 0) + 1, completion_tokens=8)
+        for i, t in enumerate(ttfts)
+    ]
     return ScenarioResult(SC, recs, {"output_throughput": tokens_per_s, "duration": 1.0, "failed": 0})
 
 
@@ -93,8 +101,18 @@ class Clock:
         return self.now
 
 
-def _run(servers, *, design=None, speeds=(100.0, 90.0), decide=("output_throughput",), alpha=0.05, noise=0.001,
-         block_prompts=None, clock=None, prompts=("a", "b", "c", "d")):
+def _run(
+    servers,
+    *,
+    design=None,
+    speeds=(100.0, 90.0),
+    decide=("output_throughput",),
+    alpha=0.05,
+    noise=0.001,
+    block_prompts=None,
+    clock=None,
+    prompts=("a", "b", "c", "d"),
+):
     seen = []
     rng = np.random.default_rng(0)
     clock = clock or Clock()
@@ -111,14 +129,22 @@ def _run(servers, *, design=None, speeds=(100.0, 90.0), decide=("output_throughp
     design = design or Design(warmup_rounds=1, pilot_rounds=3, max_rounds=4, budget_s=None)
     judge = Judge(decide, {"timing": alpha, "quality": alpha}, design=design)
     sc = Scenario("s", dataset="prompts", output_len=8, num_prompts=3, warmup=2)
-    rounds, comps, outcome = run_rounds(servers, sc, design=design, judge=judge, prompts=list(prompts),
-                                        run_block=run_block, block_prompts=block_prompts, clock=clock)
+    rounds, comps, outcome = run_rounds(
+        servers,
+        sc,
+        design=design,
+        judge=judge,
+        prompts=list(prompts),
+        run_block=run_block,
+        block_prompts=block_prompts,
+        clock=clock,
+    )
     return rounds, comps, seen, outcome
 
 
 def test_both_up_starts_the_reference_once_and_sends_the_same_prompts_to_both_arms():
     servers, log, cand = _servers(keep_both=True)
-    rounds, comps, seen, outcome = _run(servers, speeds=(100.0, 100.0), decide=())
+    _rounds, _comps, seen, outcome = _run(servers, speeds=(100.0, 100.0), decide=())
     # a warm-up round (BA, with the scenario's warmup requests), then the pilot in whole ABBA pairs: 3 → 2
     assert [r[0] for r, *_ in seen] == list("crrccr") and outcome.rounds == 2
     assert [w for *_, w in seen] == [2, 2, 0, 0, 0, 0]
@@ -154,8 +180,9 @@ def test_the_pilot_plans_the_rounds_and_a_clear_change_still_runs_them():
     rounds, comps, _, outcome = _run(quiet, speeds=(100.0, 50.0), design=Design(pilot_rounds=4, budget_s=None))
     assert comps[0].verdict == "regressed" and outcome.rounds == 4 and outcome.stop == "planned"
     noisy, _, _ = _servers(keep_both=True)
-    rounds, comps, _, outcome = _run(noisy, speeds=(100.0, 100.0), noise=0.02,
-                                     design=Design(pilot_rounds=4, max_rounds=200, budget_s=None))
+    rounds, comps, _, outcome = _run(
+        noisy, speeds=(100.0, 100.0), noise=0.02, design=Design(pilot_rounds=4, max_rounds=200, budget_s=None)
+    )
     assert outcome.plan.needed > 4 and len(rounds.complete) == outcome.rounds == outcome.plan.rounds
     assert comps[0].df == 3 and comps[0].n == outcome.rounds  # Stein: the pilot's spread and df
 
@@ -164,7 +191,7 @@ def test_the_budget_caps_the_rounds_and_the_outcome_says_underpowered():
     servers, _, _ = _servers(keep_both=True)
     clock = Clock(block_s=1.0)  # a round: 2 s
     design = Design(warmup_rounds=1, pilot_rounds=4, max_rounds=200, budget_s=30)
-    rounds, comps, _, outcome = _run(servers, speeds=(100.0, 100.0), noise=0.03, design=design, clock=clock)
+    rounds, _comps, _, outcome = _run(servers, speeds=(100.0, 100.0), noise=0.03, design=design, clock=clock)
     assert outcome.plan.underpowered and outcome.stop == "underpowered"
     assert outcome.rounds == len(rounds.complete) == outcome.plan.limit == 14  # (30 s - 2 s warm-up) / 2 s
     assert clock.now <= 30
@@ -174,7 +201,7 @@ def test_the_budget_caps_the_rounds_and_the_outcome_says_underpowered():
 def test_a_budget_shorter_than_the_pilot_still_judges_two_abba_pairs():
     servers, _, _ = _servers(keep_both=True)
     design = Design(warmup_rounds=1, pilot_rounds=8, budget_s=5)
-    rounds, comps, _, outcome = _run(servers, design=design, clock=Clock(block_s=1.0))
+    rounds, comps, _, _outcome = _run(servers, design=design, clock=Clock(block_s=1.0))
     assert len(rounds.complete) == 4 and comps[0].n == 4
 
 
@@ -182,7 +209,7 @@ def test_rounds_come_in_whole_abba_pairs():
     """An odd count leaves one arm first once more; planned, capped and pilot counts are all even."""
     servers, _, _ = _servers(keep_both=True)
     design = Design(warmup_rounds=0, pilot_rounds=5, max_rounds=11, budget_s=None)
-    rounds, comps, seen, outcome = _run(servers, speeds=(100.0, 100.0), noise=0.03, design=design)
+    rounds, _comps, seen, outcome = _run(servers, speeds=(100.0, 100.0), noise=0.03, design=design)
     assert outcome.plan.pilot == 4 and len(rounds.complete) % 2 == 0 and len(rounds.complete) <= 10
     firsts = [seen[i][0] for i in range(0, len(seen), 2)]
     assert firsts.count("reference") == firsts.count("candidate")

@@ -18,9 +18,10 @@ SC = Scenario("s", dataset="prompts", output_len=8, num_prompts=4, warmup=0)
 
 
 def _block(r: int, role: str, ttfts: list[float], accept: list[float], tput: float = 100.0) -> Block:
-    recs = [RequestRecord(index=i, ok=True, ttft_s=t, e2e_s=t + 1, completion_tokens=8,
-                          spec=SpecStats(accept_length=a))
-            for i, (t, a) in enumerate(zip(ttfts, accept))]
+    recs = [
+        RequestRecord(index=i, ok=True, ttft_s=t, e2e_s=t + 1, completion_tokens=8, spec=SpecStats(accept_length=a))
+        for i, (t, a) in enumerate(zip(ttfts, accept, strict=True))
+    ]
     return Block(r, role, ScenarioResult(SC, recs, {"output_throughput": tput, "duration": 1.0, "failed": 0}))
 
 
@@ -28,10 +29,12 @@ def _rounds(n: int) -> Rounds:
     rounds = Rounds(SC)
     for r in range(n):
         shock = 1.0 + 0.3 * (r % 2)  # a whole block slower: the prompts of one round share it
-        rounds.add(_block(r, "reference", [0.10 * shock, 0.20 * shock, 0.30 * shock, 0.40 * shock],
-                          [2.0, 2.5, 3.0, 3.5]))
-        rounds.add(_block(r, "candidate", [0.11 * shock, 0.21 * shock, 0.32 * shock, 0.41 * shock],
-                          [1.9, 2.4, 3.1, 3.2]))
+        rounds.add(
+            _block(r, "reference", [0.10 * shock, 0.20 * shock, 0.30 * shock, 0.40 * shock], [2.0, 2.5, 3.0, 3.5])
+        )
+        rounds.add(
+            _block(r, "candidate", [0.11 * shock, 0.21 * shock, 0.32 * shock, 0.41 * shock], [1.9, 2.4, 3.1, 3.2])
+        )
     return rounds
 
 
@@ -56,8 +59,12 @@ def test_accept_length_pairs_by_the_scenario_prompt_when_windows_move():
     for r, ids in ((0, [0, 1]), (1, [2, 3]), (2, [0, 1])):
         for role, shift in (("reference", 0.0), ("candidate", -0.1)):
             accept = [2.0 + i + shift for i in ids]
-            recs = [RequestRecord(index=k, ok=True, ttft_s=0.1, e2e_s=1.0, completion_tokens=8,
-                                  spec=SpecStats(accept_length=a)) for k, a in enumerate(accept)]
+            recs = [
+                RequestRecord(
+                    index=k, ok=True, ttft_s=0.1, e2e_s=1.0, completion_tokens=8, spec=SpecStats(accept_length=a)
+                )
+                for k, a in enumerate(accept)
+            ]
             rounds.add(Block(r, role, ScenarioResult(SC, recs, {"output_throughput": 1.0}), ids))
     c = compare_metric("accept_length", rounds, alpha=0.01)
     assert c.n == 4 and c.method == "paired t over 4 prompts (6 requests)"
@@ -80,15 +87,28 @@ def test_warmup_rounds_are_never_judged():
 
 
 def test_judge_plans_from_the_pilot_and_tests_with_its_spread():
-    judge = Judge(("output_throughput", "accept_length"), {"timing": 0.01, "quality": 0.01},
-                  design=Design(pilot_rounds=8, budget_s=None))
+    judge = Judge(
+        ("output_throughput", "accept_length"),
+        {"timing": 0.01, "quality": 0.01},
+        design=Design(pilot_rounds=8, budget_s=None),
+    )
     pilot = _tput_rounds(8, 0.02)
     plan = judge.plan(pilot, seconds_per_round=1.0, elapsed_s=0.0)
     [need] = plan.needs  # accept length is judged per prompt: it does not plan rounds
     assert need.metric == "output_throughput" and need.spread.df == 7 and plan.rounds >= need.rounds > 8
     assert plan.rounds % 2 == 0 and plan.rounds - need.rounds <= 1  # whole ABBA pairs
-    sd = float(np.std(np.log([b.result.metrics["output_throughput"] / 100.0 for b in pilot.blocks
-                              if b.role == "candidate" and b.round >= 0]), ddof=1))
+    sd = float(
+        np.std(
+            np.log(
+                [
+                    b.result.metrics["output_throughput"] / 100.0
+                    for b in pilot.blocks
+                    if b.role == "candidate" and b.round >= 0
+                ]
+            ),
+            ddof=1,
+        )
+    )
     assert need.spread.sd == pytest.approx(sd)
     more = _tput_rounds(plan.rounds, 0.02)  # the same pilot rounds (same seed), then more
     [tput, accept] = judge.judge(more, plan)

@@ -21,27 +21,45 @@ def test_serving(llm_server, bench):
 
 def test_sizes_from_ini_lines():
     assert parse_sizes(["output_throughput=5%", "accept_length=0.2, median_ttft_ms=0.1"], "k") == {
-        "output_throughput": "5%", "accept_length": "0.2", "median_ttft_ms": "0.1"}
+        "output_throughput": "5%",
+        "accept_length": "0.2",
+        "median_ttft_ms": "0.1",
+    }
     with pytest.raises(pytest.UsageError, match="ini llmbench_compare_detect: 'tput' is not 'metric=value'"):
         parse_sizes(["tput"], "llmbench_compare_detect")
-    with pytest.raises(pytest.UsageError, match="ini llmbench_compare_ignore: 'tput=-1': .*must be >= 0"):
+    with pytest.raises(pytest.UsageError, match=r"ini llmbench_compare_ignore: 'tput=-1': .*must be >= 0"):
         parse_sizes(["tput=-1"], "llmbench_compare_ignore")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--llmbench-reference-bin", "/no/such/dir"], "--llmbench-reference-bin /no/such/dir: no such folder"),
-    (["--llmbench-reference-image", "sglang:old"], "not docker"),
-    (["--llmbench-reference-args", "-t 1", "--llmbench-max-rounds", "1"], "--llmbench-max-rounds: 1 — must be at least 2"),
-    (["--llmbench-reference-args", "-t 1", "--llmbench-compare-alpha", "2"], "between 0 and 0.5"),
-    (["--llmbench-reference-args", "-t 1", "--llmbench-compare-budget", "soon"], "--llmbench-compare-budget: 'soon' is not"),
-    (["--llmbench-reference-args", "-t 1", "--llmbench-block-prompts", "0"], "--llmbench-block-prompts: 0 — must be at least 1"),
-    (["--llmbench-reference-args", "-t 1", "-o", "llmbench_compare_ignore=output_throughput=5%"],
-     "sizes for 'output_throughput': need 0 <= ignore < detect"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--llmbench-reference-bin", "/no/such/dir"], "--llmbench-reference-bin /no/such/dir: no such folder"),
+        (["--llmbench-reference-image", "sglang:old"], "not docker"),
+        (
+            ["--llmbench-reference-args", "-t 1", "--llmbench-max-rounds", "1"],
+            "--llmbench-max-rounds: 1 — must be at least 2",
+        ),
+        (["--llmbench-reference-args", "-t 1", "--llmbench-compare-alpha", "2"], "between 0 and 0.5"),
+        (
+            ["--llmbench-reference-args", "-t 1", "--llmbench-compare-budget", "soon"],
+            "--llmbench-compare-budget: 'soon' is not",
+        ),
+        (
+            ["--llmbench-reference-args", "-t 1", "--llmbench-block-prompts", "0"],
+            "--llmbench-block-prompts: 0 — must be at least 1",
+        ),
+        (
+            ["--llmbench-reference-args", "-t 1", "-o", "llmbench_compare_ignore=output_throughput=5%"],
+            "sizes for 'output_throughput': need 0 <= ignore < detect",
+        ),
+    ],
+)
 def test_bad_options_stop_the_session_before_any_server(pytester: pytest.Pytester, args, message):
     pytester.makepyfile(test_bench=BENCH)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML),
-                                           "--results-dir", "out", *args)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML), "--results-dir", "out", *args
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])
     assert not (pytester.path / "out").exists()  # nothing started, nothing written
@@ -49,20 +67,36 @@ def test_bad_options_stop_the_session_before_any_server(pytester: pytest.Pyteste
 
 def test_no_compare_option_leaves_the_session_alone(pytester: pytest.Pytester):
     pytester.makepyfile(test_bench=BENCH)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML),
-                                           "--collect-only", "-q")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML), "--collect-only", "-q"
+    )
     assert result.ret == 0
     assert "llmbench compare" not in result.stdout.str()
 
 
 def test_compare_header_names_the_arms(pytester: pytest.Pytester):
     pytester.makepyfile(test_bench=BENCH)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML),
-                                           "--collect-only", "-q", "-k", "smol-nospec",
-                                           "--llmbench-reference-args", "-t 1", "--gate-alpha", "0.03")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--llmbench-configs",
+        str(CPU_YAML),
+        "--collect-only",
+        "-q",
+        "-k",
+        "smol-nospec",
+        "--llmbench-reference-args",
+        "-t 1",
+        "--gate-alpha",
+        "0.03",
+    )
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["llmbench compare: smol-nospec: reference args -t 1 vs candidate installed build",
-                                 "llmbench compare: 1 warm-up round(s) not judged, a 12-round pilot, then the rounds "
-                                 "for 95% power at each metric's detect size (at most 400 rounds, 300 s per "
-                                 "scenario), 2 prompts per block; per-comparison α timing=0.015, quality=0.03, "
-                                 "decisions=0.03"])
+    result.stdout.fnmatch_lines(
+        [
+            "llmbench compare: smol-nospec: reference args -t 1 vs candidate installed build",
+            "llmbench compare: 1 warm-up round(s) not judged, a 12-round pilot, then the rounds "
+            "for 95% power at each metric's detect size (at most 400 rounds, 300 s per "
+            "scenario), 2 prompts per block; per-comparison α timing=0.015, quality=0.03, "
+            "decisions=0.03",
+        ]
+    )

@@ -45,8 +45,9 @@ def test_plan_caps_by_budget_and_says_underpowered():
     design = Design(pilot_rounds=8, max_rounds=100, budget_s=120)
     plan = plan_rounds([_need(40)], design=design, pilot=8, seconds_per_round=3.0, elapsed_s=30.0)
     assert plan.limit == 8 + 30 and plan.rounds == 38 and plan.underpowered
-    assert plan.describe() == ("underpowered: needs ~40 rounds for 3% at the measured 2.1% SD "
-                               "(output_throughput); the budget allows 38")
+    assert plan.describe() == (
+        "underpowered: needs ~40 rounds for 3% at the measured 2.1% SD (output_throughput); the budget allows 38"
+    )
     ok = plan_rounds([_need(20)], design=design, pilot=8, seconds_per_round=3.0, elapsed_s=30.0)
     assert ok.rounds == 20 and not ok.underpowered and ok.describe().startswith("20 rounds: ~20 rounds for 3%")
 
@@ -59,12 +60,15 @@ def test_plan_without_budget_is_capped_by_max_rounds_and_never_below_the_pilot()
     assert plan_rounds([], design=design, pilot=8, seconds_per_round=1.0, elapsed_s=0).rounds == 8
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"pilot_rounds": 2}, "a pilot needs >= 3 rounds"),
-    ({"warmup_rounds": -1}, "warm-up rounds must be >= 0"),
-    ({"budget_s": 0}, "the budget must be > 0"),
-    ({"max_rounds": 1}, "max rounds must be >= 2"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"pilot_rounds": 2}, "a pilot needs >= 3 rounds"),
+        ({"warmup_rounds": -1}, "warm-up rounds must be >= 0"),
+        ({"budget_s": 0}, "the budget must be > 0"),
+        ({"max_rounds": 1}, "max rounds must be >= 2"),
+    ],
+)
 def test_bad_designs_say_what_is_wrong(kwargs, message):
     with pytest.raises(ValueError, match=message):
         Design(**kwargs)

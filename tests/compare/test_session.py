@@ -12,18 +12,17 @@ import pytest
 
 from pytest_llmbench import sink, stash
 from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
-from pytest_llmbench.compare.interleave import Block, Rounds
-from pytest_llmbench.compare.interleave import Outcome
+from pytest_llmbench.compare.interleave import Block, Outcome, Rounds
 from pytest_llmbench.compare.judging import Judge
-from pytest_llmbench.compare.power import Design, Plan
 from pytest_llmbench.compare.options import CompareSettings
+from pytest_llmbench.compare.power import Design, Plan
 from pytest_llmbench.compare.session import CompareSession, _LastRun
 from pytest_llmbench.config import load_config_file
+from pytest_llmbench.registry import Registry
+from pytest_llmbench.report import junit
 from pytest_llmbench.report.results import ResultsWriter
 from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
-from pytest_llmbench.registry import Registry
-from pytest_llmbench.report import junit
 
 from .test_arms import CPU_YAML
 
@@ -46,8 +45,16 @@ def _rounds(cand_speed: float, ttft_noise: float, n_rounds: int = 5) -> Rounds:
     for r in range(n_rounds):
         for role in ("reference", "candidate"):
             speed = 100.0 if role == "reference" else cand_speed
-            recs = [RequestRecord(index=i, ok=True, ttft_s=0.1 * (1 + ttft_noise * rng.standard_normal()),
-                                  e2e_s=1.0, completion_tokens=8) for i in range(4)]
+            recs = [
+                RequestRecord(
+                    index=i,
+                    ok=True,
+                    ttft_s=0.1 * (1 + ttft_noise * rng.standard_normal()),
+                    e2e_s=1.0,
+                    completion_tokens=8,
+                )
+                for i in range(4)
+            ]
             m = {"output_throughput": speed * (1 + 0.002 * rng.standard_normal()), "duration": 1.0}
             rounds.add(Block(r, role, ScenarioResult(SC, recs, m)))
     return rounds
@@ -55,9 +62,19 @@ def _rounds(cand_speed: float, ttft_noise: float, n_rounds: int = 5) -> Rounds:
 
 def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace]:
     cfg = {c.name: c for c in load_config_file(CPU_YAML)}["smol-nospec"]
-    settings = CompareSettings(arms=ArmOptions.parse(reference_args="-t 1"), design=DESIGN, block_prompts=4,
-                               strict=strict, server_mode="auto", alpha=0.01, detect={}, ignore={}, decide=())
+    settings = CompareSettings(
+        arms=ArmOptions.parse(reference_args="-t 1"),
+        design=DESIGN,
+        block_prompts=4,
+        strict=strict,
+        server_mode="auto",
+        alpha=0.01,
+        detect={},
+        ignore={},
+        decide=(),
+    )
     writer = ResultsWriter(tmp_path)
+
     def sinks(config, record, item):  # the built-in sinks: results.jsonl and JUnit properties
         writer.write(record)
         junit.pytest_llmbench_record(record, item)
@@ -69,8 +86,13 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
     s.alphas = {"timing": 0.01, "quality": 0.01, "decisions": 0.01}
     s._servers, s._last, s._failing, s.records, s.is_worker = None, {}, {}, [], False
     item = SimpleNamespace(user_properties=[], nodeid="b.py::test_serving[smol-nospec]")
-    bench = SimpleNamespace(item=item, nodeid=item.nodeid, config_name="smol-nospec", test_key="b.py::test_serving",
-                            emit=lambda record: sink.emit(config, record, item))
+    bench = SimpleNamespace(
+        item=item,
+        nodeid=item.nodeid,
+        config_name="smol-nospec",
+        test_key="b.py::test_serving",
+        emit=lambda record: sink.emit(config, record, item),
+    )
     return s, bench
 
 
@@ -91,9 +113,31 @@ def test_regressed_fails_the_test_and_writes_the_record(tmp_path):
     assert c.verdict == "regressed" and c.estimate == pytest.approx(0.5, rel=0.01)
     (line,) = (tmp_path / "results.jsonl").read_text().splitlines()
     rec = json.loads(line)
-    for key in ("config", "metric", "reference", "candidate", "ratio", "ci_low", "ci_high", "verdict", "rounds",
-                "prompts", "p_value", "alpha", "family", "reference_arm", "candidate_arm", "stop", "stop_reason",
-                "rules_out", "detectable", "ignore", "detect", "planned_rounds", "underpowered"):
+    for key in (
+        "config",
+        "metric",
+        "reference",
+        "candidate",
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "verdict",
+        "rounds",
+        "prompts",
+        "p_value",
+        "alpha",
+        "family",
+        "reference_arm",
+        "candidate_arm",
+        "stop",
+        "stop_reason",
+        "rules_out",
+        "detectable",
+        "ignore",
+        "detect",
+        "planned_rounds",
+        "underpowered",
+    ):
         assert key in rec, key
     assert (rec["record"], rec["config"], rec["rounds"], rec["prompts"]) == ("comparison", "smol-nospec", 5, 40)
     assert rec["reference_arm"] == "args -t 1" and rec["family"] == "timing"
@@ -149,8 +193,11 @@ def test_cases_on_both_arms_are_paired_by_case_id(tmp_path):
     assert t.verdict == "regressed" and t.estimate == pytest.approx(-0.4)
     records = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [(r["metric"], r["family"], r["verdict"]) for r in records] == [
-        ("bfcl_passed", "quality", "regressed"), ("bfcl_passed", "quality", "inconclusive"),
-        ("accuracy", "decisions", "equivalent"), ("accept_length", "quality", "regressed")]
+        ("bfcl_passed", "quality", "regressed"),
+        ("bfcl_passed", "quality", "inconclusive"),
+        ("accuracy", "decisions", "equivalent"),
+        ("accept_length", "quality", "regressed"),
+    ]
     assert len(s._failing[bench.nodeid]) == 2
 
 

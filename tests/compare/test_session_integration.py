@@ -54,9 +54,22 @@ def _no_server_left(out: Path) -> bool:
 
 def _run(pytester: pytest.Pytester, configs: Path, *args: str) -> pytest.RunResult:
     pytester.makepyfile(test_bench=BENCH)
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--llmbench-configs", str(configs),
-                                         "--results-dir", "out", "--runner", "ci-a", "-k", "smol-nospec",
-                                         "--llmbench-compare-alpha", "0.05", *args, timeout=600)
+    return pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--llmbench-configs",
+        str(configs),
+        "--results-dir",
+        "out",
+        "--runner",
+        "ci-a",
+        "-k",
+        "smol-nospec",
+        "--llmbench-compare-alpha",
+        "0.05",
+        *args,
+        timeout=600,
+    )
 
 
 def test_candidate_with_tiny_batches_regresses_and_fails_its_test(pytester: pytest.Pytester):
@@ -76,16 +89,21 @@ def test_candidate_with_tiny_batches_regresses_and_fails_its_test(pytester: pyte
     assert ttft["rounds"] == 6 and ttft["prompts"] == 2 * 2 * (ttft["rounds"] + 1)
     assert ttft["stop"] in ("planned", "underpowered") and ttft["stop_reason"] and ttft["confidence"] == 0.95
     blocks = [(b["round"], b["role"], b["warmup"]) for b in _records(out, "comparison_block")]
-    assert blocks[:4] == [(-1, "candidate", True), (-1, "reference", True), (0, "reference", False),
-                          (0, "candidate", False)]
+    assert blocks[:4] == [
+        (-1, "candidate", True),
+        (-1, "reference", True),
+        (0, "reference", False),
+        (0, "candidate", False),
+    ]
     (plan,) = _records(out, "comparison_plan")
     assert plan["pilot"] == 6 and plan["rounds"] == 6 and {n["metric"] for n in plan["needs"]} >= {"output_throughput"}
     # the candidate arm really ran with tiny batches: its command line holds the extra args, the reference's not
     server_args = {r["config"]: " ".join(r["server_args"]) for r in _records(out, "server")}
     assert " -b 8 -ub 8" in server_args["smol-nospec"] and "-ub" not in server_args["smol-nospec.reference"]
     assert (out / "smol-nospec.reference" / "server.log").is_file()
-    result.stdout.fnmatch_lines(["*comparison(s) failed*", "*llmbench comparisons*",
-                                 "REGRESSED*smol-nospec*median_ttft_ms*"])
+    result.stdout.fnmatch_lines(
+        ["*comparison(s) failed*", "*llmbench comparisons*", "REGRESSED*smol-nospec*median_ttft_ms*"]
+    )
     assert _no_server_left(out)
 
 
@@ -93,8 +111,18 @@ def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
     folder = shlex.quote(str(llamacpp_binary().parent))
     # alpha 0.001 (the last --llmbench-compare-alpha wins): six one-sided tests at _run's 0.05 would flag a
     # true A/A up to ~30% of the time on purpose; at 0.001 a decided verdict here would be a real defect
-    result = _run(pytester, CPU_YAML, "--llmbench-reference-bin", folder, "--llmbench-candidate-bin", folder,
-                  "--llmbench-max-rounds", "4", "--llmbench-compare-alpha", "0.001")
+    result = _run(
+        pytester,
+        CPU_YAML,
+        "--llmbench-reference-bin",
+        folder,
+        "--llmbench-candidate-bin",
+        folder,
+        "--llmbench-max-rounds",
+        "4",
+        "--llmbench-compare-alpha",
+        "0.001",
+    )
     result.assert_outcomes(passed=1)
     out = pytester.path / "out"
     comps = _records(out, "comparison")
@@ -115,7 +143,9 @@ def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
 
 
 def test_yaml_compare_block_runs_the_candidate_config_against_the_reference_config(pytester: pytest.Pytester):
-    text = CPU_YAML.read_text() + """
+    text = (
+        CPU_YAML.read_text()
+        + """
   - name: smol-ub8
     description: prefill in batches of 8 tokens (the seeds' "config A vs config B", here deliberately slower)
     args: [-b, "8", -ub, "8"]
@@ -123,6 +153,7 @@ def test_yaml_compare_block_runs_the_candidate_config_against_the_reference_conf
 compare:
   - {reference: smol-ub8, candidate: smol-nospec}
 """
+    )
     configs = pytester.path / "configs.yaml"
     configs.write_text(text)
     result = _run(pytester, configs, "--llmbench-max-rounds", "4")
@@ -139,8 +170,15 @@ compare:
 
 def test_per_block_servers_start_each_arm_for_each_block(pytester: pytest.Pytester):
     """The GPU policy (one arm's server at a time), here on CPU: a start per block, the candidate again after."""
-    result = _run(pytester, CPU_YAML, "--llmbench-reference-args=--no-warmup", "--llmbench-max-rounds", "3",
-                  "--llmbench-arm-servers", "per-block")
+    result = _run(
+        pytester,
+        CPU_YAML,
+        "--llmbench-reference-args=--no-warmup",
+        "--llmbench-max-rounds",
+        "3",
+        "--llmbench-arm-servers",
+        "per-block",
+    )
     result.assert_outcomes(passed=1)
     out = pytester.path / "out"
     blocks = _records(out, "comparison_block")
@@ -151,5 +189,7 @@ def test_per_block_servers_start_each_arm_for_each_block(pytester: pytest.Pytest
     # and it is started once more after the last round when a reference block ended the rounds
     assert sum(s["role"] == "candidate" for s in starts) >= ref_blocks - 1
     assert all(s["startup_s"] > 0 for s in starts)
-    result.stdout.fnmatch_lines(["smol-nospec: reference [[]args --no-warmup[]] vs candidate [[]installed build[]]: startup *"])
+    result.stdout.fnmatch_lines(
+        ["smol-nospec: reference [[]args --no-warmup[]] vs candidate [[]installed build[]]: startup *"]
+    )
     assert _no_server_left(out)

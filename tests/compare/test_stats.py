@@ -10,8 +10,16 @@ from scipy import stats
 
 from pytest_llmbench.compare.margins import Sizes
 from pytest_llmbench.compare.stats import (
-    VERDICTS, Comparison, Spread, clopper_pearson, compare_decisions, compare_paired, compare_pass_fail,
-    compare_rounds, detectable_change, verdict_of,
+    VERDICTS,
+    Comparison,
+    Spread,
+    clopper_pearson,
+    compare_decisions,
+    compare_paired,
+    compare_pass_fail,
+    compare_rounds,
+    detectable_change,
+    verdict_of,
 )
 
 RNG = np.random.default_rng(12)
@@ -30,18 +38,21 @@ def rounds(n: int, factor: float, noise: float, seed: int = 0) -> tuple[np.ndarr
     return ref, ref * factor * np.exp(rng.normal(0, noise, n))
 
 
-@pytest.mark.parametrize(("kind", "low", "high", "higher", "expected"), [
-    ("ratio", 0.95, 0.985, True, "regressed"),  # wholly worse than ignore (1%), though smaller than detect
-    ("ratio", 0.95, 0.985, False, "improved"),
-    ("ratio", 1.02, 1.10, True, "improved"),
-    ("ratio", 0.975, 1.02, True, "equivalent"),  # inside ± detect (3%)
-    ("ratio", 0.96, 1.02, True, "inconclusive"),  # the lower end crosses detect
-    ("ratio", 0.97, 0.995, True, "inconclusive"),  # worse, but not beyond ignore as a whole
-    ("difference", -0.5, -0.2, True, "regressed"),
-    ("difference", 0.2, 0.5, False, "regressed"),
-    ("difference", -0.05, 0.05, True, "equivalent"),
-    ("difference", float("nan"), 0.0, True, "inconclusive"),
-])
+@pytest.mark.parametrize(
+    ("kind", "low", "high", "higher", "expected"),
+    [
+        ("ratio", 0.95, 0.985, True, "regressed"),  # wholly worse than ignore (1%), though smaller than detect
+        ("ratio", 0.95, 0.985, False, "improved"),
+        ("ratio", 1.02, 1.10, True, "improved"),
+        ("ratio", 0.975, 1.02, True, "equivalent"),  # inside ± detect (3%)
+        ("ratio", 0.96, 1.02, True, "inconclusive"),  # the lower end crosses detect
+        ("ratio", 0.97, 0.995, True, "inconclusive"),  # worse, but not beyond ignore as a whole
+        ("difference", -0.5, -0.2, True, "regressed"),
+        ("difference", 0.2, 0.5, False, "regressed"),
+        ("difference", -0.05, 0.05, True, "equivalent"),
+        ("difference", float("nan"), 0.0, True, "inconclusive"),
+    ],
+)
 def test_verdict_of_bounds_against_ignore_and_detect(kind, low, high, higher, expected):
     sizes = TPUT if kind == "ratio" else ACCEPT
     assert verdict_of(low, high, sizes=sizes, higher_is_better=higher) == expected
@@ -109,7 +120,8 @@ def test_detectable_change_is_ignore_plus_the_reach_of_the_test():
     got = detectable_change(se, df, sizes=TPUT, alpha=0.01, higher_is_better=True)
     assert got == pytest.approx(1 - math.exp(math.log(0.99) - reach * se))
     assert detectable_change(se, df, sizes=LAT, alpha=0.01, higher_is_better=False) == pytest.approx(
-        math.exp(math.log(1.02) + reach * se) - 1)
+        math.exp(math.log(1.02) + reach * se) - 1
+    )
     assert detectable_change(float("nan"), df, sizes=TPUT, alpha=0.01, higher_is_better=True) == math.inf
 
 
@@ -141,29 +153,58 @@ def test_accept_length_difference_is_paired_per_prompt():
 
 def test_as_record_has_the_results_fields():
     ref, cand = rounds(5, 0.9, 0.01)
-    rec = compare_rounds("output_throughput", ref, cand, higher_is_better=True, sizes=TPUT,
-                         alpha=0.01).as_record()
-    assert {"metric", "reference", "candidate", "ratio", "ci_low", "ci_high", "verdict", "p_value", "n",
-            "method", "ignore", "detect", "rules_out", "detectable", "alpha", "p_equivalent"} <= set(rec)
-    rec = compare_paired("accept_length", [1.0, 2.0], [1.5, 2.0], higher_is_better=True, sizes=ACCEPT,
-                         alpha=0.01).as_record()
+    rec = compare_rounds("output_throughput", ref, cand, higher_is_better=True, sizes=TPUT, alpha=0.01).as_record()
+    assert {
+        "metric",
+        "reference",
+        "candidate",
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "verdict",
+        "p_value",
+        "n",
+        "method",
+        "ignore",
+        "detect",
+        "rules_out",
+        "detectable",
+        "alpha",
+        "p_equivalent",
+    } <= set(rec)
+    rec = compare_paired(
+        "accept_length", [1.0, 2.0], [1.5, 2.0], higher_is_better=True, sizes=ACCEPT, alpha=0.01
+    ).as_record()
     assert "difference" in rec and "ratio" not in rec
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda: compare_rounds("output_throughput", [1, 2], [1], higher_is_better=True, sizes=TPUT, alpha=0.01),
-     "output_throughput: reference and candidate must be paired"),
-    (lambda: compare_rounds("output_throughput", [1, 0], [1, 2], higher_is_better=True, sizes=TPUT,
-                            alpha=0.01), "output_throughput: a ratio needs positive values"),
-    (lambda: compare_paired("tpot", [1, float("nan")], [1, 2], higher_is_better=False, sizes=LAT, alpha=0.01),
-     "tpot: values must be finite"),
-    (lambda: compare_rounds("output_throughput", [1, 2], [1, 2], higher_is_better=True, sizes=TPUT, alpha=0.7),
-     "output_throughput: alpha must be in"),
-    (lambda: Sizes("ratio", 0.03, 0.01), "need 0 <= ignore < detect"),
-    (lambda: Sizes("ratio", 0.01, 1.5), "a ratio's detect must be < 100%"),
-    (lambda: compare_pass_fail("bfcl_passed", [1, 2], [1, 0], sizes=pts(0.01, 0.03), alpha=0.01),
-     "bfcl_passed: pass/fail values must be booleans"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: compare_rounds("output_throughput", [1, 2], [1], higher_is_better=True, sizes=TPUT, alpha=0.01),
+            "output_throughput: reference and candidate must be paired",
+        ),
+        (
+            lambda: compare_rounds("output_throughput", [1, 0], [1, 2], higher_is_better=True, sizes=TPUT, alpha=0.01),
+            "output_throughput: a ratio needs positive values",
+        ),
+        (
+            lambda: compare_paired("tpot", [1, float("nan")], [1, 2], higher_is_better=False, sizes=LAT, alpha=0.01),
+            "tpot: values must be finite",
+        ),
+        (
+            lambda: compare_rounds("output_throughput", [1, 2], [1, 2], higher_is_better=True, sizes=TPUT, alpha=0.7),
+            "output_throughput: alpha must be in",
+        ),
+        (lambda: Sizes("ratio", 0.03, 0.01), "need 0 <= ignore < detect"),
+        (lambda: Sizes("ratio", 0.01, 1.5), "a ratio's detect must be < 100%"),
+        (
+            lambda: compare_pass_fail("bfcl_passed", [1, 2], [1, 0], sizes=pts(0.01, 0.03), alpha=0.01),
+            "bfcl_passed: pass/fail values must be booleans",
+        ),
+    ],
+)
 def test_bad_input_names_the_metric(call, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         call()
@@ -183,8 +224,10 @@ def test_mcnemar_with_ignore_zero_is_the_exact_one_sided_test():
 def test_mcnemar_ignore_moves_the_null():
     ref = np.array([True] * 150 + [True] * 12 + [False] * 2 + [False] * 36)
     cand = np.array([True] * 150 + [False] * 12 + [True] * 2 + [False] * 36)
-    ps = [compare_pass_fail("pass", ref, cand, sizes=pts(m, 0.1), alpha=0.01).p_value
-          for m in (0.0, 0.01, 0.03, 0.06, 0.08)]
+    ps = [
+        compare_pass_fail("pass", ref, cand, sizes=pts(m, 0.1), alpha=0.01).p_value
+        for m in (0.0, 0.01, 0.03, 0.06, 0.08)
+    ]
     assert ps == sorted(ps) and ps[0] < 0.01 < ps[-1]
     assert ps[-1] == 1.0  # 14 discordant of 200 cases move the pass rate 7 points at most: 8 is impossible
 
@@ -239,8 +282,21 @@ def test_decisions_at_an_alpha_the_bootstrap_cannot_resolve_are_not_judged():
 
 
 def test_comparison_decided():
-    base = dict(metric="m", kind="ratio", reference=1.0, candidate=1.0, estimate=1.0, ci_low=0.9, ci_high=1.1,
-                ignore=0.01, detect=0.03, higher_is_better=True, p_value=0.5, n=4, method="x")
+    base = dict(
+        metric="m",
+        kind="ratio",
+        reference=1.0,
+        candidate=1.0,
+        estimate=1.0,
+        ci_low=0.9,
+        ci_high=1.1,
+        ignore=0.01,
+        detect=0.03,
+        higher_is_better=True,
+        p_value=0.5,
+        n=4,
+        method="x",
+    )
     assert not Comparison(verdict="inconclusive", **base).decided
     assert Comparison(verdict="equivalent", **base).decided
 
@@ -255,8 +311,9 @@ def test_rounds_make_the_round_the_unit_of_a_per_prompt_comparison():
     cand = ref * np.exp(shock + rng.normal(0, 0.02, rounds_ * prompts))
     labels = np.repeat(np.arange(rounds_), prompts)
     per_prompt = compare_paired("median_tpot_ms", ref, cand, higher_is_better=False, sizes=LAT, alpha=0.01)
-    per_round = compare_paired("median_tpot_ms", ref, cand, higher_is_better=False, sizes=LAT, alpha=0.01,
-                               rounds=labels)
+    per_round = compare_paired(
+        "median_tpot_ms", ref, cand, higher_is_better=False, sizes=LAT, alpha=0.01, rounds=labels
+    )
     assert per_prompt.n == 128 and per_round.n == 4
     assert per_round.method == "paired log-ratio t over 4 rounds (128 requests)"
     assert per_round.estimate == pytest.approx(per_prompt.estimate)  # equal rounds: the same mean
@@ -267,8 +324,15 @@ def test_rounds_make_the_round_the_unit_of_a_per_prompt_comparison():
 
 def test_round_labels_must_match_the_prompts():
     with pytest.raises(ValueError, match="median_tpot_ms: 3 round labels for 4 values"):
-        compare_paired("median_tpot_ms", [1, 2, 3, 4], [1, 2, 3, 4], higher_is_better=False, sizes=LAT,
-                       alpha=0.01, rounds=[0, 0, 1])
+        compare_paired(
+            "median_tpot_ms",
+            [1, 2, 3, 4],
+            [1, 2, 3, 4],
+            higher_is_better=False,
+            sizes=LAT,
+            alpha=0.01,
+            rounds=[0, 0, 1],
+        )
 
 
 def test_decisions_resample_clusters_whole():
@@ -280,11 +344,13 @@ def test_decisions_resample_clusters_whole():
     cand = ref + case_shift
     labels = np.repeat([f"case{i}" for i in range(10)], 20)
     free = compare_decisions("accuracy", ref, cand, higher_is_better=True, sizes=pts(0.01, 0.03), alpha=0.025)
-    whole = compare_decisions("accuracy", ref, cand, higher_is_better=True, sizes=pts(0.01, 0.03), alpha=0.025,
-                              clusters=labels)
+    whole = compare_decisions(
+        "accuracy", ref, cand, higher_is_better=True, sizes=pts(0.01, 0.03), alpha=0.025, clusters=labels
+    )
     assert whole.estimate == pytest.approx(free.estimate)
     assert (whole.ci_high - whole.ci_low) > 3 * (free.ci_high - free.ci_low)
     assert whole.method == "paired bootstrap over 200 questions in 10 clusters"
-    one = compare_decisions("accuracy", ref, cand, higher_is_better=True, sizes=pts(0.01, 0.03), alpha=0.025,
-                            clusters=["c"] * 200)
+    one = compare_decisions(
+        "accuracy", ref, cand, higher_is_better=True, sizes=pts(0.01, 0.03), alpha=0.025, clusters=["c"] * 200
+    )
     assert one.verdict == "inconclusive" and "one cluster" in one.method

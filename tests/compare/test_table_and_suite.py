@@ -7,27 +7,66 @@ import pytest
 from pytest_llmbench.compare import suite, table
 
 
-def rec(metric, verdict, p, *, ratio=None, difference=None, family="timing", ignore=0.03, hib=True, nodeid="t::a",
-        **extra):
-    return {"record": "comparison", "config": "c", "nodeid": nodeid, "test_key": nodeid, "scenario": "s",
-            "metric": metric, "verdict": verdict, "p_value": p, "ratio": ratio, "difference": difference,
-            "ci_low": (ratio or difference or 0) - 0.01, "ci_high": (ratio or difference or 0) + 0.01,
-            "family": family, "ignore": ignore, "detect": 2 * ignore, "higher_is_better": hib, "rounds": 4,
-            "prompts": 24, "reference": 100.0, "candidate": 90.0, "kind": "ratio" if ratio else "difference",
-            "rules_out": 0.11, "detectable": 0.05, "stop": "planned", **extra}
+def rec(
+    metric, verdict, p, *, ratio=None, difference=None, family="timing", ignore=0.03, hib=True, nodeid="t::a", **extra
+):
+    return {
+        "record": "comparison",
+        "config": "c",
+        "nodeid": nodeid,
+        "test_key": nodeid,
+        "scenario": "s",
+        "metric": metric,
+        "verdict": verdict,
+        "p_value": p,
+        "ratio": ratio,
+        "difference": difference,
+        "ci_low": (ratio or difference or 0) - 0.01,
+        "ci_high": (ratio or difference or 0) + 0.01,
+        "family": family,
+        "ignore": ignore,
+        "detect": 2 * ignore,
+        "higher_is_better": hib,
+        "rounds": 4,
+        "prompts": 24,
+        "reference": 100.0,
+        "candidate": 90.0,
+        "kind": "ratio" if ratio else "difference",
+        "rules_out": 0.11,
+        "detectable": 0.05,
+        "stop": "planned",
+        **extra,
+    }
 
 
 def test_table_puts_regressions_first_then_inconclusive():
-    lines = table.render([rec("b", "equivalent", 0.9, ratio=1.0), rec("a", "regressed", 1e-4, ratio=0.9),
-                          rec("c", "inconclusive", 0.2, ratio=0.98), rec("d", "improved", 1.0, ratio=1.2)])
+    lines = table.render(
+        [
+            rec("b", "equivalent", 0.9, ratio=1.0),
+            rec("a", "regressed", 1e-4, ratio=0.9),
+            rec("c", "inconclusive", 0.2, ratio=0.98),
+            rec("d", "improved", 1.0, ratio=1.2),
+        ]
+    )
     body = lines[2:]
     assert [line.split()[0] for line in body] == ["REGRESSED", "inconclusive", "improved", "equivalent"]
     assert "×0.900 [0.890, 0.910]" in body[0] and "11% / 5%" in body[0] and body[0].rstrip().endswith("planned")
 
 
 def test_an_underpowered_comparison_says_so_and_why():
-    lines = table.render([rec("a", "inconclusive", 0.2, ratio=0.98, underpowered=True, stop="underpowered",
-                              stop_reason="underpowered: needs ~80 rounds for 3% at the measured 4% SD")])
+    lines = table.render(
+        [
+            rec(
+                "a",
+                "inconclusive",
+                0.2,
+                ratio=0.98,
+                underpowered=True,
+                stop="underpowered",
+                stop_reason="underpowered: needs ~80 rounds for 3% at the measured 4% SD",
+            )
+        ]
+    )
     assert lines[2].startswith("inconclusive (underpowered)")
     assert lines[-1] == "  c s: underpowered: needs ~80 rounds for 3% at the measured 4% SD"
     assert table.reach(rec("a", "x", 0.1, ratio=0.9)) == "rules out a slowdown > 11%; could catch 5%"
@@ -35,13 +74,18 @@ def test_an_underpowered_comparison_says_so_and_why():
 
 def test_counts_line_names_rounds_and_prompts_once_per_run():
     rows = [rec("a", "regressed", 1e-4, ratio=0.9), rec("b", "equivalent", 0.9, ratio=1.0)]
-    assert table.counts(rows) == ("2 comparisons: 1 regressed, 1 equivalent; rounds used per scenario 4–4, "
-                                  "prompts sent (both arms) 24")
+    assert table.counts(rows) == (
+        "2 comparisons: 1 regressed, 1 equivalent; rounds used per scenario 4–4, prompts sent (both arms) 24"
+    )
 
 
 def test_holm_marks_a_later_step_regression_at_suite_level_only_beyond_the_margin():
-    rows = [rec("a", "regressed", 0.001, ratio=0.80), rec("b", "inconclusive", 0.012, ratio=0.90),
-            rec("c", "inconclusive", 0.012, ratio=0.99), rec("d", "equivalent", 0.9, ratio=1.0)]
+    rows = [
+        rec("a", "regressed", 0.001, ratio=0.80),
+        rec("b", "inconclusive", 0.012, ratio=0.90),
+        rec("c", "inconclusive", 0.012, ratio=0.99),
+        rec("d", "equivalent", 0.9, ratio=1.0),
+    ]
     out = suite.adjust(rows, {"timing": 0.05, "quality": 0.05, "decisions": 0.05})
     assert [r.get("q_value") for r in out] == pytest.approx([0.004, 0.036, 0.036, 0.9])
     # b: q 0.036 ≤ 0.05 and 10% worse than a 3% margin → regressed at suite level; c: inside the margin
@@ -50,8 +94,10 @@ def test_holm_marks_a_later_step_regression_at_suite_level_only_beyond_the_margi
 
 
 def test_holm_is_per_family_and_off_without_a_budget():
-    rows = [rec("tput", "inconclusive", 0.03, ratio=0.9), rec("accept_length", "inconclusive", 0.03,
-                                                               difference=-0.5, family="quality", ignore=0.1)]
+    rows = [
+        rec("tput", "inconclusive", 0.03, ratio=0.9),
+        rec("accept_length", "inconclusive", 0.03, difference=-0.5, family="quality", ignore=0.1),
+    ]
     out = suite.adjust(rows, {"timing": 0.05, "quality": 0.05, "decisions": 0.05})
     assert [r["q_value"] for r in out] == [0.03, 0.03]  # one comparison per family: no adjustment
     assert [r["suite_verdict"] for r in out] == ["regressed", "regressed"]
@@ -59,9 +105,16 @@ def test_holm_is_per_family_and_off_without_a_budget():
 
 
 def test_arms_lines_compare_startup_and_memory():
-    starts = [{"config": "c", "role": "reference", "label": "bin /old", "startup_s": 2.0, "host_rss_bytes": 400 * 2**20},
-              {"config": "c", "role": "candidate", "label": "installed build", "startup_s": 3.0,
-               "host_rss_bytes": 500 * 2**20}]
+    starts = [
+        {"config": "c", "role": "reference", "label": "bin /old", "startup_s": 2.0, "host_rss_bytes": 400 * 2**20},
+        {
+            "config": "c",
+            "role": "candidate",
+            "label": "installed build",
+            "startup_s": 3.0,
+            "host_rss_bytes": 500 * 2**20,
+        },
+    ]
     (line,) = table.arms_lines(starts)
     assert line.startswith("c: reference [bin /old] vs candidate [installed build]")
     assert "startup 2.0→3.0 s (×1.50, 1+1 starts)" in line and "RSS 400.0→500.0 MiB (×1.25" in line

@@ -45,12 +45,17 @@ def write_jsonl(path, rows):
 
 
 TYPED_ROW = {
-    "case_id": "inv-1", "workflow": "invoices", "state": {"vendor": "Acme", "total": 120},
+    "case_id": "inv-1",
+    "workflow": "invoices",
+    "state": {"vendor": "Acme", "total": 120},
     "questions": {
         "approve": {"type": "boolean", "instructions": "Approve?", "gold": 0.8},  # teacher P(yes)
-        "category": {"type": "choice", "instructions": "Category?",
-                     "criteria": [{"key": "travel", "description": "trips"}, {"key": "office", "description": None}],
-                     "gold": {"travel": 2, "office": 1}},  # averaged teacher votes
+        "category": {
+            "type": "choice",
+            "instructions": "Category?",
+            "criteria": [{"key": "travel", "description": "trips"}, {"key": "office", "description": None}],
+            "gold": {"travel": 2, "office": 1},
+        },  # averaged teacher votes
         "risk": {"type": "score", "instructions": "Risk?", "criteria": ["low", "mid", "high"], "gold": 2},
     },
 }
@@ -87,10 +92,18 @@ def test_the_data_folder_given_directly_wins_over_the_environment(tmp_path, monk
 
 
 def test_pubmedqa_in_its_own_shape(tmp_path):
-    (tmp_path / "test_set.json").write_text(json.dumps({
-        "12345": {"QUESTION": "Does X help?", "CONTEXTS": ["We studied X.", "It helped."], "final_decision": "yes"},
-        "67890": {"QUESTION": "Is Y safe?", "CONTEXTS": ["Unclear."], "final_decision": "maybe"},
-    }))
+    (tmp_path / "test_set.json").write_text(
+        json.dumps(
+            {
+                "12345": {
+                    "QUESTION": "Does X help?",
+                    "CONTEXTS": ["We studied X.", "It helped."],
+                    "final_decision": "yes",
+                },
+                "67890": {"QUESTION": "Is Y safe?", "CONTEXTS": ["Unclear."], "final_decision": "maybe"},
+            }
+        )
+    )
     cases = D.load_split("pubmedqa", "test", root=tmp_path)
     assert [c.case_id for c in cases] == ["12345", "67890"]
     q = cases[1].questions["answer"]
@@ -107,8 +120,12 @@ def test_bad_rows_name_file_and_line(tmp_path):
 
 def test_procedural_rows_group_by_task_and_level_and_sample_ten_per_group(tmp_path, monkeypatch):
     """The post scores "a fixed sample of up to 10 states per task and level"."""
-    rows = [{**TYPED_ROW, "case_id": f"{task}-{level}-{i}", "task": task, "level": level}
-            for task in ("refund", "escalate") for level in (1, 2) for i in range(12 if level == 1 else 4)]
+    rows = [
+        {**TYPED_ROW, "case_id": f"{task}-{level}-{i}", "task": task, "level": level}
+        for task in ("refund", "escalate")
+        for level in (1, 2)
+        for i in range(12 if level == 1 else 4)
+    ]
     write_jsonl(tmp_path / "proc" / "test.jsonl", rows)
     monkeypatch.setenv("LLMBENCH_PROCEDURAL_TYPED_DECISIONS", str(tmp_path / "proc"))
     cases = D.load_split("procedural-typed-decisions", "test")

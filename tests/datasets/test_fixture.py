@@ -11,7 +11,8 @@ def test_a_missing_set_skips_naming_the_path_and_a_present_one_loads(pytester, t
     (data / "gsm8k").mkdir(parents=True)
     (data / "gsm8k" / "test.jsonl").write_text(json.dumps({"question": "1+1?", "answer": "#### 2"}) + "\n")
     (data / "typed-decisions").mkdir()
-    pytester.makepyfile(test_d="""
+    pytester.makepyfile(
+        test_d="""
         def test_present(datasets):
             prompts = datasets.load("gsm8k")
             assert [p.answer for p in prompts] == ["2"]
@@ -22,7 +23,8 @@ def test_a_missing_set_skips_naming_the_path_and_a_present_one_loads(pytester, t
 
         def test_absent_split(datasets):
             datasets.cases("typed-decisions", "test")
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess(f"--llmbench-data={data}", "-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, skipped=2)
     out = result.stdout.str()
@@ -31,7 +33,8 @@ def test_a_missing_set_skips_naming_the_path_and_a_present_one_loads(pytester, t
 
 
 def test_outside_the_fixture_a_missing_set_is_an_error_not_a_skip(pytester, tmp_path):
-    pytester.makepyfile(test_e="""
+    pytester.makepyfile(
+        test_e="""
         import pytest
         from pytest_llmbench.datasets import DatasetNotFound, load
 
@@ -39,5 +42,6 @@ def test_outside_the_fixture_a_missing_set_is_an_error_not_a_skip(pytester, tmp_
             monkeypatch.setenv("LLMBENCH_DATA_DIR", str(tmp_path))
             with pytest.raises(DatasetNotFound):
                 load("mbpp")
-    """)
+    """
+    )
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -19,8 +19,11 @@ def test_messages_replay_earlier_answers():
     p = Prompt(id="x", set="s", turns=("q1", "q2"), system="be brief")
     assert p.messages() == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "q1"}]
     assert p.messages(1, ["a1"]) == [
-        {"role": "system", "content": "be brief"}, {"role": "user", "content": "q1"},
-        {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q2"}]
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "q2"},
+    ]
     with pytest.raises(ValueError, match="turn 1 of prompt x needs the 1 earlier answer"):
         p.messages(1, [])
     with pytest.raises(IndexError, match="prompt x has 2 turn"):

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_llmbench.datasets import load
 from pytest_llmbench.datasets import prompt_sets as ds
-from pytest_llmbench.datasets.files import DATA_ENV, DatasetError, DatasetNotFound, read_records
+from pytest_llmbench.datasets.files import DATA_ENV, DatasetError, DatasetNotFound
 from pytest_llmbench.datasets.prompt import Prompt
 
 
@@ -46,10 +46,13 @@ def test_env_var_pointing_nowhere_names_it(tmp_path, monkeypatch):
 
 
 def test_gsm8k_loader_reads_the_gold_after_hashes(tmp_path, monkeypatch):
-    write_jsonl(tmp_path / "gsm8k" / "test.jsonl", [
-        {"question": "Tom has 3 apples and buys 4. How many?", "answer": "3+4=7\n#### 7"},
-        {"question": "Pay $1,200 twice?", "answer": "#### 2,400"},
-    ])
+    write_jsonl(
+        tmp_path / "gsm8k" / "test.jsonl",
+        [
+            {"question": "Tom has 3 apples and buys 4. How many?", "answer": "3+4=7\n#### 7"},
+            {"question": "Pay $1,200 twice?", "answer": "#### 2,400"},
+        ],
+    )
     monkeypatch.setenv(DATA_ENV, str(tmp_path))
     prompts = load("gsm8k")
     assert [p.answer for p in prompts] == ["7", "2,400"]
@@ -57,23 +60,49 @@ def test_gsm8k_loader_reads_the_gold_after_hashes(tmp_path, monkeypatch):
 
 
 def test_math500_and_mbpp_loaders(tmp_path):
-    m = ds.load_math500(write_jsonl(tmp_path / "m.jsonl", [
-        {"problem": "What is 1+1?", "answer": "2", "subject": "Algebra", "level": 1, "unique_id": "test/a/1.json"}]))
+    m = ds.load_math500(
+        write_jsonl(
+            tmp_path / "m.jsonl",
+            [
+                {
+                    "problem": "What is 1+1?",
+                    "answer": "2",
+                    "subject": "Algebra",
+                    "level": 1,
+                    "unique_id": "test/a/1.json",
+                }
+            ],
+        )
+    )
     assert m[0].id == "test/a/1.json" and m[0].answer == "2" and m[0].group["subject"] == "Algebra"
-    b = ds.load_mbpp(write_jsonl(tmp_path / "b.jsonl", [
-        {"task_id": 11, "text": "Write a function to add.", "test_list": ["assert add(1, 2) == 3"]}]))
+    b = ds.load_mbpp(
+        write_jsonl(
+            tmp_path / "b.jsonl",
+            [{"task_id": 11, "text": "Write a function to add.", "test_list": ["assert add(1, 2) == 3"]}],
+        )
+    )
     assert b[0].id == "mbpp-11" and "assert add(1, 2) == 3" in b[0].turns[0]
 
 
 def test_speed_bench_groups_by_domain_and_length(tmp_path):
-    q = ds.load_speed_bench(write_jsonl(tmp_path / "q.jsonl", [
-        {"id": "a", "domain": "coding", "turns": ["write code", "now test it"]},
-        {"id": "b", "category": "math", "prompt": "integrate x"},
-    ]), "qualitative")
+    q = ds.load_speed_bench(
+        write_jsonl(
+            tmp_path / "q.jsonl",
+            [
+                {"id": "a", "domain": "coding", "turns": ["write code", "now test it"]},
+                {"id": "b", "category": "math", "prompt": "integrate x"},
+            ],
+        ),
+        "qualitative",
+    )
     assert [p.group["domain"] for p in q] == ["coding", "math"]
     assert q[0].turns == ("write code", "now test it") and q[1].turns == ("integrate x",)
-    t = ds.load_speed_bench(write_jsonl(tmp_path / "t.jsonl", [
-        {"id": "c", "input_len": 1024, "messages": [{"role": "user", "content": "long"}]}]), "throughput")
+    t = ds.load_speed_bench(
+        write_jsonl(
+            tmp_path / "t.jsonl", [{"id": "c", "input_len": 1024, "messages": [{"role": "user", "content": "long"}]}]
+        ),
+        "throughput",
+    )
     assert t[0].group == {"length": 1024} and t[0].turns == ("long",)
 
 

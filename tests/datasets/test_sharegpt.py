@@ -11,8 +11,10 @@ from pytest_llmbench.datasets.sharegpt import iter_json_array, sharegpt_first_tu
 
 
 def conv(i, first="human"):
-    return {"id": str(i), "conversations": [{"from": first, "value": f"question number {i:03d}"},
-                                           {"from": "gpt", "value": "answer"}]}
+    return {
+        "id": str(i),
+        "conversations": [{"from": first, "value": f"question number {i:03d}"}, {"from": "gpt", "value": "answer"}],
+    }
 
 
 def test_a_truncated_file_yields_every_whole_record_before_the_cut(tmp_path):
@@ -37,9 +39,9 @@ def test_first_turns_need_a_human_turn_and_sampling_is_fixed_by_seed(tmp_path):
 
 def test_files_that_are_not_sharegpt_name_themselves(tmp_path, monkeypatch):
     (tmp_path / "obj.json").write_text('{"a": 1}')
-    with pytest.raises(DatasetError, match="obj.json: expected a JSON array of conversations"):
+    with pytest.raises(DatasetError, match=r"obj.json: expected a JSON array of conversations"):
         list(iter_json_array(tmp_path / "obj.json"))
-    with pytest.raises(DatasetNotFound, match="missing.json: cannot read"):
+    with pytest.raises(DatasetNotFound, match=r"missing.json: cannot read"):
         list(iter_json_array(tmp_path / "missing.json"))
     monkeypatch.setenv("LLMBENCH_SHAREGPT", str(tmp_path / "mine.json"))
     assert sharegpt_path() == tmp_path / "mine.json"

@@ -10,9 +10,23 @@ from pytest_llmbench.datasets import SOURCES, LocalSource, Prompt, Source, Wheel
 
 
 def test_every_shipped_set_is_registered_and_follows_the_protocol():
-    assert {"sharegpt", "mt-bench", "humaneval", "gsm8k", "math500", "mbpp", "speed-bench-qualitative",
-            "speed-bench-throughput", "sys1bench-canary", "typed-gguf-devset", "typed-decisions",
-            "typed-decision-bench", "calibrated-typed-decisions", "pubmedqa", "procedural-typed-decisions"} <= set(SOURCES)
+    assert {
+        "sharegpt",
+        "mt-bench",
+        "humaneval",
+        "gsm8k",
+        "math500",
+        "mbpp",
+        "speed-bench-qualitative",
+        "speed-bench-throughput",
+        "sys1bench-canary",
+        "typed-gguf-devset",
+        "typed-decisions",
+        "typed-decision-bench",
+        "calibrated-typed-decisions",
+        "pubmedqa",
+        "procedural-typed-decisions",
+    } <= set(SOURCES)
     assert all(isinstance(s, Source) and s.name == name for name, s in SOURCES.items())
 
 

@@ -28,9 +28,19 @@ from typing import Any
 
 
 class Double:
-    def __init__(self, kind: str, *, model: str = "org/model", starting_polls: int = 2, flush_400: int = 1,
-                 old_routes: bool = False, spec: bool = True, tokens_per_step: int = 3,
-                 dev_mode: bool | None = None, chunk_delay_s: float = 0.001):
+    def __init__(
+        self,
+        kind: str,
+        *,
+        model: str = "org/model",
+        starting_polls: int = 2,
+        flush_400: int = 1,
+        old_routes: bool = False,
+        spec: bool = True,
+        tokens_per_step: int = 3,
+        dev_mode: bool | None = None,
+        chunk_delay_s: float = 0.001,
+    ):
         self.kind, self.model = kind, model
         self.starting_polls, self.flush_400 = starting_polls, flush_400
         self.old_routes, self.spec, self.k = old_routes, spec, tokens_per_step
@@ -80,19 +90,30 @@ class Double:
 
     def server_info(self) -> dict[str, Any]:
         avg = self.tokens_since_flush / self.steps_since_flush if self.steps_since_flush else 0.0
-        return {"model_path": self.model, "api_key": "sk-double-secret", "speculative_algorithm": "DFLASH" if self.spec else None,
-                "max_total_num_tokens": 236864, "max_running_requests": 4, "context_len": 153600,
-                "internal_states": [{"avg_spec_accept_length": avg, "last_gen_throughput": 100.0}],
-                "version": "0.0.0-double"}
+        return {
+            "model_path": self.model,
+            "api_key": "sk-double-secret",
+            "speculative_algorithm": "DFLASH" if self.spec else None,
+            "max_total_num_tokens": 236864,
+            "max_running_requests": 4,
+            "context_len": 153600,
+            "internal_states": [{"avg_spec_accept_length": avg, "last_gen_throughput": 100.0}],
+            "version": "0.0.0-double",
+        }
 
     def metrics(self) -> str:
         if self.kind == "sglang":
             avg = self.server_info()["internal_states"][0]["avg_spec_accept_length"]
-            return ("# HELP sglang:spec_accept_length accept length\n# TYPE sglang:spec_accept_length gauge\n"
-                    f'sglang:spec_accept_length{{model_name="{self.model}"}} {avg}\n')
+            return (
+                "# HELP sglang:spec_accept_length accept length\n# TYPE sglang:spec_accept_length gauge\n"
+                f'sglang:spec_accept_length{{model_name="{self.model}"}} {avg}\n'
+            )
         lines = []
-        for name, value in (("drafts", self.drafts), ("draft_tokens", self.draft_tokens),
-                            ("accepted_tokens", self.accepted)):
+        for name, value in (
+            ("drafts", self.drafts),
+            ("draft_tokens", self.draft_tokens),
+            ("accepted_tokens", self.accepted),
+        ):
             lines.append(f"# TYPE vllm:spec_decode_num_{name}_total counter")
             # Two label sets (two engines) that the adapter must add up.
             half = value // 2
@@ -109,7 +130,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: Any = b"", ctype: str = "application/json") -> None:
-        data = json.dumps(body).encode() if not isinstance(body, (bytes, str)) else (body.encode() if isinstance(body, str) else body)
+        data = (
+            json.dumps(body).encode()
+            if not isinstance(body, (bytes, str))
+            else (body.encode() if isinstance(body, str) else body)
+        )
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
@@ -120,7 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         return json.loads(self.rfile.read(n) or b"{}")
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         d, path = self.d, self.path.split("?")[0]
         if path == "/health":
             if d.kind == "sglang" and d.health_503 < d.starting_polls:
@@ -137,7 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, {"object": "list", "data": [{"id": d.model, "max_model_len": 32768}]})
         self._send(404, {"detail": "Not Found"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         d, path = self.d, self.path.split("?")[0]
         body = self._json()
         if d.kind == "sglang" and path == "/flush_cache":
@@ -166,8 +191,9 @@ class _Handler(BaseHTTPRequestHandler):
         d = self.d
         d.bodies.append(body)
         if d.kind == "vllm" and body.get("model") != d.model:
-            return self._send(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
-                                              "code": 404}})
+            return self._send(
+                404, {"error": {"message": f"The model `{body.get('model')}` does not exist.", "code": 404}}
+            )
         n = int(body.get("max_tokens") or 16)
         steps = d.steps(n)
         self.send_response(200)
@@ -188,18 +214,36 @@ class _Handler(BaseHTTPRequestHandler):
         prompt_tokens = sum(len(m.get("content", "")) for m in body.get("messages", []))
         last: dict[str, Any] = {"index": 0, "delta": {}, "finish_reason": "length"}
         if d.kind == "sglang" and body.get("return_meta_info"):
-            meta = {"id": "double", "finish_reason": {"type": "length", "length": n}, "prompt_tokens": prompt_tokens,
-                    "completion_tokens": n, "cached_tokens": 0}
+            meta = {
+                "id": "double",
+                "finish_reason": {"type": "length", "length": n},
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": n,
+                "cached_tokens": 0,
+            }
             if d.spec:
-                meta.update(spec_verify_ct=len(steps), spec_accept_length=n / len(steps),
-                            spec_accept_token_num=n - len(steps), spec_draft_token_num=len(steps) * (d.k - 1),
-                            spec_accept_rate=(n - len(steps)) / (len(steps) * (d.k - 1)))
+                meta.update(
+                    spec_verify_ct=len(steps),
+                    spec_accept_length=n / len(steps),
+                    spec_accept_token_num=n - len(steps),
+                    spec_draft_token_num=len(steps) * (d.k - 1),
+                    spec_accept_rate=(n - len(steps)) / (len(steps) * (d.k - 1)),
+                )
             last["meta_info"] = meta
         event({**base, "choices": [last]})
         d.account(steps)
         if (body.get("stream_options") or {}).get("include_usage"):
-            event({**base, "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n,
-                                                    "total_tokens": prompt_tokens + n}})
+            event(
+                {
+                    **base,
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": n,
+                        "total_tokens": prompt_tokens + n,
+                    },
+                }
+            )
         event(b"[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -231,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--load-seconds", type=float, default=0.0)
     ap.add_argument("--no-spec", action="store_true")
-    args, rest = ap.parse_known_args(argv)
+    args, _rest = ap.parse_known_args(argv)
     model = args.model_path if kind == "sglang" else model
     print(f"double argv: {' '.join(sys.argv)}", flush=True)
     print(f"double CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')}", flush=True)

@@ -15,7 +15,8 @@ def engine(*args):
 
 def test_accept_length_is_tokens_per_verify_step():
     spec = engine("--spec-type", "draft-simple").request_spec(
-        {"timings": {"predicted_n": 100, "draft_n": 120, "draft_n_accepted": 60}}, 100)
+        {"timings": {"predicted_n": 100, "draft_n": 120, "draft_n_accepted": 60}}, 100
+    )
     assert spec.accept_length == pytest.approx(100 / 40) and spec.verify_steps == 40 and spec.drafted == 120
 
 
@@ -37,8 +38,13 @@ def test_a_hub_revision_is_refused_with_how_to_pin_a_gguf():
     from pytest_llmbench.config import ServerConfig
     from pytest_llmbench.models import ModelRef
 
-    cfg = ServerConfig(name="gguf", engine="llamacpp", launcher="docker", source=Path("x.yaml"),
-                       model=ModelRef("hub", "unsloth/Qwen3.8-Flash-Next-GGUF@766911a6", revision="766911a6"))
+    cfg = ServerConfig(
+        name="gguf",
+        engine="llamacpp",
+        launcher="docker",
+        source=Path("x.yaml"),
+        model=ModelRef("hub", "unsloth/Qwen3.8-Flash-Next-GGUF@766911a6", revision="766911a6"),
+    )
     key, message = LlamaCppEngine.validate(cfg)
     assert key == "model" and "@766911a6" in message and "local path" in message
     unpinned = dataclasses.replace(cfg, model=ModelRef("hub", "unsloth/Qwen3.8-Flash-Next-GGUF"))

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from tests.engines.adapter_helpers import gone, make_config
-from tests.engines.protocol_double import Double
 
 from pytest_llmbench.engines.vllm import VLLMEngine
 from pytest_llmbench.server import start_server
 from pytest_llmbench.workload.scenario import Scenario, run_scenario
+from tests.engines.adapter_helpers import gone, make_config
+from tests.engines.protocol_double import Double
 
 
 @pytest.fixture
@@ -29,8 +29,9 @@ def double():
 
 
 def test_end_to_end_through_launcher_and_workload(tmp_path, fake_vllm):
-    cfg = make_config("vllm", model="Qwen/Qwen3-8B", engine_options={"binary": fake_vllm},
-                      args=["--load-seconds", "1.0"])
+    cfg = make_config(
+        "vllm", model="Qwen/Qwen3-8B", engine_options={"binary": fake_vllm}, args=["--load-seconds", "1.0"]
+    )
     server = start_server(cfg, tmp_path / cfg.name, poll_interval=0.05)
     try:
         assert server.startup_s >= 1.0, "connection refused while loading must read as not ready"
@@ -73,8 +74,8 @@ def test_spec_counters_sum_label_sets(double):
     d, client = double
     e = VLLMEngine()
     before = e.spec_counters(client)
-    d.account(d.steps(9))   # 3 drafts of 3 tokens: 6 accepted, 6 draft tokens
-    d.account(d.steps(7))   # 3,3,1: 3 drafts, 4 accepted
+    d.account(d.steps(9))  # 3 drafts of 3 tokens: 6 accepted, 6 draft tokens
+    d.account(d.steps(7))  # 3,3,1: 3 drafts, 4 accepted
     after = e.spec_counters(client)
     s = e.spec_from_counters(before, after)
     assert (s.verify_steps, s.accepted, s.drafted) == (6, 10, 12)
@@ -87,7 +88,7 @@ def test_no_spec_metrics_means_none():
 
 
 def test_tokenize_and_served_name(double):
-    d, client = double
+    _d, client = double
     e = VLLMEngine()
     assert e.detokenize(client, e.tokenize(client, "abc")) == "abc"
     cfg = make_config("vllm", model="org/m", args=["--served-model-name", "x"])

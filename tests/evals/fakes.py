@@ -8,8 +8,17 @@ def record(i=0, *, text="", reasoning="", finish="stop", tokens=10, accept=None,
     if not ok:
         return RequestRecord(index=i, ok=False, error="HTTP 500: boom", e2e_s=e2e)
     spec = SpecStats(accept_length=accept) if accept is not None else None
-    return RequestRecord(index=i, ok=True, text=text, reasoning=reasoning, finish_reason=finish,
-                         completion_tokens=tokens, spec=spec, tool_calls=list(tool_calls), e2e_s=e2e)
+    return RequestRecord(
+        index=i,
+        ok=True,
+        text=text,
+        reasoning=reasoning,
+        finish_reason=finish,
+        completion_tokens=tokens,
+        spec=spec,
+        tool_calls=list(tool_calls),
+        e2e_s=e2e,
+    )
 
 
 class FakeRun:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pytest_llmbench.evals.accept_length import AcceptLengthResult, Summary, TurnResult, run_accept_length
 from pytest_llmbench.datasets.prompt import Prompt
+from pytest_llmbench.evals.accept_length import AcceptLengthResult, Summary, TurnResult, run_accept_length
 
 from .fakes import FakeRun, record
 
@@ -54,23 +54,31 @@ def test_overrides_reach_the_request_and_concurrency_defaults_to_the_protocols_u
 
 def test_a_failed_turn_ends_its_conversation_and_is_counted():
     fake = FakeRun(lambda b: record(ok=False) if b["messages"][-1]["content"] == "boom" else _accept_for(b))
-    res = run_accept_length(None, [Prompt(id="a", set="s", turns=("boom", "never sent")), Prompt(id="b", set="s", turns=("ok",))], run=fake)
+    res = run_accept_length(
+        None, [Prompt(id="a", set="s", turns=("boom", "never sent")), Prompt(id="b", set="s", turns=("ok",))], run=fake
+    )
     assert res.failed == 1 and len(res.turns) == 2
     assert res.values == pytest.approx([1.2])
     assert "a#0" in res.errors[0]
 
 
 def test_requests_without_spec_stats_are_left_out_and_counted():
-    res = AcceptLengthResult("s", "p", [
-        TurnResult(Prompt(id="a", set="s", turns=("x",)), 0, record(accept=3.0)),
-        TurnResult(Prompt(id="b", set="s", turns=("x",)), 0, record(accept=None)),
-    ])
+    res = AcceptLengthResult(
+        "s",
+        "p",
+        [
+            TurnResult(Prompt(id="a", set="s", turns=("x",)), 0, record(accept=3.0)),
+            TurnResult(Prompt(id="b", set="s", turns=("x",)), 0, record(accept=None)),
+        ],
+    )
     assert res.values == [3.0] and res.without_spec == 1
 
 
 def test_grouped_by_domain_each_with_its_se():
-    turns = [TurnResult(Prompt(id=f"p{i}", set="speed", turns=("x",), group={"domain": d}), 0, record(accept=v))
-             for i, (d, v) in enumerate([("code", 4.0), ("code", 3.0), ("code", 3.5), ("chat", 2.0), ("chat", 2.4)])]
+    turns = [
+        TurnResult(Prompt(id=f"p{i}", set="speed", turns=("x",), group={"domain": d}), 0, record(accept=v))
+        for i, (d, v) in enumerate([("code", 4.0), ("code", 3.0), ("code", 3.5), ("chat", 2.0), ("chat", 2.4)])
+    ]
     res = AcceptLengthResult("speed", "speed-bench", turns)
     by = res.by("domain")
     assert list(by) == ["chat", "code"]
@@ -88,9 +96,13 @@ def test_median_tpot_over_requests_skips_failed_and_one_token_answers():
         return RequestRecord(index=0, ok=ok, ttft_s=ttft, e2e_s=e2e, completion_tokens=n)
 
     p = Prompt(id="a", set="s", turns=("x",))
-    turns = [TurnResult(p, 0, rec(0.1, 1.1, 201)), TurnResult(p, 0, rec(0.2, 0.8, 101)),
-             TurnResult(p, 0, rec(0.1, 9.0, 3, ok=False)), TurnResult(p, 0, rec(0.1, 0.2, 1)),
-             TurnResult(p, 0, rec(0.0, 0.9, 101))]
+    turns = [
+        TurnResult(p, 0, rec(0.1, 1.1, 201)),
+        TurnResult(p, 0, rec(0.2, 0.8, 101)),
+        TurnResult(p, 0, rec(0.1, 9.0, 3, ok=False)),
+        TurnResult(p, 0, rec(0.1, 0.2, 1)),
+        TurnResult(p, 0, rec(0.0, 0.9, 101)),
+    ]
     res = AcceptLengthResult("s", "speed-bench", turns)
     assert res.median_tpot_ms() == pytest.approx(6.0)  # of 5, 6, 9 ms
     assert AcceptLengthResult("s", "speed-bench", []).median_tpot_ms() is None

@@ -32,7 +32,9 @@ def replay_ground_truth(case, *, think=""):
         calls = [M.parse_call_string(c, case.functions) for c in case.ground_truth[turn]]
         if not calls:
             return "I cannot do that with these tools.", None
-        return think + "\n".join(f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls), None
+        return think + "\n".join(
+            f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls
+        ), None
 
     return complete
 
@@ -55,7 +57,7 @@ def test_a_model_that_never_calls_fails_on_its_first_turn(cases):
 def test_a_model_that_never_stops_calling_is_forced_to_quit(cases):
     case = next(c for c in cases if "MathAPI" not in c.involved_classes)
     name, args = M.parse_call_string(case.ground_truth[0][0], case.functions)
-    loop = '<tool_call>\n' + json.dumps({"name": name, "arguments": args}) + '\n</tool_call>'
+    loop = "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
     out = M.run_case(case, lambda prompt: (loop, None), step_limit=3)
     v = M.grade_outcome(case, out)
     assert out.forced_quit and not v.passed and "forced to quit after 3 steps" in v.error
@@ -84,14 +86,19 @@ def test_our_prompt_equals_the_qwen_fc_handlers_on_real_conversations(cases):
             msgs = out.messages[:end]
             if msgs[-1]["role"] == "assistant":
                 continue  # a prompt is only ever built after a user turn or tool results
-            assert M.multi_turn_prompt(msgs, funcs) == ns["_format_prompt"](None, [dict(m) for m in msgs], funcs), case.id
+            assert M.multi_turn_prompt(msgs, funcs) == ns["_format_prompt"](None, [dict(m) for m in msgs], funcs), (
+                case.id
+            )
             checked += 1
     assert checked > 50
 
 
 def test_call_strings_round_trip_and_bad_ids_are_named():
     assert M.call_string("mv", {"source": "a.pdf", "destination": "temp"}) == "mv(source='a.pdf',destination='temp')"
-    assert M.parse_call_string("mv(source='a.pdf',destination='temp')") == ("mv", {"source": "a.pdf", "destination": "temp"})
+    assert M.parse_call_string("mv(source='a.pdf',destination='temp')") == (
+        "mv",
+        {"source": "a.pdf", "destination": "temp"},
+    )
     docs = [{"name": "mv", "parameters": {"properties": {"source": {}, "destination": {}}}}]
     assert M.parse_call_string("mv('a.pdf', destination='t')", docs) == ("mv", {"source": "a.pdf", "destination": "t"})
     with pytest.raises(ValueError, match="no function doc for 'mv'"):

@@ -3,29 +3,33 @@
 import pytest
 from scipy import stats
 
-from pytest_llmbench.evals import gsm8k
 from pytest_llmbench.datasets.prompt import Prompt
+from pytest_llmbench.evals import gsm8k
 
 from .fakes import FakeRun, record
 
 
-@pytest.mark.parametrize("text, expected", [
-    (r"So the total is \boxed{42}.", "42"),
-    (r"First \boxed{3}, then corrected: \boxed{5}", "5"),
-    (r"\boxed{\frac{1}{2}}", "0.5"),
-    (r"The answer is \boxed{\$1,234.00}", "1234"),
-    (r"\boxed{18 \text{ apples}}", "18"),
-    ("She pays 12 dollars, then 30 more, so 42 in total.", "42"),
-    ("The farm has 1,250 cows.", "1250"),
-    ("Total: $3.50.", "3.5"),
-    ("no digits here", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (r"So the total is \boxed{42}.", "42"),
+        (r"First \boxed{3}, then corrected: \boxed{5}", "5"),
+        (r"\boxed{\frac{1}{2}}", "0.5"),
+        (r"The answer is \boxed{\$1,234.00}", "1234"),
+        (r"\boxed{18 \text{ apples}}", "18"),
+        ("She pays 12 dollars, then 30 more, so 42 in total.", "42"),
+        ("The farm has 1,250 cows.", "1250"),
+        ("Total: $3.50.", "3.5"),
+        ("no digits here", None),
+    ],
+)
 def test_extract_answer(text, expected):
     assert gsm8k.extract_answer(text) == expected
 
 
-@pytest.mark.parametrize("raw, norm", [("1,000", "1000"), ("$18", "18"), ("7.0", "7"), ("7.", "7"), ("-3.50", "-3.5"),
-                                       ("abc", None)])
+@pytest.mark.parametrize(
+    "raw, norm", [("1,000", "1000"), ("$18", "18"), ("7.0", "7"), ("7.", "7"), ("-3.50", "-3.5"), ("abc", None)]
+)
 def test_normalize_number(raw, norm):
     assert gsm8k.normalize_number(raw) == norm
 
@@ -51,8 +55,13 @@ def test_last_boxed_handles_nested_braces_and_unclosed():
 
 def test_grade_counts_cut_and_failed_answers_and_the_interval_is_scipys():
     prompts = [Prompt(id=f"q{i}", set="gsm8k", turns=("?",), answer=str(i)) for i in range(5)]
-    records = [record(text=r"\boxed{0}"), record(text="1"), record(text="nope", finish="length", tokens=50),
-               record(ok=False), record(text=r"\boxed{4}")]
+    records = [
+        record(text=r"\boxed{0}"),
+        record(text="1"),
+        record(text="nope", finish="length", tokens=50),
+        record(ok=False),
+        record(text=r"\boxed{4}"),
+    ]
     res = gsm8k.grade(prompts, records, max_tokens=50)
     assert (res.correct, res.n, res.cut, res.failed) == (3, 5, 1, 1)
     ci = stats.binomtest(3, 5).proportion_ci(confidence_level=0.95)

@@ -57,9 +57,10 @@ def test_bfcl_cpu_subset_per_category(nospec_server):
     cases = [next(c for c in cpu if c.category == cat) for cat in bfcl.QUOTAS_CPU]  # one per category
     result = bfcl.run_bfcl(nospec_server, cases, "tools", "bfcl-cpu", max_tokens=64)
     per = result.per_category()
-    print(f"\nBFCL CPU subset (tools mode) on smol-nospec: {result.passed}/{result.total}, "
-          f"mean latency {result.mean_latency_s():.2f} s\n"
-          + "\n".join(f"  {c:24s} {p}/{t}" for c, (p, t) in per.items()))
+    print(
+        f"\nBFCL CPU subset (tools mode) on smol-nospec: {result.passed}/{result.total}, "
+        f"mean latency {result.mean_latency_s():.2f} s\n" + "\n".join(f"  {c:24s} {p}/{t}" for c, (p, t) in per.items())
+    )
     assert {c: t for c, (p, t) in per.items()} == {c: 1 for c in bfcl.QUOTAS_CPU}
     assert not [v for v in result.verdicts if v.error.startswith("request failed")]
     assert result.mean_latency_s() > 0
@@ -71,12 +72,18 @@ def test_thinking_counted_on_common_stops_of_two_real_runs(nospec_server):
     from pytest_llmbench.evals.thinking import common_stops, count_tokens
     from pytest_llmbench.workload.requests import run_requests
 
-    prompts = ["Say hi.", "Write a long story about a dragon and a knight.", "What is 2+2? Answer briefly.",
-               "Describe the history of Rome in detail."]
+    prompts = [
+        "Say hi.",
+        "Write a long story about a dragon and a knight.",
+        "What is 2+2? Answer briefly.",
+        "Describe the history of Rome in detail.",
+    ]
     runs = []
     for limit in (96, 12):
-        body = lambda p: {"messages": [{"role": "user", "content": p}], "max_tokens": limit, "temperature": 0.0}
-        records = run_requests(nospec_server, [body(p) for p in prompts], concurrency=1)
+        bodies = [
+            {"messages": [{"role": "user", "content": p}], "max_tokens": limit, "temperature": 0.0} for p in prompts
+        ]
+        records = run_requests(nospec_server, bodies, concurrency=1)
         runs.append(count_tokens(nospec_server, [(str(i), "t", r) for i, r in enumerate(records)], limit))
     long_run, short_run = runs
     assert short_run.cut() >= 1, "the 12-token limit cut nothing; the check needs a cut answer"

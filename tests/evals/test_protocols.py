@@ -20,7 +20,9 @@ def test_medium_differs_only_in_reasoning_effort():
 
 def test_cpu_variant_keeps_the_card_sampling_at_small_size():
     cpu, card = get_protocol("dflash2-card-cpu"), get_protocol("dflash2-card")
-    assert {k: cpu.body[k] for k in ("temperature", "top_p", "top_k")} == {k: card.body[k] for k in ("temperature", "top_p", "top_k")}
+    assert {k: cpu.body[k] for k in ("temperature", "top_p", "top_k")} == {
+        k: card.body[k] for k in ("temperature", "top_p", "top_k")
+    }
     assert cpu.max_tokens < card.max_tokens and cpu.prompts_per_set < card.prompts_per_set
 
 

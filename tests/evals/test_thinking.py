@@ -26,11 +26,13 @@ def test_answer_without_reasoning_thinks_zero_tokens():
 
 
 def test_means_per_set():
-    items = [("a", "gsm8k", record(reasoning="one two three", tokens=10)),
-             ("b", "gsm8k", record(reasoning="one", tokens=20)),
-             ("c", "gsm8k", record(finish="length", tokens=64)),
-             ("d", "mbpp", record(reasoning="x y", tokens=8)),
-             ("e", "mbpp", record(ok=False))]
+    items = [
+        ("a", "gsm8k", record(reasoning="one two three", tokens=10)),
+        ("b", "gsm8k", record(reasoning="one", tokens=20)),
+        ("c", "gsm8k", record(finish="length", tokens=64)),
+        ("d", "mbpp", record(reasoning="x y", tokens=8)),
+        ("e", "mbpp", record(ok=False)),
+    ]
     res = count_with(words, items, max_tokens=64)
     per = res.per_set()
     assert per["gsm8k"]["thinking_tokens"]["mean"] == pytest.approx(2.0)
@@ -44,12 +46,24 @@ def test_common_stops_compare_the_same_prompts_only():
     """Swift post: thinking tokens on "the 125 of 142 turns where both models stopped on their own"."""
     from pytest_llmbench.evals.thinking import common_stops
 
-    stock = count_with(words, [("a", "s", record(reasoning="x " * 9, tokens=50)),
-                               ("b", "s", record(reasoning="x " * 3, tokens=20)),
-                               ("c", "s", record(finish="length", tokens=64))], max_tokens=64)
-    swift = count_with(words, [("a", "s", record(reasoning="x " * 5, tokens=30)),
-                               ("b", "s", record(finish="length", tokens=64)),
-                               ("c", "s", record(reasoning="x", tokens=5))], max_tokens=64)
+    stock = count_with(
+        words,
+        [
+            ("a", "s", record(reasoning="x " * 9, tokens=50)),
+            ("b", "s", record(reasoning="x " * 3, tokens=20)),
+            ("c", "s", record(finish="length", tokens=64)),
+        ],
+        max_tokens=64,
+    )
+    swift = count_with(
+        words,
+        [
+            ("a", "s", record(reasoning="x " * 5, tokens=30)),
+            ("b", "s", record(finish="length", tokens=64)),
+            ("c", "s", record(reasoning="x", tokens=5)),
+        ],
+        max_tokens=64,
+    )
     # each config's own stops would compare 9+3 against 5+1: a different pair of prompt sets
     a, b = common_stops(stock, swift)
     assert (a.thinking(), b.thinking()) == ([9], [5])
@@ -59,9 +73,12 @@ def test_common_stops_compare_the_same_prompts_only():
 def test_per_answer_counts_round_trip_through_json():
     from pytest_llmbench.evals.thinking import answers_json, from_answers_json
 
-    res = count_with(words, [("a", "s", record(reasoning="one two", tokens=9)),
-                             ("b", "s", record(finish="length", tokens=64))], max_tokens=64)
+    res = count_with(
+        words,
+        [("a", "s", record(reasoning="one two", tokens=9)), ("b", "s", record(finish="length", tokens=64))],
+        max_tokens=64,
+    )
     back = from_answers_json(answers_json(res))
     assert back.answers == res.answers
-    with pytest.raises(ValueError, match="tokens.json: not a per-answer"):
+    with pytest.raises(ValueError, match=r"tokens.json: not a per-answer"):
         from_answers_json([{"id": "a"}], where="tokens.json")

@@ -42,14 +42,18 @@ def when_tokens(server, tokens, action):
 def smol_configs(*configs: str, defaults: str = "") -> str:
     """A config file of real llama-server configs, small enough to start in a second on one core."""
     body = "\n".join(f"  - {c}" for c in configs)
-    return textwrap.dedent(f"""\
+    return (
+        textwrap.dedent(f"""\
         models:
           target: {SMOL}
         flag_sets:
           small: [-c, "2048", -np, "2", -t, "1", --cache-ram, "0", --no-webui]
         defaults: {{engine: llamacpp, model: "{{models.target}}", flags: [small], startup_timeout: 60{defaults}}}
         configs:
-        """) + body + "\n"
+        """)
+        + body
+        + "\n"
+    )
 
 
 @pytest.fixture

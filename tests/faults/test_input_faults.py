@@ -18,11 +18,17 @@ def test_empty_config_file_is_one_line_naming_it(pytester):
     assert result.ret == pytest.ExitCode.INTERRUPTED
 
 
-@pytest.mark.parametrize("text, message", [
-    ("configs: [{name: a, model: m.gguf, engine: llamacpp", "not valid YAML at line 1"),
-    ("- just\n- a list\n", "top level must be a mapping"),
-    ("configs: [{name: a, model: m.gguf, engine: llamacpp, gpus: many}]", "config 'a', key 'gpus': must be an integer"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("configs: [{name: a, model: m.gguf, engine: llamacpp", "not valid YAML at line 1"),
+        ("- just\n- a list\n", "top level must be a mapping"),
+        (
+            "configs: [{name: a, model: m.gguf, engine: llamacpp, gpus: many}]",
+            "config 'a', key 'gpus': must be an integer",
+        ),
+    ],
+)
 def test_invalid_config_file_is_one_line_naming_file_and_key(pytester, text, message):
     pytester.makefile(".yaml", **{"configs/servers": text})
     pytester.makeini("[pytest]\nllmbench_configs = configs\n")
@@ -67,17 +73,21 @@ def test_unwritable_results_folder_is_one_usage_error_before_anything_runs(pytes
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider", f"--results-dir={target}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*--results-dir / ini llmbench_results_dir: cannot write results to {target}: *{expected}*"])
+    result.stderr.fnmatch_lines(
+        [f"*--results-dir / ini llmbench_results_dir: cannot write results to {target}: *{expected}*"]
+    )
     assert "Traceback" not in result.stderr.str()
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda text: text[: text.index("version: 2")], "the file was cut short"),   # cut at a line boundary
-    (lambda text: text.replace("value: ", "value: .nan #", 1), "value"),
-    (lambda text: text + "  broken: [\n", "invalid YAML"),
-])
-def test_corrupt_or_truncated_baseline_stops_the_session_before_any_server_starts(pytester, tmp_path, damage,
-                                                                                   message):
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda text: text[: text.index("version: 2")], "the file was cut short"),  # cut at a line boundary
+        (lambda text: text.replace("value: ", "value: .nan #", 1), "value"),
+        (lambda text: text + "  broken: [\n", "invalid YAML"),
+    ],
+)
+def test_corrupt_or_truncated_baseline_stops_the_session_before_any_server_starts(pytester, tmp_path, damage, message):
     """A baseline file that cannot be trusted is one usage error naming it, before a server (minutes of GPU
     time) starts: a recorded file is damaged three ways and the session must not reach its server."""
     import shutil

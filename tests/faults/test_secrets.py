@@ -15,20 +15,29 @@ SECRET = "hf_llmbench_Zq8xT3secretvalue"
 
 def test_secret_in_env_and_args_is_in_no_output(pytester, tmp_path, monkeypatch):
     monkeypatch.setenv("LLMBENCH_TEST_SECRET", SECRET)
-    pytester.makefile(".yaml", **{"configs/servers": smol_configs(
-        '{name: good, env: {HF_TOKEN: "{env:LLMBENCH_TEST_SECRET}"}, args: [--hf-token, "{env:LLMBENCH_TEST_SECRET}"]}',
-        '{name: bad, env: {MY_API_KEY: "{env:LLMBENCH_TEST_SECRET}"}, '
-        'args: ["--api-key={env:LLMBENCH_TEST_SECRET}", --no-such-flag]}')})
+    pytester.makefile(
+        ".yaml",
+        **{
+            "configs/servers": smol_configs(
+                '{name: good, env: {HF_TOKEN: "{env:LLMBENCH_TEST_SECRET}"}, args: [--hf-token, "{env:LLMBENCH_TEST_SECRET}"]}',
+                '{name: bad, env: {MY_API_KEY: "{env:LLMBENCH_TEST_SECRET}"}, '
+                'args: ["--api-key={env:LLMBENCH_TEST_SECRET}", --no-such-flag]}',
+            )
+        },
+    )
     pytester.makeini("[pytest]\nllmbench_configs = configs\n")
-    pytester.makepyfile(test_x="""
+    pytester.makepyfile(
+        test_x="""
         from pytest_llmbench import Scenario
 
         def test_x(llm_server, bench):
             bench.run(Scenario("s", output_len=4, num_prompts=1, warmup=0))
-    """)
+    """
+    )
     results, junit = tmp_path / "results", tmp_path / "junit.xml"
-    result = pytester.runpytest_subprocess(f"--results-dir={results}", f"--junitxml={junit}", "-p", "no:cacheprovider",
-                                           "-rA")
+    result = pytester.runpytest_subprocess(
+        f"--results-dir={results}", f"--junitxml={junit}", "-p", "no:cacheprovider", "-rA"
+    )
     result.assert_outcomes(passed=1, errors=1)
     outputs = {"terminal": result.stdout.str() + result.stderr.str(), "junit": junit.read_text()}
     for f in [*results.rglob("*.jsonl"), *results.rglob("*.log"), *results.rglob("*.json")]:

@@ -16,7 +16,9 @@ from .conftest import WHEN_TOKENS, assert_nothing_left_running, records, smol_co
 pytestmark = pytest.mark.integration
 
 # Runs inside the pytester session: a fault injected into the server mid-scenario, then a second test.
-FAULTED_SESSION = WHEN_TOKENS + """
+FAULTED_SESSION = (
+    WHEN_TOKENS
+    + """
 def test_a_faulted(llm_server, bench):
     when_tokens(llm_server, 32 + 2 * 48, lambda: os.killpg(llm_server.handle.pgid, signal.{signal}))
     bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1,
@@ -25,6 +27,7 @@ def test_a_faulted(llm_server, bench):
 def test_b_next(llm_server, bench):
     bench.run(Scenario("next", output_len=8, num_prompts=1, warmup=0))
 """
+)
 
 
 def _run_faulted(session, signal: str, stall: float = 120.0):
@@ -55,8 +58,9 @@ def test_paused_server_ends_the_scenario_within_its_stall_budget(session):
     result, elapsed = _run_faulted(session, "SIGSTOP", stall=3.0)
     out = result.stdout.str()
     result.assert_outcomes(failed=1, errors=1)
-    result.stdout.fnmatch_lines(["*server smol not responding: no data on any connection for * s (stall_timeout_s=3) "
-                                 "during scenario long*"])
+    result.stdout.fnmatch_lines(
+        ["*server smol not responding: no data on any connection for * s (stall_timeout_s=3) during scenario long*"]
+    )
     result.stdout.fnmatch_lines(["*server smol not responding: * before this test started*"])
     [sc] = records(session.results, "scenario")
     assert 0 < sc["metrics"]["completed"] < 60 and "server stopped responding during the scenario" in sc["notes"]
@@ -73,10 +77,12 @@ def test_slow_start_past_startup_timeout_names_the_timeout_and_stops_the_server(
     from pytest_llmbench.engines.llamacpp import llamacpp_binary
 
     slow = tmp_path / "slow-llama-server"
-    slow.write_text(f"#!/bin/sh\nsleep 30\nexec {llamacpp_binary()} \"$@\"\n")
+    slow.write_text(f'#!/bin/sh\nsleep 30\nexec {llamacpp_binary()} "$@"\n')
     slow.chmod(0o755)
-    pytester.makefile(".yaml", **{"configs/servers": smol_configs(
-        f"{{name: slow, startup_timeout: 2, engine_options: {{binary: {slow}}}}}")})
+    pytester.makefile(
+        ".yaml",
+        **{"configs/servers": smol_configs(f"{{name: slow, startup_timeout: 2, engine_options: {{binary: {slow}}}}}")},
+    )
     pytester.makeini("[pytest]\nllmbench_configs = configs\n")
     pytester.makepyfile(test_x="def test_x(llm_server):\n    pass\n")
     results = tmp_path / "results"
@@ -101,8 +107,9 @@ def test_server_exiting_at_start_shows_its_own_message_not_plugin_source(session
     result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=2)
     out = result.stdout.str()
-    result.stdout.fnmatch_lines(["*config smol: server exited (code 1) before becoming ready*",
-                                 "*--- last 40 lines of*server.log ---*"])
+    result.stdout.fnmatch_lines(
+        ["*config smol: server exited (code 1) before becoming ready*", "*--- last 40 lines of*server.log ---*"]
+    )
     assert "--no-such-flag" in out, "llama-server's own complaint, from the log tail"
     assert "def llm_server" not in out and "start_server(" not in out, "no plugin source in the report"
     log = (session.results / "smol" / "server.log").read_text()

@@ -10,11 +10,14 @@ pytestmark = pytest.mark.integration
 
 
 def test_ctrl_c_mid_scenario_keeps_finished_requests_and_stops_the_server(session):
-    session.makepyfile(test_x=WHEN_TOKENS + """
+    session.makepyfile(
+        test_x=WHEN_TOKENS
+        + """
 def test_x(llm_server, bench):
     when_tokens(llm_server, 32 + 2 * 48, lambda: os.kill(os.getpid(), signal.SIGINT))
     bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1))
-""")
+"""
+    )
     result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     [sc] = records(session.results, "scenario")
@@ -25,12 +28,14 @@ def test_x(llm_server, bench):
 
 def test_killed_xdist_worker_takes_its_server_with_it(session):
     pytest.importorskip("xdist")
-    session.makepyfile(test_x="""
+    session.makepyfile(
+        test_x="""
         import os, signal
 
         def test_x(llm_server):
             os.kill(os.getpid(), signal.SIGKILL)
-    """)
+    """
+    )
     result = session.runpytest_subprocess("-n", "1", f"--results-dir={session.results}", "-p", "no:cacheprovider")
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*worker 'gw0' crashed*"])
@@ -43,14 +48,17 @@ def test_sigterm_ends_the_session_and_stops_its_server(session, tmp_path, monkey
     session went on starting servers)."""
     marker = tmp_path / "later-test-ran"
     monkeypatch.setenv("LATER_MARKER", str(marker))
-    session.makepyfile(test_x=WHEN_TOKENS + """
+    session.makepyfile(
+        test_x=WHEN_TOKENS
+        + """
 def test_x(llm_server, bench):
     when_tokens(llm_server, 32 + 48, lambda: os.kill(os.getpid(), signal.SIGTERM))
     bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1))
 
 def test_y(llm_server):
     open(os.environ["LATER_MARKER"], "w").write("ran")
-""")
+"""
+    )
     result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
     assert result.ret == -15, result.stdout.str()[-2000:]
     assert not marker.exists(), "no test runs after SIGTERM"

@@ -11,10 +11,12 @@ from types import SimpleNamespace
 from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 from pytest_llmbench.workload.requests import run_requests
 
-BAD_STREAM = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-              b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'
-              b"data: <html>502 Bad Gateway</html>\n\n"
-              b"data: [DONE]\n\n")
+BAD_STREAM = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'
+    b"data: <html>502 Bad Gateway</html>\n\n"
+    b"data: [DONE]\n\n"
+)
 
 
 def _serve_bad_streams(sock: socket.socket, stop: threading.Event) -> None:
@@ -36,11 +38,19 @@ def test_non_json_chunk_fails_that_request_with_the_chunk_and_the_run_goes_on():
     stop = threading.Event()
     t = threading.Thread(target=_serve_bad_streams, args=(sock, stop), daemon=True)
     t.start()
-    server = SimpleNamespace(port=sock.getsockname()[1], engine=LlamaCppEngine(), alive=lambda: True,
-                             config=SimpleNamespace(name="double", request={}, args=()))
+    server = SimpleNamespace(
+        port=sock.getsockname()[1],
+        engine=LlamaCppEngine(),
+        alive=lambda: True,
+        config=SimpleNamespace(name="double", request={}, args=()),
+    )
     try:
-        records = run_requests(server, [{"messages": [{"role": "user", "content": "x"}], "max_tokens": 4}] * 3,
-                               concurrency=2, stall_timeout_s=5)
+        records = run_requests(
+            server,
+            [{"messages": [{"role": "user", "content": "x"}], "max_tokens": 4}] * 3,
+            concurrency=2,
+            stall_timeout_s=5,
+        )
     finally:
         stop.set()
         t.join()

@@ -16,11 +16,25 @@ REL = {"name": "Relative", "frac": 0.04}
 
 def sample(path):
     bf = BaselineFile(path, "cpu-nodraft")
-    bf.put("cpu-amd-epyc-2c", "t.py::test_chat[1user]", "output_throughput",
-           BaselineEntry(148.123456789, "higher", REL, se=1.23456789, history=(150.0, 148.123456789),
-                         provenance={"date": "2026-01-02", "runner": "cpu-amd-epyc-2c"}))
-    bf.put(None, "t.py::test_bfcl", "bfcl_passed",
-           BaselineEntry(176, "higher", {"name": "Spread", "spread": 8}, n=205, history=(168.0, 174.0, 176.0)))
+    bf.put(
+        "cpu-amd-epyc-2c",
+        "t.py::test_chat[1user]",
+        "output_throughput",
+        BaselineEntry(
+            148.123456789,
+            "higher",
+            REL,
+            se=1.23456789,
+            history=(150.0, 148.123456789),
+            provenance={"date": "2026-01-02", "runner": "cpu-amd-epyc-2c"},
+        ),
+    )
+    bf.put(
+        None,
+        "t.py::test_bfcl",
+        "bfcl_passed",
+        BaselineEntry(176, "higher", {"name": "Spread", "spread": 8}, n=205, history=(168.0, 174.0, 176.0)),
+    )
     return bf
 
 
@@ -52,24 +66,32 @@ def test_history_is_truncated_to_the_last_accepted_values(tmp_path):
     assert hist == list(range(25 - HISTORY_LEN, 25))
 
 
-@pytest.mark.parametrize(("x", "out"), [(148.123456789, 148.123), (176.0, 176), (0.000123456789, 0.000123457),
-                                        (1234567.89, 1234570)])
+@pytest.mark.parametrize(
+    ("x", "out"), [(148.123456789, 148.123), (176.0, 176), (0.000123456789, 0.000123457), (1234567.89, 1234570)]
+)
 def test_round_sig(x, out):
     assert round_sig(x) == out
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("shared: [", "invalid YAML"),
-    ("- 1\n- 2\n", "expected a mapping at the top"),
-    ("shared:\n  t:\n    m: {value: fast, direction: higher, noise: {name: Relative, frac: 0.1}}\n",
-     "shared › t › m: 'value' must be a number"),
-    ("shared:\n  t:\n    m: {value: 1, direction: up, noise: {name: Relative, frac: 0.1}}\n", "'direction'"),
-    ("shared:\n  t:\n    m: {value: 1, direction: higher, noise: {name: Magic}}\n", "unknown noise model 'Magic'"),
-    ("shared:\n  t:\n    m: {value: 1, direction: higher, noise: {name: Relative, frac: 0.1}, color: red}\n",
-     "unknown key"),
-    ("tests: {}\n", "unknown top-level key"),
-    ("version: 7\n", "version 7"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("shared: [", "invalid YAML"),
+        ("- 1\n- 2\n", "expected a mapping at the top"),
+        (
+            "shared:\n  t:\n    m: {value: fast, direction: higher, noise: {name: Relative, frac: 0.1}}\n",
+            "shared › t › m: 'value' must be a number",
+        ),
+        ("shared:\n  t:\n    m: {value: 1, direction: up, noise: {name: Relative, frac: 0.1}}\n", "'direction'"),
+        ("shared:\n  t:\n    m: {value: 1, direction: higher, noise: {name: Magic}}\n", "unknown noise model 'Magic'"),
+        (
+            "shared:\n  t:\n    m: {value: 1, direction: higher, noise: {name: Relative, frac: 0.1}, color: red}\n",
+            "unknown key",
+        ),
+        ("tests: {}\n", "unknown top-level key"),
+        ("version: 7\n", "version 7"),
+    ],
+)
 def test_corrupt_file_is_an_error_naming_the_file(tmp_path, text, reason):
     path = tmp_path / "cfg.yaml"
     path.write_text(text)
@@ -117,24 +139,28 @@ def test_atomic_write_never_exposes_a_partial_file(tmp_path, monkeypatch):
 
 # --- issue 10 / issue 9: bad numbers, truncation, file mode ---------------------------------------------
 
-@pytest.mark.parametrize(("field", "text", "message"), [
-    ("se", "se: .nan", "'se' must be a finite number, found nan"),
-    ("value", "value: .nan", "'value' must be a finite number, found nan"),
-    ("se", "se: -0.1", "'se' must be >= 0, found -0.1"),
-    ("spread", "spread: -2", "'spread' must be >= 0"),
-    ("se", "se: abc", "'se' must be a number, found 'abc'"),
-    ("history", "history: [1, .inf]", "'history' must be a list of finite numbers"),
-    ("n", "n: 0", "'n' must be a whole number >= 1, found 0"),
-])
+
+@pytest.mark.parametrize(
+    ("field", "text", "message"),
+    [
+        ("se", "se: .nan", "'se' must be a finite number, found nan"),
+        ("value", "value: .nan", "'value' must be a finite number, found nan"),
+        ("se", "se: -0.1", "'se' must be >= 0, found -0.1"),
+        ("spread", "spread: -2", "'spread' must be >= 0"),
+        ("se", "se: abc", "'se' must be a number, found 'abc'"),
+        ("history", "history: [1, .inf]", "'history' must be a list of finite numbers"),
+        ("n", "n: 0", "'n' must be a whole number >= 1, found 0"),
+    ],
+)
 def test_bad_numbers_are_an_error_naming_file_and_key(tmp_path, field, text, message):
     """Defect at 8fab55e: se: .nan / value: .nan loaded, the tolerance became NaN and every check passed."""
     path = tmp_path / "c.yaml"
-    entry = {"value": "value: 3.4", "se": "se: 0.1", "spread": "spread: 1", "history": "history: [3.4]",
-             "n": "n: 32"}
+    entry = {"value": "value: 3.4", "se": "se: 0.1", "spread": "spread: 1", "history": "history: [3.4]", "n": "n: 32"}
     entry[field] = text
     body = ", ".join(entry.values())
-    path.write_text(f"shared:\n  t.py::test_a:\n    accept_length: {{{body}, direction: higher, "
-                    f"noise: {{name: StdErr}}}}\n")
+    path.write_text(
+        f"shared:\n  t.py::test_a:\n    accept_length: {{{body}, direction: higher, noise: {{name: StdErr}}}}\n"
+    )
     with pytest.raises(BaselineFileError) as e:
         load(path, "c")
     assert str(path) in str(e.value) and "shared › t.py::test_a › accept_length" in str(e.value)
@@ -158,14 +184,16 @@ def test_hand_edited_value_still_loads_and_a_wrong_count_says_how_to_fix_it(tmp_
     path.write_text(path.read_text().replace("value: 176", "value: 175"))
     assert load(path, "cpu-nodraft").get(None, "t.py::test_bfcl", "bfcl_passed").value == 175
     path.write_text(path.read_text().replace("# end: 2 entries", "# end: 3 entries"))
-    with pytest.raises(BaselineFileError, match="holds 2 entries but its end line says 3.*correct the number"):
+    with pytest.raises(BaselineFileError, match=r"holds 2 entries but its end line says 3.*correct the number"):
         load(path, "cpu-nodraft")
 
 
 def test_version_1_files_without_end_line_still_load(tmp_path):
     path = tmp_path / "old.yaml"
-    path.write_text("# pytest-llmbench baselines for config 'old'.\nconfig: old\nshared:\n  t.py::t:\n"
-                    "    passed: {value: 3, direction: higher, noise: {name: Spread, spread: 1}}\nversion: 1\n")
+    path.write_text(
+        "# pytest-llmbench baselines for config 'old'.\nconfig: old\nshared:\n  t.py::t:\n"
+        "    passed: {value: 3, direction: higher, noise: {name: Spread, spread: 1}}\nversion: 1\n"
+    )
     assert load(path, "old").get(None, "t.py::t", "passed").value == 3
 
 

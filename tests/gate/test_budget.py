@@ -14,20 +14,28 @@ def test_default_budget_is_five_percent_for_the_suite():
     assert sum(alphas.values()) == pytest.approx(0.05)
 
 
-@pytest.mark.parametrize(("spec", "expected"), [
-    ("0.05", {"timing": 0.05, "quality": 0.05, "decisions": 0.05}),
-    ("timing=0.1, quality=0.01,decisions=0.02", {"timing": 0.1, "quality": 0.01, "decisions": 0.02}),
-    ("off", None), ("OFF", None),
-])
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("0.05", {"timing": 0.05, "quality": 0.05, "decisions": 0.05}),
+        ("timing=0.1, quality=0.01,decisions=0.02", {"timing": 0.1, "quality": 0.01, "decisions": 0.02}),
+        ("off", None),
+        ("OFF", None),
+    ],
+)
 def test_alpha_specs(spec, expected):
     assert parse_alpha(spec) == expected
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ("speed=0.1,quality=0.1,decisions=0.1", "unknown family 'speed'"),
-    ("timing=0.1", "no alpha for decisions, quality"),
-    ("1.5", "between 0 and 1"), ("abc", "--gate-alpha 'abc'"),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("speed=0.1,quality=0.1,decisions=0.1", "unknown family 'speed'"),
+        ("timing=0.1", "no alpha for decisions, quality"),
+        ("1.5", "between 0 and 1"),
+        ("abc", "--gate-alpha 'abc'"),
+    ],
+)
 def test_bad_alpha_specs_say_what_is_wrong(spec, message):
     with pytest.raises(ValueError, match=message):
         parse_alpha(spec)

@@ -49,18 +49,35 @@ def test_missing_file_is_none(tmp_path):
     assert C.read_cases(tmp_path / "nope.jsonl") is None
 
 
-@pytest.mark.parametrize("lines, line, words", [
-    (['{"version": 1, "test_key": "t", "metric": "m"}', '{"case": "a", "value": 1}', '{"case": "b", "value": oops}'],
-     3, "invalid JSON"),
-    (['{"version": 1, "test_key": "t", "metric": "m"}', '{"case": "a", "value": NaN}'], 2, "finite number"),
-    (['{"version": 1, "test_key": "t", "metric": "m"}', '{"case": "a", "value": 1}', '{"case": "a", "value": 0}'],
-     3, "appears twice"),
-    (['{"version": 1, "test_key": "t", "metric": "m"}', '{"case": "a", "value": "1"}'], 2, "finite number"),
-    (['{"version": 1, "test_key": "t", "metric": "m"}', '{"id": "a", "value": 1}'], 2, "expected"),
-    (['{"case": "a", "value": 1}'], 1, "header"),
-    (['{"version": 1, "test_key": "other", "metric": "m"}', '{"case": "a", "value": 1}'], 1, "test_key"),
-    (['{"version": 1, "test_key": "t", "metric": "m", "n": 2}', '{"case": "a", "value": 1}'], 1, "n=2"),
-])
+@pytest.mark.parametrize(
+    "lines, line, words",
+    [
+        (
+            [
+                '{"version": 1, "test_key": "t", "metric": "m"}',
+                '{"case": "a", "value": 1}',
+                '{"case": "b", "value": oops}',
+            ],
+            3,
+            "invalid JSON",
+        ),
+        (['{"version": 1, "test_key": "t", "metric": "m"}', '{"case": "a", "value": NaN}'], 2, "finite number"),
+        (
+            [
+                '{"version": 1, "test_key": "t", "metric": "m"}',
+                '{"case": "a", "value": 1}',
+                '{"case": "a", "value": 0}',
+            ],
+            3,
+            "appears twice",
+        ),
+        (['{"version": 1, "test_key": "t", "metric": "m"}', '{"case": "a", "value": "1"}'], 2, "finite number"),
+        (['{"version": 1, "test_key": "t", "metric": "m"}', '{"id": "a", "value": 1}'], 2, "expected"),
+        (['{"case": "a", "value": 1}'], 1, "header"),
+        (['{"version": 1, "test_key": "other", "metric": "m"}', '{"case": "a", "value": 1}'], 1, "test_key"),
+        (['{"version": 1, "test_key": "t", "metric": "m", "n": 2}', '{"case": "a", "value": 1}'], 1, "n=2"),
+    ],
+)
 def test_corrupt_sidecar_names_file_and_line(tmp_path, lines, line, words):
     p = tmp_path / "m.jsonl"
     p.write_text("\n".join(lines) + "\n")
@@ -78,8 +95,17 @@ def test_corrupt_sidecar_is_never_overwritten(tmp_path):
     assert p.read_text() == "garbage\n"
 
 
-@pytest.mark.parametrize("bad, err", [({}, ValueError), ({"a": float("nan")}, ValueError), ({"": 1}, TypeError),
-                                      ({1: 1.0}, TypeError), ({"a": "x"}, ValueError), ([1, 2], TypeError)])
+@pytest.mark.parametrize(
+    "bad, err",
+    [
+        ({}, ValueError),
+        ({"a": float("nan")}, ValueError),
+        ({"": 1}, TypeError),
+        ({1: 1.0}, TypeError),
+        ({"a": "x"}, ValueError),
+        ([1, 2], TypeError),
+    ],
+)
 def test_clean_cases_rejects_bad_input(bad, err):
     with pytest.raises(err):
         C.clean_cases(bad)

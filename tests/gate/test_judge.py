@@ -21,15 +21,14 @@ def test_stored_direction_wins_over_the_name():
 
 def test_explicit_direction_contradicting_the_baseline_is_an_error_unless_re_recording():
     entry = BaselineEntry(10.0, "lower", SE)
-    with pytest.raises(ValueError, match="contradicts the baseline's direction 'lower'.*--update-baselines=all"):
+    with pytest.raises(ValueError, match=r"contradicts the baseline's direction 'lower'.*--update-baselines=all"):
         direction_for("x", "higher", entry)
     assert direction_for("x", "higher", entry, overwrite=True) == "higher"
 
 
 def test_stored_direction_turns_the_gate_around():
     entry = BaselineEntry(10.0, "lower", SE, n=30, se=0.1)
-    v = judge(entry, Observation(11.0, se=0.1, n=30), StdErr(),
-              direction_for("output_throughput", None, entry))
+    v = judge(entry, Observation(11.0, se=0.1, n=30), StdErr(), direction_for("output_throughput", None, entry))
     assert v.status == "REGRESSED"  # higher throughput is worse when the baseline says lower is better
 
 

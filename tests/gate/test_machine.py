@@ -7,8 +7,9 @@ from pytest_llmbench.gate.runner import RunnerProfile
 
 
 def test_fingerprint_names_cpu_cores_memory_and_gpus():
-    fp = fingerprint(RunnerProfile(cpu_model="AMD EPYC", cpu_cores=2, gpu_name="NVIDIA H200", gpu_count=1,
-                                   power_limit_w=700))
+    fp = fingerprint(
+        RunnerProfile(cpu_model="AMD EPYC", cpu_cores=2, gpu_name="NVIDIA H200", gpu_count=1, power_limit_w=700)
+    )
     assert fp["cpu"].startswith("AMD EPYC") and fp["cores"] == 2 and fp["gpu"] == "1× NVIDIA H200, 700 W"
     assert isinstance(fp.get("memory_gib"), int)
     assert "gpu" not in fingerprint(RunnerProfile(cpu_model="AMD EPYC", cpu_cores=2))

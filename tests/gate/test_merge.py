@@ -13,8 +13,13 @@ from pytest_llmbench.gate.merge import BaselineMergeError, merge_baselines
 
 
 def entry(value: float, host: str = "h1") -> BaselineEntry:
-    return BaselineEntry(value=value, direction="higher", noise={"name": "Relative", "frac": 0.05},
-                         history=(value,), provenance={"date": "2026-11-30", "host": host})
+    return BaselineEntry(
+        value=value,
+        direction="higher",
+        noise={"name": "Relative", "frac": 0.05},
+        history=(value,),
+        provenance={"date": "2026-11-30", "host": host},
+    )
 
 
 def write(folder: Path, config: str, entries: dict) -> None:
@@ -51,9 +56,12 @@ def test_each_shards_changes_land_and_untouched_entries_stay(tmp_path, base):
     changes = merge_baselines(base, [s1, s2])  # in place: base is the checkout
 
     assert {c.describe() for c in changes} == {
-        "alpha.yaml: runners › cpu-2c › t::a › tput", "beta.yaml: runners › cpu-2c › t::b › tput",
-        "beta.yaml: runners › cpu-2c › t::b2 › tput", "gamma.yaml: shared › t::g › acc",
-        "decisions/beta/canary.answers.jsonl"}
+        "alpha.yaml: runners › cpu-2c › t::a › tput",
+        "beta.yaml: runners › cpu-2c › t::b › tput",
+        "beta.yaml: runners › cpu-2c › t::b2 › tput",
+        "gamma.yaml: shared › t::g › acc",
+        "decisions/beta/canary.answers.jsonl",
+    }
     alpha = load(base / "alpha.yaml", "alpha")
     assert alpha.get("cpu-2c", "t::a", "tput").value == 11 and alpha.get(None, "t::a", "acc").value == 0.5
     beta = load(base / "beta.yaml", "beta")
@@ -86,8 +94,11 @@ def test_the_same_entry_changed_by_two_shards_is_refused_naming_it_and_nothing_i
     write(s2, "alpha", {("cpu-2c", "t::a", "tput"): entry(12, "h2")})
     write(s2, "beta", {("cpu-2c", "t::b", "tput"): entry(99)})
     before = (base / "beta.yaml").read_text()
-    with pytest.raises(BaselineMergeError, match=r"alpha.yaml: runners › cpu-2c › t::a › tput: changed "
-                                                 r"differently by .*s1 and .*s2"):
+    with pytest.raises(
+        BaselineMergeError,
+        match=r"alpha.yaml: runners › cpu-2c › t::a › tput: changed "
+        r"differently by .*s1 and .*s2",
+    ):
         merge_baselines(base, [s1, s2])
     assert (base / "beta.yaml").read_text() == before
 
@@ -96,7 +107,7 @@ def test_the_same_answers_file_changed_by_two_shards_is_refused(tmp_path, base):
     s1, s2 = shard(tmp_path, base, "s1"), shard(tmp_path, base, "s2")
     (s1 / "decisions" / "alpha" / "canary.answers.jsonl").write_text('{"id": 3}\n')
     (s2 / "decisions" / "alpha" / "canary.answers.jsonl").write_text('{"id": 4}\n')
-    with pytest.raises(BaselineMergeError, match="decisions/alpha/canary.answers.jsonl: changed differently"):
+    with pytest.raises(BaselineMergeError, match=r"decisions/alpha/canary.answers.jsonl: changed differently"):
         merge_baselines(base, [s1, s2])
 
 
@@ -112,8 +123,23 @@ def test_a_shards_per_case_sidecars_land_beside_its_entries(tmp_path, base):
     from pytest_llmbench.gate.store import BaselineStore, Measurement
 
     s1 = shard(tmp_path, base, "s1")
-    BaselineStore(s1).write([Measurement(config="alpha", runner=None, test_key="t::a", metric="acc", value=0.5,
-                                         direction="higher", noise={"name": "McNemar", "alpha": 0.01},
-                                         n=2, se=None, provenance={}, cases={"c1": 1.0, "c2": 0.0})], "all")
+    BaselineStore(s1).write(
+        [
+            Measurement(
+                config="alpha",
+                runner=None,
+                test_key="t::a",
+                metric="acc",
+                value=0.5,
+                direction="higher",
+                noise={"name": "McNemar", "alpha": 0.01},
+                n=2,
+                se=None,
+                provenance={},
+                cases={"c1": 1.0, "c2": 0.0},
+            )
+        ],
+        "all",
+    )
     merge_baselines(base, [s1])
     assert BaselineStore(base).cases("alpha", None, "t::a", "acc") == {"c1": 1.0, "c2": 0.0}

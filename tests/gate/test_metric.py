@@ -8,15 +8,29 @@ import pytest
 from pytest_llmbench.gate.metric import Observation, default_direction, default_hardware_bound, resolve_direction
 
 
-@pytest.mark.parametrize(("metric", "direction", "hardware"), [
-    ("output_throughput", "higher", True), ("accept_length", "higher", False),
-    ("gsm8k_accuracy", "higher", False), ("bfcl_passed", "higher", False), ("decision_score", "higher", False),
-    ("gsm8k_correct", "higher", False), ("median_ttft_ms", "lower", True), ("p99_tpot_ms", "lower", True),
-    ("mean_itl_ms", "lower", True), ("median_e2e_latency_ms", "lower", True), ("failed", "lower", False),
-    ("errors", "lower", False), ("peak_memory_gb", "lower", True), ("log_loss", "lower", False),
-    ("ece", "lower", False), ("brier", "lower", False), ("max_output_tokens_per_s", "higher", True),
-    ("startup_s", "lower", True),
-])
+@pytest.mark.parametrize(
+    ("metric", "direction", "hardware"),
+    [
+        ("output_throughput", "higher", True),
+        ("accept_length", "higher", False),
+        ("gsm8k_accuracy", "higher", False),
+        ("bfcl_passed", "higher", False),
+        ("decision_score", "higher", False),
+        ("gsm8k_correct", "higher", False),
+        ("median_ttft_ms", "lower", True),
+        ("p99_tpot_ms", "lower", True),
+        ("mean_itl_ms", "lower", True),
+        ("median_e2e_latency_ms", "lower", True),
+        ("failed", "lower", False),
+        ("errors", "lower", False),
+        ("peak_memory_gb", "lower", True),
+        ("log_loss", "lower", False),
+        ("ece", "lower", False),
+        ("brier", "lower", False),
+        ("max_output_tokens_per_s", "higher", True),
+        ("startup_s", "lower", True),
+    ],
+)
 def test_defaults_from_the_name(metric, direction, hardware):
     assert default_direction(metric) == direction
     assert default_hardware_bound(metric) is hardware
@@ -41,8 +55,10 @@ def test_observation_of_values_number_and_count():
     assert Observation.of(3.0, se=0.2).se == 0.2
 
 
-@pytest.mark.parametrize(("bad", "match"), [([], "empty"), (True, "bool"), ("1.0", "str"),
-                                            ([1.0, float("nan")], "non-finite"), (float("inf"), "inf")])
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [([], "empty"), (True, "bool"), ("1.0", "str"), ([1.0, float("nan")], "non-finite"), (float("inf"), "inf")],
+)
 def test_observation_rejects_what_cannot_be_gated(bad, match):
     with pytest.raises((TypeError, ValueError), match=match):
         Observation.of(bad)

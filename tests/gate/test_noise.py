@@ -11,7 +11,14 @@ from scipy import stats
 from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise import (
-    NOISE_MODELS, Binomial, History, NoiseModelError, Relative, Spread, StdErr, noise_from_dict,
+    NOISE_MODELS,
+    Binomial,
+    History,
+    NoiseModelError,
+    Relative,
+    Spread,
+    StdErr,
+    noise_from_dict,
 )
 
 
@@ -19,15 +26,23 @@ def entry(value, direction="higher", **kw):
     return BaselineEntry(value=value, direction=direction, noise={"name": "Relative", "frac": 0.1}, **kw)
 
 
-@pytest.mark.parametrize("model", [StdErr(k=2.5, alpha=None), Relative(0.04), Spread(8.0), Binomial(0.05),
-                                   History(k=2.0, min_runs=4, fallback=Spread(3.0))])
+@pytest.mark.parametrize(
+    "model",
+    [
+        StdErr(k=2.5, alpha=None),
+        Relative(0.04),
+        Spread(8.0),
+        Binomial(0.05),
+        History(k=2.0, min_runs=4, fallback=Spread(3.0)),
+    ],
+)
 def test_round_trip_through_baseline_dict(model):
     assert noise_from_dict(model.to_dict()) == model
     assert model.to_dict()["name"] in NOISE_MODELS
 
 
 def test_unknown_noise_model_names_the_known_ones():
-    with pytest.raises(ValueError, match="unknown noise model 'Bogus'.*StdErr"):
+    with pytest.raises(ValueError, match=r"unknown noise model 'Bogus'.*StdErr"):
         noise_from_dict({"name": "Bogus"})
     with pytest.raises(ValueError, match="bad parameters for noise model Relative"):
         noise_from_dict({"name": "Relative", "fraction": 0.1})
@@ -81,10 +96,17 @@ def test_stderr_without_n_to_scale_by_is_an_error_not_a_guess():
         StdErr().verdict(entry(1.0), Observation(1.0, se=0.1), "higher")
 
 
-@pytest.mark.parametrize(("direction", "observed", "status"), [
-    ("higher", 95.0, "REGRESSED"), ("higher", 97.0, "pass"), ("higher", 105.0, "improved"),
-    ("lower", 105.0, "REGRESSED"), ("lower", 103.0, "pass"), ("lower", 95.0, "improved"),
-])
+@pytest.mark.parametrize(
+    ("direction", "observed", "status"),
+    [
+        ("higher", 95.0, "REGRESSED"),
+        ("higher", 97.0, "pass"),
+        ("higher", 105.0, "improved"),
+        ("lower", 105.0, "REGRESSED"),
+        ("lower", 103.0, "pass"),
+        ("lower", 95.0, "improved"),
+    ],
+)
 def test_relative_is_one_sided_by_direction(direction, observed, status):
     v = Relative(0.04).verdict(entry(100.0, direction), Observation(observed), direction)
     assert v.status == status
@@ -151,8 +173,10 @@ def test_history_false_alarm_rate_is_its_level_at_three_runs_not_five_percent():
     rng = np.random.default_rng(0)
     runs = rng.normal(100, 2, size=(4000, 4))
     model = History(k=2, min_runs=3, fallback=Spread(0))
-    flags = sum(model.verdict(entry(r[2], history=tuple(r[:3])), Observation(r[3]), "higher").status == "REGRESSED"
-                for r in runs)
+    flags = sum(
+        model.verdict(entry(r[2], history=tuple(r[:3])), Observation(r[3]), "higher").status == "REGRESSED"
+        for r in runs
+    )
     assert flags / 4000 == pytest.approx(stats.norm.sf(2), abs=0.01)  # 2.3%, vs 9% with a fixed 2·s
 
 
@@ -162,8 +186,9 @@ def test_history_that_never_moved_uses_the_fallback_not_a_zero_tolerance():
     for hist in ((0.0, 0.0), (0.0, 0.0, 0.0)):
         v = model.verdict(entry(0.0, "lower", history=hist), Observation(1.0), "lower")
         assert v.status == "pass" and "fallback Spread 2" in v.rule
-    assert "no spread to learn" in model.verdict(entry(0.0, "lower", history=(0.0,) * 3), Observation(1.0),
-                                                 "lower").rule
+    assert (
+        "no spread to learn" in model.verdict(entry(0.0, "lower", history=(0.0,) * 3), Observation(1.0), "lower").rule
+    )
 
 
 def test_history_with_too_few_runs_uses_the_fallback_and_says_so():

@@ -17,8 +17,9 @@ from pytest_llmbench.report.results import iter_records
 def entry_of(cases: dict[str, float], direction="higher", *, count=False) -> BaselineEntry:
     obs = Observation.of(None, cases=cases)
     value = sum(cases.values()) if count else obs.value
-    return BaselineEntry(value=value, direction=direction, noise={}, n=len(cases), se=None if count else obs.se,
-                         cases=cases)
+    return BaselineEntry(
+        value=value, direction=direction, noise={}, n=len(cases), se=None if count else obs.se, cases=cases
+    )
 
 
 def keyed(values, prefix="p") -> dict[str, float]:
@@ -34,6 +35,7 @@ def prompts():
 
 
 # --- PairedT --------------------------------------------------------------------------------------------
+
 
 def test_paired_t_matches_scipy_ttest_rel(prompts):
     base, new = prompts
@@ -56,7 +58,9 @@ def test_paired_t_resolves_what_the_unpaired_rule_cannot(prompts):
 def test_paired_t_lower_is_better_and_improvements(prompts):
     base, new = prompts  # new is lower: better when lower is better
     v = PairedT().verdict(entry_of(keyed(base), "lower"), Observation.of(None, cases=keyed(new)), "lower")
-    assert v.status == "improved" and v.p_value == pytest.approx(1 - stats.ttest_rel(new, base, alternative="less").pvalue)
+    assert v.status == "improved" and v.p_value == pytest.approx(
+        1 - stats.ttest_rel(new, base, alternative="less").pvalue
+    )
 
 
 def test_rounding_residue_is_not_a_difference():
@@ -71,7 +75,9 @@ def test_paired_t_zero_spread_of_differences():
     base = keyed([1.0, 2.0, 3.0, 4.0])
     same = PairedT().verdict(entry_of(base), Observation.of(None, cases=base), "higher")
     assert same.status == "pass" and same.p_value == 1.0 and same.tolerance == 0.0
-    lower = PairedT().verdict(entry_of(base), Observation.of(None, cases={k: v - 0.5 for k, v in base.items()}), "higher")
+    lower = PairedT().verdict(
+        entry_of(base), Observation.of(None, cases={k: v - 0.5 for k, v in base.items()}), "higher"
+    )
     assert lower.status == "REGRESSED" and lower.p_value == 0.0
 
 
@@ -83,8 +89,9 @@ def test_paired_t_falls_back_to_welch_when_cases_differ(prompts):
     ref = StdErr(alpha=0.01).verdict(e, obs, "higher")
     assert not v.paired and v.status == ref.status and v.tolerance == ref.tolerance
     assert v.rule.startswith("unpaired (0 of 32 case ids shared, pairing needs 90% and at least 2): StdErr alpha=0.01")
-    welch = stats.ttest_ind_from_stats(new.mean(), new.std(ddof=1), 32, base.mean(), base.std(ddof=1), 32,
-                                       equal_var=False, alternative="less")
+    welch = stats.ttest_ind_from_stats(
+        new.mean(), new.std(ddof=1), 32, base.mean(), base.std(ddof=1), 32, equal_var=False, alternative="less"
+    )
     assert v.p_value == pytest.approx(welch.pvalue, rel=1e-6)
 
 
@@ -115,6 +122,7 @@ def test_partial_overlap_is_paired_on_the_shared_cases(prompts):
 
 # --- McNemar --------------------------------------------------------------------------------------------
 
+
 def pass_fail(n=205, worse=0, better=0, seed=3):
     """Pass/fail cases at ~80% and the same cases with ``worse`` passes lost and ``better`` fails fixed."""
     rng = np.random.default_rng(seed)
@@ -133,8 +141,13 @@ def test_mcnemar_matches_scipy_binomtest(worse, better):
     v = McNemar(alpha=0.01).verdict(entry_of(b, count=True), obs, "higher")
     p = stats.binomtest(worse, worse + better, 0.5, alternative="greater").pvalue
     assert v.paired and v.p_value == pytest.approx(p)
-    assert v.status == ("REGRESSED" if p < 0.01 else "pass" if worse >= better or
-                        stats.binomtest(better, worse + better, 0.5, alternative="greater").pvalue >= 0.01 else "improved")
+    assert v.status == (
+        "REGRESSED"
+        if p < 0.01
+        else "pass"
+        if worse >= better or stats.binomtest(better, worse + better, 0.5, alternative="greater").pvalue >= 0.01
+        else "improved"
+    )
     assert f"{worse} worse, {better} better" in v.rule
     assert v.delta == better - worse  # all cases shared: the count moved by the net change
 
@@ -145,7 +158,9 @@ def test_mcnemar_critical_count_and_tolerance():
     # of 8 changed cases: 8 worse has p = 1/256 < 0.01, 7 worse has p = 9/256 > 0.01, so 8 is the critical count
     assert "fail if ≥ 8 of the 8 changed cases are worse" in v.rule and v.status == "REGRESSED"
     assert v.tolerance == 7.0  # a net loss of 7 of 8 changed cases passes
-    few = McNemar(alpha=0.01).verdict(entry_of(b, count=True), Observation.of(None, cases=pass_fail(worse=3)[1]), "higher")
+    few = McNemar(alpha=0.01).verdict(
+        entry_of(b, count=True), Observation.of(None, cases=pass_fail(worse=3)[1]), "higher"
+    )
     assert "3 changed cases cannot fail" in few.rule and few.status == "pass"
 
 
@@ -164,7 +179,9 @@ def test_mcnemar_falls_back_to_fisher_when_cases_differ():
     obs = Observation.of(k, n=205, cases={f"other{i}": v for i, v in enumerate(n.values())})
     v = McNemar(alpha=0.01).verdict(e, obs, "higher")
     ref = Binomial(alpha=0.01).verdict(e, obs, "higher")
-    assert not v.paired and v.rule == f"unpaired (0 of 205 case ids shared, pairing needs 90% and at least 2): {ref.rule}"
+    assert (
+        not v.paired and v.rule == f"unpaired (0 of 205 case ids shared, pairing needs 90% and at least 2): {ref.rule}"
+    )
     kb = int(sum(b.values()))
     assert v.p_value == pytest.approx(stats.fisher_exact([[kb, 205 - kb], [k, 205 - k]], alternative="greater").pvalue)
 
@@ -172,7 +189,7 @@ def test_mcnemar_falls_back_to_fisher_when_cases_differ():
 def test_mcnemar_without_a_sidecar_or_n_says_how_to_fix_the_entry():
     b, n = pass_fail(worse=9)
     published = BaselineEntry(value=sum(b.values()), direction="higher", noise={})  # a total, nothing else
-    with pytest.raises(NoiseModelError, match="the baseline has no per-case values.*needs the baseline's n"):
+    with pytest.raises(NoiseModelError, match=r"the baseline has no per-case values.*needs the baseline's n"):
         McNemar().verdict(published, Observation.of(sum(n.values()), n=205, cases=n), "higher")
 
 
@@ -190,16 +207,27 @@ def test_mcnemar_rejects_values_that_are_not_pass_fail():
 
 # --- PairedBootstrap ------------------------------------------------------------------------------------
 
+
 def test_bootstrap_p_agrees_with_scipys_one_sided_percentile_interval(prompts):
     base, new = prompts
     for shift, alpha in ((0.0, 0.05), (0.1, 0.05), (0.2, 0.01)):
         moved = new + shift
-        v = PairedBootstrap(alpha=alpha, seed=1).verdict(entry_of(keyed(base)), Observation.of(None, cases=keyed(moved)),
-                                                         "higher")
-        ci = stats.bootstrap((moved - base,), np.mean, n_resamples=4000, method="percentile", alternative="less",
-                             confidence_level=1 - alpha, random_state=np.random.default_rng(1)).confidence_interval
+        v = PairedBootstrap(alpha=alpha, seed=1).verdict(
+            entry_of(keyed(base)), Observation.of(None, cases=keyed(moved)), "higher"
+        )
+        ci = stats.bootstrap(
+            (moved - base,),
+            np.mean,
+            n_resamples=4000,
+            method="percentile",
+            alternative="less",
+            confidence_level=1 - alpha,
+            random_state=np.random.default_rng(1),
+        ).confidence_interval
         assert (v.status == "REGRESSED") == (ci.high < 0)
-        assert v.paired and v.p_value == pytest.approx(stats.ttest_rel(moved, base, alternative="less").pvalue, abs=0.02)
+        assert v.paired and v.p_value == pytest.approx(
+            stats.ttest_rel(moved, base, alternative="less").pvalue, abs=0.02
+        )
 
 
 def test_bootstrap_clusters_resample_whole_cases():
@@ -229,22 +257,26 @@ def test_bootstrap_falls_back_to_welch(prompts):
     base, new = prompts
     v = PairedBootstrap().verdict(entry_of(keyed(base)), Observation.of(list(new)), "higher")
     assert not v.paired and v.rule.startswith("unpaired (this check passed no cases=): StdErr alpha=0.01")
-    one_cluster = PairedBootstrap(cluster="/").verdict(entry_of(keyed(base, "s/")), Observation.of(None, cases=keyed(new, "s/")),
-                                                       "higher")
+    one_cluster = PairedBootstrap(cluster="/").verdict(
+        entry_of(keyed(base, "s/")), Observation.of(None, cases=keyed(new, "s/")), "higher"
+    )
     assert not one_cluster.paired and "1 cluster" in one_cluster.rule
 
 
-@pytest.mark.parametrize("model", [PairedT(alpha=0.005), McNemar(min_overlap=0.8),
-                                   PairedBootstrap(cluster="/", resamples=1000)])
+@pytest.mark.parametrize(
+    "model", [PairedT(alpha=0.005), McNemar(min_overlap=0.8), PairedBootstrap(cluster="/", resamples=1000)]
+)
 def test_models_round_trip_through_the_baseline_file(model):
     assert noise_from_dict(model.to_dict()) == model
 
 
 # --- end to end: --update-baselines writes the sidecar, the next run pairs on it --------------------------
 
+
 def test_recorded_cases_give_a_paired_verdict_on_the_next_run(pytester, monkeypatch):
     pytester.makeini("[pytest]\n")
-    pytester.makepyfile(test_b="""
+    pytester.makepyfile(
+        test_b="""
 import os
 from pytest_llmbench.gate import PairedT
 
@@ -253,7 +285,8 @@ def test_b(bench):
     seed = os.environ.get("SEED", "1")
     per_prompt = {f"p{i:02d}@s{seed}": 2.0 + (i % 5) / 3 + shift * (1 + (i % 3) / 2) for i in range(32)}
     bench.check("accept_length", cases=per_prompt, noise=PairedT(alpha=0.01))
-""")
+"""
+    )
     args = ("--runner", "ci-a", "-p", "no:cacheprovider")
     pytester.runpytest(*args, "--update-baselines").assert_outcomes(passed=1)
     files = list((pytester.path / "baselines/_noserver_.cases/shared").glob("*/accept_length.jsonl"))
@@ -276,7 +309,8 @@ def test_b(bench):
 
 def test_xdist_workers_send_cases_to_the_controller_which_writes_the_sidecars(pytester):
     pytester.makeini("[pytest]\n")
-    pytester.makepyfile(test_many="""
+    pytester.makepyfile(
+        test_many="""
 import pytest
 from pytest_llmbench.gate import McNemar
 
@@ -284,7 +318,8 @@ from pytest_llmbench.gate import McNemar
 def test_m(bench, i):
     cases = {f"case{j:03d}": float((j + i) % 3 != 0) for j in range(40)}
     bench.check("bfcl_passed", sum(cases.values()), n=40, cases=cases, noise=McNemar())
-""")
+"""
+    )
     args = ("-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider")
     pytester.runpytest_subprocess(*args, "--update-baselines").assert_outcomes(passed=4)
     sidecars = sorted((pytester.path / "baselines/_noserver_.cases/shared").glob("*/bfcl_passed.jsonl"))
@@ -312,6 +347,21 @@ def test_default_models_read_back_the_same_from_a_written_baseline_file(tmp_path
 
     store = BaselineStore(tmp_path)
     for model in (PairedT(), McNemar(), PairedBootstrap(cluster="::")):
-        store.write([Measurement(config="c", runner=None, test_key="t", metric=model.name.lower(), value=1.0,
-                                 direction="higher", noise=model.to_dict(), n=2, se=0.1, provenance={})], "all")
+        store.write(
+            [
+                Measurement(
+                    config="c",
+                    runner=None,
+                    test_key="t",
+                    metric=model.name.lower(),
+                    value=1.0,
+                    direction="higher",
+                    noise=model.to_dict(),
+                    n=2,
+                    se=0.1,
+                    provenance={},
+                )
+            ],
+            "all",
+        )
         assert noise_from_dict(store.file("c").get(None, "t", model.name.lower()).noise) == model

@@ -21,12 +21,16 @@ def gate(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def bench_test(pytester: pytest.Pytester, *checks: str, name: str = "test_b") -> None:
     body = "\n    ".join(checks)
-    pytester.makepyfile(**{name: f"""
+    pytester.makepyfile(
+        **{
+            name: f"""
 from pytest_llmbench.gate import Binomial, History, Relative, Spread, StdErr
 
 def test_b(bench):
     {body}
-"""})
+"""
+        }
+    )
 
 
 def baseline(pytester: pytest.Pytester) -> dict:
@@ -44,8 +48,13 @@ def test_new_then_update_then_pass(gate):
     bench_test(gate, THROUGHPUT.format(v=100.0))
     r = run(gate)
     r.assert_outcomes(passed=1)
-    r.stdout.fnmatch_lines(["*llmbench verdicts*", "_noserver_ *test_b.py::test_b*output_throughput*new*",
-                            "llmbench: 0 of 1 checks judged; not judged: 1 new"])
+    r.stdout.fnmatch_lines(
+        [
+            "*llmbench verdicts*",
+            "_noserver_ *test_b.py::test_b*output_throughput*new*",
+            "llmbench: 0 of 1 checks judged; not judged: 1 new",
+        ]
+    )
     assert not (gate.path / BASE).exists()
     r = run(gate, "--update-baselines")
     r.assert_outcomes(passed=1)
@@ -64,13 +73,20 @@ def test_regression_fails_with_a_message_naming_metric_values_tolerance_and_rule
     bench_test(gate, THROUGHPUT.format(v=90.0))
     r = run(gate)
     r.assert_outcomes(failed=1)
-    r.stdout.fnmatch_lines([
-        "*output_throughput REGRESSED: observed 90 vs baseline 100 (delta -10, -10.0%; tolerance 5, higher is "
-        "better*rule: Relative 5%: fail if observed < 100 − 5%·100 = 95 ?config _noserver_, test "
-        "test_b.py::test_b, runner ci-a?",
-    ])
-    r.stdout.fnmatch_lines(["*llmbench verdicts*", "*output_throughput*100*90*-10*-10.0%*5*REGRESSED",
-                            "llmbench: 1 of 1 checks judged (1 regressed)"])
+    r.stdout.fnmatch_lines(
+        [
+            "*output_throughput REGRESSED: observed 90 vs baseline 100 (delta -10, -10.0%; tolerance 5, higher is "
+            "better*rule: Relative 5%: fail if observed < 100 − 5%·100 = 95 ?config _noserver_, test "
+            "test_b.py::test_b, runner ci-a?",
+        ]
+    )
+    r.stdout.fnmatch_lines(
+        [
+            "*llmbench verdicts*",
+            "*output_throughput*100*90*-10*-10.0%*5*REGRESSED",
+            "llmbench: 1 of 1 checks judged (1 regressed)",
+        ]
+    )
 
 
 def test_improvement_passes_and_suggests_an_update(gate):
@@ -112,8 +128,9 @@ def test_history_noise_learns_from_accepted_runs(gate):
     bench_test(gate, 'bench.check("bfcl_passed", 140, noise=History(k=2, min_runs=3, fallback=Spread(8)))')
     r = run(gate)
     r.assert_outcomes(failed=1)
-    r.stdout.fnmatch_lines(["*rule: History k=2 (prediction bound, t) over 3 runs (mean, SD 4.163): "
-                            "fail if observed < 172.7 − *"])
+    r.stdout.fnmatch_lines(
+        ["*rule: History k=2 (prediction bound, t) over 3 runs (mean, SD 4.163): fail if observed < 172.7 − *"]
+    )
 
 
 def test_history_is_capped_when_updating(gate):
@@ -126,7 +143,7 @@ shared:
 """)
     bench_test(gate, 'bench.check("accept_length", 111.0)')
     run(gate, "--update-baselines").assert_outcomes(passed=1)
-    assert baseline(gate)["shared"]["test_b.py::test_b"]["accept_length"]["history"] == list(range(101, 110)) + [111]
+    assert baseline(gate)["shared"]["test_b.py::test_b"]["accept_length"]["history"] == [*list(range(101, 110)), 111]
 
 
 def test_binomial_count_with_n(gate):
@@ -151,8 +168,12 @@ def test_corrupt_baseline_is_a_usage_error_before_any_test_and_is_never_overwrit
 
 
 def test_runner_profile_keys_hardware_bound_metrics_only(gate):
-    bench_test(gate, THROUGHPUT.format(v=100.0), 'bench.check("accept_length", 3.4, noise=Relative(0.05))',
-               'bench.check("decode_ms", 5.0, noise=Relative(0.05), hardware_bound=False)')
+    bench_test(
+        gate,
+        THROUGHPUT.format(v=100.0),
+        'bench.check("accept_length", 3.4, noise=Relative(0.05))',
+        'bench.check("decode_ms", 5.0, noise=Relative(0.05), hardware_bound=False)',
+    )
     run(gate, "--update-baselines").assert_outcomes(passed=1)
     data = baseline(gate)
     assert set(data["runners"]["ci-a"]["test_b.py::test_b"]) == {"output_throughput"}
@@ -164,7 +185,8 @@ def test_runner_profile_keys_hardware_bound_metrics_only(gate):
 
 
 def test_selection_changes_only_selected_entries_and_lists_the_rest(gate, monkeypatch):
-    gate.makepyfile(test_two="""
+    gate.makepyfile(
+        test_two="""
 from pytest_llmbench.gate import Relative
 import os
 V = float(os.environ.get("V", "100"))
@@ -174,13 +196,18 @@ def test_one(bench):
 
 def test_two(bench):
     bench.check("output_throughput", V, noise=Relative(0.05))
-""")
+"""
+    )
     run(gate, "--update-baselines").assert_outcomes(passed=2)
     monkeypatch.setenv("V", "101")
     r = run(gate, "--update-baselines", "-k", "test_one")
     r.assert_outcomes(passed=1, deselected=1)
-    r.stdout.fnmatch_lines(["1 baseline entries were not checked in this run (kept):",
-                            f"  {BASE}: runners/ci-a test_two.py::test_two output_throughput"])
+    r.stdout.fnmatch_lines(
+        [
+            "1 baseline entries were not checked in this run (kept):",
+            f"  {BASE}: runners/ci-a test_two.py::test_two output_throughput",
+        ]
+    )
     tests = baseline(gate)["runners"]["ci-a"]
     assert tests["test_two.py::test_one"]["output_throughput"]["history"] == [100, 101]
     assert tests["test_two.py::test_two"]["output_throughput"]["history"] == [100]
@@ -197,7 +224,8 @@ def test_verdicts_reach_junit_and_results_jsonl(gate):
 
 
 def test_xdist_workers_send_updates_to_the_controller_which_writes_once(gate):
-    gate.makepyfile(test_many="""
+    gate.makepyfile(
+        test_many="""
 import pytest
 from pytest_llmbench.gate import Relative
 
@@ -205,22 +233,28 @@ from pytest_llmbench.gate import Relative
 def test_m(bench, i):
     bench.check("output_throughput", 100.0 + i, noise=Relative(0.05))
     bench.check("accept_length", 3.0 + i / 10, noise=Relative(0.05))
-""")
+"""
+    )
     r = gate.runpytest_subprocess("-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider", "--update-baselines")
     r.assert_outcomes(passed=6)
     r.stdout.fnmatch_lines([f"baselines written: {BASE} (12 entries)"])
     data = baseline(gate)
     assert {k: v["output_throughput"]["value"] for k, v in data["runners"]["ci-a"].items()} == {
-        f"test_many.py::test_m[{i}]": 100 + i for i in range(6)}
+        f"test_many.py::test_m[{i}]": 100 + i for i in range(6)
+    }
     assert len(data["shared"]) == 6
     assert sorted(p.name for p in (gate.path / "baselines").iterdir()) == ["_noserver_.yaml"]
     r.stdout.fnmatch_lines(["*llmbench verdicts*", "llmbench: 0 of 12 checks judged; not judged: 12 new"])
 
 
 def test_written_baseline_file(gate, snapshot):
-    bench_test(gate, THROUGHPUT.format(v=148.123456789), 'bench.check("accept_length", [3.1, 3.4, 3.9, 3.2])',
-               'bench.check("bfcl_passed", 171, n=205, noise=Binomial(alpha=0.01))',
-               'bench.check("failed", 0, noise=Spread(0))')
+    bench_test(
+        gate,
+        THROUGHPUT.format(v=148.123456789),
+        'bench.check("accept_length", [3.1, 3.4, 3.9, 3.2])',
+        'bench.check("bfcl_passed", 171, n=205, noise=Binomial(alpha=0.01))',
+        'bench.check("failed", 0, noise=Spread(0))',
+    )
     run(gate, "--update-baselines").assert_outcomes(passed=1)
     text = re.sub(r"date: '\d{4}-\d\d-\d\d'", "date: 'DATE'", (gate.path / BASE).read_text())
     text = re.sub(r"host: .*", "host: HOST", text)
@@ -229,6 +263,7 @@ def test_written_baseline_file(gate, snapshot):
 
 # --- issue 10: every check judged, the error budget, update semantics ------------------------------------
 
+
 def record(gate, *checks):
     bench_test(gate, *checks)
     run(gate, "--update-baselines").assert_outcomes(passed=1)
@@ -236,29 +271,44 @@ def record(gate, *checks):
 
 def test_every_check_is_judged_and_the_test_fails_once_listing_all_regressions(gate):
     """Defect at 8fab55e: the first regressed check stopped the test; later checks were never judged."""
-    checks = ['bench.check("output_throughput", {a}, noise=Relative(0.05))',
-              'bench.check("median_ttft_ms", {b}, noise=Relative(0.05))',
-              'bench.check("accept_length", {c}, noise=Relative(0.05))',
-              'print("after the checks")']
+    checks = [
+        'bench.check("output_throughput", {a}, noise=Relative(0.05))',
+        'bench.check("median_ttft_ms", {b}, noise=Relative(0.05))',
+        'bench.check("accept_length", {c}, noise=Relative(0.05))',
+        'print("after the checks")',
+    ]
     record(gate, *[c.format(a=100.0, b=50.0, c=3.0) for c in checks])
     bench_test(gate, *[c.format(a=80.0, b=70.0, c=3.0) for c in checks])
     r = run(gate, "-s", "--junitxml=out.xml", "--results-dir=res")
     r.assert_outcomes(failed=1)
-    r.stdout.fnmatch_lines(["*after the checks*", "*2 regressed check(s):", "*output_throughput REGRESSED*",
-                            "*median_ttft_ms REGRESSED*"])
-    r.stdout.fnmatch_lines(["*llmbench verdicts*", "*output_throughput*REGRESSED", "*median_ttft_ms*REGRESSED",
-                            "*accept_length*pass", "llmbench: 3 of 3 checks judged (2 regressed, 1 pass)"])
+    r.stdout.fnmatch_lines(
+        ["*after the checks*", "*2 regressed check(s):", "*output_throughput REGRESSED*", "*median_ttft_ms REGRESSED*"]
+    )
+    r.stdout.fnmatch_lines(
+        [
+            "*llmbench verdicts*",
+            "*output_throughput*REGRESSED",
+            "*median_ttft_ms*REGRESSED",
+            "*accept_length*pass",
+            "llmbench: 3 of 3 checks judged (2 regressed, 1 pass)",
+        ]
+    )
     xml = (gate.path / "out.xml").read_text()
     assert xml.count("<failure") == 1 and "2 regressed check(s)" in xml
     assert 'name="llmbench.verdict.median_ttft_ms" value="REGRESSED"' in xml
     recs = [json.loads(ln) for f in (gate.path / "res").glob("results*.jsonl") for ln in f.read_text().splitlines()]
     assert sorted(r["metric"] for r in recs if r["record"] == "verdict") == [
-        "accept_length", "median_ttft_ms", "output_throughput"]
+        "accept_length",
+        "median_ttft_ms",
+        "output_throughput",
+    ]
 
 
 def test_soft_failure_under_xdist(gate):
-    checks = ['bench.check("output_throughput", {a}, noise=Relative(0.05))',
-              'bench.check("median_ttft_ms", {b}, noise=Relative(0.05))']
+    checks = [
+        'bench.check("output_throughput", {a}, noise=Relative(0.05))',
+        'bench.check("median_ttft_ms", {b}, noise=Relative(0.05))',
+    ]
     record(gate, *[c.format(a=100.0, b=50.0) for c in checks])
     bench_test(gate, *[c.format(a=80.0, b=70.0) for c in checks])
     r = gate.runpytest_subprocess("-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider")
@@ -275,8 +325,13 @@ def test_p_and_q_reach_results_jsonl_and_the_table(gate):
     bench_test(gate, STDERR.format(v=3.0))
     r = run(gate, "--results-dir=res")
     r.assert_outcomes(failed=1)
-    r.stdout.fnmatch_lines(["*accept_length*REGRESSED: observed 3 vs baseline 3.4*p=*", "*REGRESSED",
-                            "error budget: quality α=0.02 over 1 gates (Holm per family*"])
+    r.stdout.fnmatch_lines(
+        [
+            "*accept_length*REGRESSED: observed 3 vs baseline 3.4*p=*",
+            "*REGRESSED",
+            "error budget: quality α=0.02 over 1 gates (Holm per family*",
+        ]
+    )
     recs = [json.loads(ln) for f in (gate.path / "res").glob("results*.jsonl") for ln in f.read_text().splitlines()]
     v = next(x for x in recs if x["record"] == "verdict")
     assert v["p_value"] < 0.01 and v["q_value"] == pytest.approx(v["p_value"]) and v["family"] == "quality"
@@ -291,7 +346,8 @@ def gates(n, v):
 
 def test_budget_counts_gates_up_front_and_holm_flags_at_suite_level(gate):
     """Ten gates at α=0.05: a test fails at p ≤ 0.005; Holm's later steps still flag the suite."""
-    gate.makepyfile(test_g=f"""
+    gate.makepyfile(
+        test_g=f"""
 import os
 from pytest_llmbench.gate import StdErr
 V = float(os.environ.get("V", "3.4"))
@@ -301,15 +357,16 @@ def test_a(bench):
 
 def test_b(bench):
 {gates(9, "V")}
-""")
+"""
+    )
     run(gate, "--update-baselines").assert_outcomes(passed=2)
     # test_a: z = 0.29/0.1414 = 2.05 → p ≈ 0.025: beyond k=2 but above 0.05/10 → its test passes.
     # test_b: 9 gates with z = 0.6/0.1414 → p ≈ 1e-5: they fail the test; Holm then reaches test_a's p·1.
-    r = gate.runpytest("--runner", "ci-a", "-p", "no:cacheprovider", "--gate-alpha", "0.05",
-                       "--results-dir=res")
+    r = gate.runpytest("--runner", "ci-a", "-p", "no:cacheprovider", "--gate-alpha", "0.05", "--results-dir=res")
     r.assert_outcomes(passed=2)
     assert r.ret == 0
     import os
+
     os.environ["DROP_A"] = "0.29"
     os.environ["V"] = "2.8"
     try:
@@ -319,10 +376,14 @@ def test_b(bench):
     r.assert_outcomes(passed=1, failed=1)
     assert r.ret == pytest.ExitCode.TESTS_FAILED
     r.stdout.fnmatch_lines(["*test_g.py::test_a  m_accuracy*0.022   0.022  REGRESSED"])
-    r.stdout.fnmatch_lines(["error budget: quality α=0.05 over 10 gates*",
-                            "REGRESSED at suite level (test test_g.py::test_a passed; Holm across the quality "
-                            "family)*within the suite's error budget; Holm q=0.022 ≤ α=0.05: REGRESSED at suite "
-                            "level*"])
+    r.stdout.fnmatch_lines(
+        [
+            "error budget: quality α=0.05 over 10 gates*",
+            "REGRESSED at suite level (test test_g.py::test_a passed; Holm across the quality "
+            "family)*within the suite's error budget; Holm q=0.022 ≤ α=0.05: REGRESSED at suite "
+            "level*",
+        ]
+    )
 
 
 def test_budget_off_judges_each_gate_at_its_own_level(gate):
@@ -373,9 +434,13 @@ def test_recording_shows_a_regressed_value_keeps_it_and_exits_0(gate):
     r = run(gate, "--update-baselines=all")
     assert r.ret == 0
     r.assert_outcomes(passed=1)
-    r.stdout.fnmatch_lines(["*output_throughput*REGRESSED (recorded, not failing)",
-                            "llmbench: 1 of 1 checks judged (1 regressed)",
-                            "recording (--update-baselines=all): the REGRESSED rows are shown and recorded*"])
+    r.stdout.fnmatch_lines(
+        [
+            "*output_throughput*REGRESSED (recorded, not failing)",
+            "llmbench: 1 of 1 checks judged (1 regressed)",
+            "recording (--update-baselines=all): the REGRESSED rows are shown and recorded*",
+        ]
+    )
     assert baseline(gate)["runners"]["ci-a"]["test_b.py::test_b"]["output_throughput"]["history"] == [100, 101, 80]
 
 
@@ -414,31 +479,39 @@ class Twice(NoiseModel):
 def test_custom_noise_model_from_a_conftest_survives_update(gate, xdist):
     """Defect at 8fab55e: --update-baselines failed at session end with "unknown noise model"."""
     gate.makeconftest(CUSTOM)
-    gate.makepyfile(test_b="""
+    gate.makepyfile(
+        test_b="""
 from conftest import Twice
 
 def test_b(bench):
     bench.check("output_throughput", 100.0, noise=Twice(0.05))
-""")
+"""
+    )
     args = ["-n", "2"] if xdist else []
     r = gate.runpytest_subprocess(*args, "--runner", "ci-a", "-p", "no:cacheprovider", "--update-baselines")
     r.assert_outcomes(passed=1)
     assert baseline(gate)["runners"]["ci-a"]["test_b.py::test_b"]["output_throughput"]["noise"] == {
-        "name": "Twice", "frac": 0.05}
-    gate.makepyfile(test_b="""
+        "name": "Twice",
+        "frac": 0.05,
+    }
+    gate.makepyfile(
+        test_b="""
 def test_b(bench):
     bench.check("output_throughput", 92.0)  # the stored model: 2·5% band
-""")
+"""
+    )
     gate.runpytest_subprocess(*args, "--runner", "ci-a", "-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_reference_check_is_judged_against_a_value_of_this_run_and_never_written(gate):
-    gate.makepyfile(test_b="""
+    gate.makepyfile(
+        test_b="""
 from pytest_llmbench.gate import Relative
 
 def test_b(bench):
     bench.check("paired_accuracy_gap", -0.2, noise=Relative(0.5), reference=0.1, direction="higher")
-""")
+"""
+    )
     r = run(gate, "--update-baselines")
     r.assert_outcomes(failed=1)
     r.stdout.fnmatch_lines(["*paired_accuracy_gap REGRESSED: observed -0.2 vs baseline 0.1*"])
@@ -464,17 +537,22 @@ runners:
     bench_test(gate, THROUGHPUT.format(v=270.0))
     r = run(gate)
     r.assert_outcomes(passed=1)
-    r.stdout.fnmatch_lines(["*output_throughput*100*270*not comparable",
-                            "llmbench: 0 of 1 checks judged; not judged: 1 not comparable",
-                            "  not comparable (1 checks: _noserver_ test_b.py::test_b): recorded on another machine "
-                            "(cpu 'Some Other CPU' there, *; cores 64 there, *): re-record on this machine*"])
+    r.stdout.fnmatch_lines(
+        [
+            "*output_throughput*100*270*not comparable",
+            "llmbench: 0 of 1 checks judged; not judged: 1 not comparable",
+            "  not comparable (1 checks: _noserver_ test_b.py::test_b): recorded on another machine "
+            "(cpu 'Some Other CPU' there, *; cores 64 there, *): re-record on this machine*",
+        ]
+    )
     assert run(gate, "--strict-baselines").ret == 0  # not comparable is not "new"
     (gate.path / BASE).write_text(entry.format(machine=here))
     run(gate).stdout.fnmatch_lines(["*output_throughput*improved*"])
 
 
 def test_budget_under_xdist_controller_adjusts_and_writes_p_and_q(gate, monkeypatch):
-    gate.makepyfile(test_x="""
+    gate.makepyfile(
+        test_x="""
 import os
 import pytest
 from pytest_llmbench.gate import StdErr
@@ -483,7 +561,8 @@ DROP = float(os.environ.get("DROP", "0"))
 @pytest.mark.parametrize("i", range(4))
 def test_x(bench, i):
     bench.check("accept_length", 3.4 - (DROP if i == 0 else 0.0), se=0.1, n=30, noise=StdErr(k=2))
-""")
+"""
+    )
     args = ["-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider"]
     gate.runpytest_subprocess(*args, "--update-baselines").assert_outcomes(passed=4)
     monkeypatch.setenv("DROP", "0.6")
@@ -501,5 +580,11 @@ def test_a_test_that_fails_on_its_own_also_lists_its_regressed_checks(gate):
     bench_test(gate, THROUGHPUT.format(v=80.0), 'assert 1 == 2, "the bench itself broke"')
     r = run(gate)
     r.assert_outcomes(failed=1)
-    r.stdout.fnmatch_lines(["*the bench itself broke*", "*llmbench regressed checks*",
-                            "*1 regressed check(s):*", "*output_throughput REGRESSED*"])
+    r.stdout.fnmatch_lines(
+        [
+            "*the bench itself broke*",
+            "*llmbench regressed checks*",
+            "*1 regressed check(s):*",
+            "*output_throughput REGRESSED*",
+        ]
+    )

@@ -44,9 +44,21 @@ def test_serving(llm_server, bench):
 def _run(pytester: pytest.Pytester, *args: str, out: int = 16, n: int = 2) -> pytest.RunResult:
     pytester.makeini("[pytest]\n")  # the rootdir (and so baselines/) is this test's folder, not the repo
     pytester.makepyfile(test_bench=BENCH.format(out=out, n=n))
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--llmbench-configs={CPU_YAML}",
-                                         "--results-dir", "out", "--runner", "ci-a", "-k", "smol-nospec",
-                                         "--baselines-dir", "baselines", *args, timeout=600)
+    return pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        f"--llmbench-configs={CPU_YAML}",
+        "--results-dir",
+        "out",
+        "--runner",
+        "ci-a",
+        "-k",
+        "smol-nospec",
+        "--baselines-dir",
+        "baselines",
+        *args,
+        timeout=600,
+    )
 
 
 def _records(pytester: pytest.Pytester, kind: str) -> list[dict]:
@@ -72,20 +84,28 @@ def test_record_n_starts_the_server_n_times_and_leaves_n_values(pytester: pytest
     assert len(servers) == 3 and len({tuple(s["pids"]) for s in servers}) == 3  # three starts
     entry = _entry(pytester)
     assert entry is not None and len(entry["history"]) == 3, entry
-    assert entry["provenance"]["machine"]["cores"] >= 1 and entry["noise"] == {"name": "History", "k": 3,
-                                                                               "min_runs": 6}
-    result.stdout.fnmatch_lines(["*test_serving?smol-nospec-start1of3? PASSED*",
-                                 "*test_serving?smol-nospec-start3of3? PASSED*",
-                                 "baselines written: baselines/smol-nospec.yaml (1 entries, 3 values)"])
+    assert entry["provenance"]["machine"]["cores"] >= 1 and entry["noise"] == {"name": "History", "k": 3, "min_runs": 6}
+    result.stdout.fnmatch_lines(
+        [
+            "*test_serving?smol-nospec-start1of3? PASSED*",
+            "*test_serving?smol-nospec-start3of3? PASSED*",
+            "baselines written: baselines/smol-nospec.yaml (1 entries, 3 values)",
+        ]
+    )
     # a plain run now: learning (3 of 6), shown with the history's mean, never failing
     plain = _run(pytester)
     assert plain.ret == 0
-    plain.stdout.fnmatch_lines(["*smol-nospec*test_bench.py::test_serving*output_throughput*learning (3 of 6)",
-                                "llmbench: 0 of 1 checks judged; not judged: 1 learning"])
+    plain.stdout.fnmatch_lines(
+        [
+            "*smol-nospec*test_bench.py::test_serving*output_throughput*learning (3 of 6)",
+            "llmbench: 0 of 1 checks judged; not judged: 1 learning",
+        ]
+    )
 
 
-def test_a_busy_neighbour_mid_scenario_is_named_and_not_recorded(pytester: pytest.Pytester, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch):
+def test_a_busy_neighbour_mid_scenario_is_named_and_not_recorded(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     """A CPU-bound process started once the scenario runs (not a child of the session): the timing check
     says "not comparable: host busy during tiny …", and --update-baselines leaves the value out."""
     marker = tmp_path / "started"
@@ -108,12 +128,15 @@ def test_a_busy_neighbour_mid_scenario_is_named_and_not_recorded(pytester: pytes
             p.wait()
     assert busy, "the neighbour never started"
     assert result.ret == 0, result.stdout.str()[-3000:]
-    result.stdout.fnmatch_lines([
-        "*output_throughput*not comparable",
-        "llmbench: 0 of 1 checks judged; not judged: 1 not comparable",
-        "  not comparable (1 checks: smol-nospec test_bench.py::test_serving): host busy during tiny: other "
-        "processes used * of * cores while this test's used *python*",
-        "1 value(s) not recorded (measured on a busy host):"])
+    result.stdout.fnmatch_lines(
+        [
+            "*output_throughput*not comparable",
+            "llmbench: 0 of 1 checks judged; not judged: 1 not comparable",
+            "  not comparable (1 checks: smol-nospec test_bench.py::test_serving): host busy during tiny: other "
+            "processes used * of * cores while this test's used *python*",
+            "1 value(s) not recorded (measured on a busy host):",
+        ]
+    )
     scenario = _records(pytester, "scenario")[0]
     assert scenario["host_load"]["contended"] and scenario["host_load"]["others"] >= 0.25
     assert _entry(pytester) is None  # nothing learned from the neighbour's number

@@ -11,12 +11,15 @@ from pytest_llmbench.gate import runner
 from pytest_llmbench.gate.runner import RunnerProfile, check_name, slugify
 
 
-@pytest.mark.parametrize(("text", "slug"), [
-    ("AMD EPYC 7B13 64-Core Processor", "amd-epyc-7b13"),
-    ("Intel(R) Xeon(R) CPU @ 2.20GHz", "intel-xeon"),
-    ("NVIDIA H200", "nvidia-h200"),
-    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "nvidia-rtx-pro-6000-blackwell-workstation-edition"),
-])
+@pytest.mark.parametrize(
+    ("text", "slug"),
+    [
+        ("AMD EPYC 7B13 64-Core Processor", "amd-epyc-7b13"),
+        ("Intel(R) Xeon(R) CPU @ 2.20GHz", "intel-xeon"),
+        ("NVIDIA H200", "nvidia-h200"),
+        ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "nvidia-rtx-pro-6000-blackwell-workstation-edition"),
+    ],
+)
 def test_slugify(text, slug):
     assert slugify(text) == slug
 

@@ -9,8 +9,19 @@ HIST = {"name": "History", "k": 3, "min_runs": 3, "fallback": {"name": "Spread",
 
 
 def m(value, status="pass", noise=HIST):
-    return Measurement(config="c", runner=None, test_key="t.py::t", metric="bfcl_passed", value=value,
-                       direction="higher", noise=noise, n=None, se=None, provenance={"runner": "r"}, status=status)
+    return Measurement(
+        config="c",
+        runner=None,
+        test_key="t.py::t",
+        metric="bfcl_passed",
+        value=value,
+        direction="higher",
+        noise=noise,
+        n=None,
+        se=None,
+        provenance={"runner": "r"},
+        status=status,
+    )
 
 
 def test_a_passing_value_is_appended_and_the_history_capped():
@@ -35,12 +46,13 @@ def test_recording_appends_a_regressed_value_and_accept_restarts_the_history():
 
 
 def test_a_value_from_another_machine_restarts_a_timing_history():
-    old = BaselineEntry(100.0, "higher", HIST, history=(99.0, 100.0),
-                        provenance={"machine": {"cpu": "A", "cores": 2}})
-    same = Measurement("c", "ci-a", "t.py::t", "tps", 98.0, "higher", HIST, None, None,
-                       {"machine": {"cpu": "A", "cores": 2}})
-    other = Measurement("c", "ci-a", "t.py::t", "tps", 150.0, "higher", HIST, None, None,
-                        {"machine": {"cpu": "B", "cores": 2}})
+    old = BaselineEntry(100.0, "higher", HIST, history=(99.0, 100.0), provenance={"machine": {"cpu": "A", "cores": 2}})
+    same = Measurement(
+        "c", "ci-a", "t.py::t", "tps", 98.0, "higher", HIST, None, None, {"machine": {"cpu": "A", "cores": 2}}
+    )
+    other = Measurement(
+        "c", "ci-a", "t.py::t", "tps", 150.0, "higher", HIST, None, None, {"machine": {"cpu": "B", "cores": 2}}
+    )
     assert machine_changed(old, other) and not machine_changed(old, same)
     assert updated(old, same).history == (99.0, 100.0, 98.0)
     assert updated(old, other).history == (150.0,)
@@ -73,10 +85,21 @@ def test_write_merges_into_the_file_and_validate_reads_every_file(tmp_path):
 
 # --- per-case sidecars (paired gates) -------------------------------------------------------------------
 
+
 def with_cases(cases, config="c"):
-    return Measurement(config=config, runner=None, test_key="t.py::t", metric="accept_length", value=2.0,
-                       direction="higher", noise={"name": "PairedT", "alpha": 0.01, "min_overlap": 0.9}, n=2,
-                       se=0.5, provenance={}, cases=cases)
+    return Measurement(
+        config=config,
+        runner=None,
+        test_key="t.py::t",
+        metric="accept_length",
+        value=2.0,
+        direction="higher",
+        noise={"name": "PairedT", "alpha": 0.01, "min_overlap": 0.9},
+        n=2,
+        se=0.5,
+        provenance={},
+        cases=cases,
+    )
 
 
 def test_write_stores_the_cases_beside_the_entry_and_the_store_reads_them_back(tmp_path):

@@ -6,11 +6,33 @@ from pytest_llmbench.gate.table import counts, ordered, render
 from pytest_llmbench.gate.verdict import Verdict
 
 
-def v(metric, observed, baseline, tol, status, direction="higher", test="benches/test_serving.py::test_chat[1user]",
-      p=None, q=None, paired=False):
-    return Verdict(metric=metric, observed=observed, baseline=baseline, tolerance=tol, rule="r", status=status,
-                   direction=direction, noise="n", config="cpu-nodraft", test_key=test, p_value=p, q_value=q,
-                   paired=paired)
+def v(
+    metric,
+    observed,
+    baseline,
+    tol,
+    status,
+    direction="higher",
+    test="benches/test_serving.py::test_chat[1user]",
+    p=None,
+    q=None,
+    paired=False,
+):
+    return Verdict(
+        metric=metric,
+        observed=observed,
+        baseline=baseline,
+        tolerance=tol,
+        rule="r",
+        status=status,
+        direction=direction,
+        noise="n",
+        config="cpu-nodraft",
+        test_key=test,
+        p_value=p,
+        q_value=q,
+        paired=paired,
+    )
 
 
 VERDICTS = [
@@ -37,17 +59,35 @@ def test_summary_separates_judged_checks_from_new_learning_and_not_comparable():
     from pytest_llmbench.gate.verdict import Verdict
 
     def v(status, rule="r", test="t"):
-        return Verdict(metric="m", observed=1.0, baseline=None, tolerance=None, rule=rule, status=status,
-                       direction="higher", noise="History(k=3)", config="c", test_key=test)
+        return Verdict(
+            metric="m",
+            observed=1.0,
+            baseline=None,
+            tolerance=None,
+            rule=rule,
+            status=status,
+            direction="higher",
+            noise="History(k=3)",
+            config="c",
+            test_key=test,
+        )
 
-    vs = [v("pass"), v("improved"), v("new"), v("new"),
-          v("learning", "learning (2 of 6 runs recorded; judged from 6; …)"),
-          v("not comparable", "host busy during chat-1u: other processes used 0.9 of 2 cores", "t1"),
-          v("not comparable", "host busy during chat-1u: other processes used 0.9 of 2 cores", "t2")]
-    assert summary(vs) == ("llmbench: 2 of 7 checks judged (1 improved, 1 pass); not judged: 2 not comparable, "
-                           "1 learning, 2 new")
-    assert not_judged(vs) == ["  not comparable (2 checks: c t1, c t2): host busy during chat-1u: other processes "
-                              "used 0.9 of 2 cores"]
+    vs = [
+        v("pass"),
+        v("improved"),
+        v("new"),
+        v("new"),
+        v("learning", "learning (2 of 6 runs recorded; judged from 6; …)"),
+        v("not comparable", "host busy during chat-1u: other processes used 0.9 of 2 cores", "t1"),
+        v("not comparable", "host busy during chat-1u: other processes used 0.9 of 2 cores", "t2"),
+    ]
+    assert summary(vs) == (
+        "llmbench: 2 of 7 checks judged (1 improved, 1 pass); not judged: 2 not comparable, 1 learning, 2 new"
+    )
+    assert not_judged(vs) == [
+        "  not comparable (2 checks: c t1, c t2): host busy during chat-1u: other processes used 0.9 of 2 cores"
+    ]
     assert summary([v("new")]) == "llmbench: 0 of 1 checks judged; not judged: 1 new"
     from pytest_llmbench.gate.table import label
+
     assert label(vs[4]) == "learning (2 of 6)"

@@ -17,25 +17,41 @@ from pytest_llmbench.config import ServerConfig
 from pytest_llmbench.engines.base import Engine
 from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 from pytest_llmbench.engines.sglang import SGLangEngine
-from pytest_llmbench.launchers import base, docker as dl
+from pytest_llmbench.launchers import base
+from pytest_llmbench.launchers import docker as dl
 from pytest_llmbench.launchers.base import LaunchRequest
 from pytest_llmbench.models import ModelRef
 from pytest_llmbench.registry import Registry
 
 
-def make_req(tmp_path: Path, *, engine=None, gpu_ids=("2", "3"), gpus=2, image="lmsysorg/sglang:nightly",
-             env=None) -> LaunchRequest:
+def make_req(
+    tmp_path: Path, *, engine=None, gpu_ids=("2", "3"), gpus=2, image="lmsysorg/sglang:nightly", env=None
+) -> LaunchRequest:
     model_dir = tmp_path / "models" / "qwen"
     model_dir.mkdir(parents=True, exist_ok=True)
     gguf = tmp_path / "ggufs" / "draft.gguf"
     gguf.parent.mkdir(exist_ok=True)
     gguf.write_bytes(b"")
-    cfg = ServerConfig(name="nvfp4-dflash8", engine="sglang", model=ModelRef("path", str(model_dir), path=model_dir),
-                       models={"draft": ModelRef("path", str(gguf), path=gguf), "hub": ModelRef("hub", "z-lab/D")},
-                       source=Path("gpu.yaml"), launcher="docker", gpus=gpus, image="cfg/image:1",
-                       env=env if env is not None else {"SGLANG_X": "1", "MY_API_KEY": "from-config"})
-    return LaunchRequest(config=cfg, engine=engine or SGLangEngine(), host="127.0.0.1", port=31234,
-                         log_path=tmp_path / "server.log", gpu_ids=gpu_ids, image=image)
+    cfg = ServerConfig(
+        name="nvfp4-dflash8",
+        engine="sglang",
+        model=ModelRef("path", str(model_dir), path=model_dir),
+        models={"draft": ModelRef("path", str(gguf), path=gguf), "hub": ModelRef("hub", "z-lab/D")},
+        source=Path("gpu.yaml"),
+        launcher="docker",
+        gpus=gpus,
+        image="cfg/image:1",
+        env=env if env is not None else {"SGLANG_X": "1", "MY_API_KEY": "from-config"},
+    )
+    return LaunchRequest(
+        config=cfg,
+        engine=engine or SGLangEngine(),
+        host="127.0.0.1",
+        port=31234,
+        log_path=tmp_path / "server.log",
+        gpu_ids=gpu_ids,
+        image=image,
+    )
 
 
 HOST_ENV = {"HF_TOKEN": "hf_supersecret", "PATH": "/usr/bin", "AWS_SECRET_ACCESS_KEY": "nope", "HF_HUB_OFFLINE": "1"}
@@ -44,8 +60,9 @@ HOST_ENV = {"HF_TOKEN": "hf_supersecret", "PATH": "/usr/bin", "AWS_SECRET_ACCESS
 def spec_for(tmp_path, **kw):
     req = make_req(tmp_path, **kw)
     cmd = req.engine.command(req.config, "0.0.0.0", req.port)
-    return req, dl.container_spec(req, command=cmd, session_id="sess1", owner_pid=4242, environ=HOST_ENV,
-                                  home=tmp_path / "home")
+    return req, dl.container_spec(
+        req, command=cmd, session_id="sess1", owner_pid=4242, environ=HOST_ENV, home=tmp_path / "home"
+    )
 
 
 def test_gpus_are_exactly_the_assigned_devices(tmp_path):
@@ -219,8 +236,11 @@ def test_a_container_that_survives_stop_is_an_error_and_still_alive(tmp_path, mo
     handle = dl.DockerLauncher(client=client).start(make_req(tmp_path))
     handle.container = stuck = StuckContainer(client.container.name)
     try:
-        with pytest.raises(dl.ContainerCleanupError, match=rf"container {stuck.name} could not be removed "
-                                                           r"\(stop: driver busy; remove: .*\).*docker rm -f"):
+        with pytest.raises(
+            dl.ContainerCleanupError,
+            match=rf"container {stuck.name} could not be removed "
+            r"\(stop: driver busy; remove: .*\).*docker rm -f",
+        ):
             handle.stop(grace=1)
         assert handle.alive(), "a container that is still there is not reported dead"
         assert handle in base.live_handles(), "still tracked, so session cleanup tries again"
@@ -231,8 +251,9 @@ def test_a_container_that_survives_stop_is_an_error_and_still_alive(tmp_path, mo
 def test_leftover_that_cannot_be_removed_is_named_in_the_log():
     import socket
 
-    stuck = StuckContainer("stuck", {dl.LABEL_SESSION: "old", dl.LABEL_OWNER_PID: "999999999",
-                                     dl.LABEL_HOST: socket.gethostname()})
+    stuck = StuckContainer(
+        "stuck", {dl.LABEL_SESSION: "old", dl.LABEL_OWNER_PID: "999999999", dl.LABEL_HOST: socket.gethostname()}
+    )
     log = io.StringIO()
     assert dl.remove_leftovers(FakeClient(leftovers=[stuck]), log=log) == []
     assert "could not remove leftover container stuck" in log.getvalue() and "docker rm -f stuck" in log.getvalue()
@@ -258,12 +279,24 @@ def test_leftovers_of_dead_sessions_are_removed(tmp_path):
 
     host = socket.gethostname()
     dead = FakeContainer("dead", {dl.LABEL_SESSION: "old", dl.LABEL_OWNER_PID: "999999999", dl.LABEL_HOST: host})
-    alive = FakeContainer("alive", {dl.LABEL_SESSION: "other", dl.LABEL_OWNER_PID: str(os.getppid()),
-                                    dl.LABEL_HOST: host})
-    reused = FakeContainer("reused", {dl.LABEL_SESSION: "x", dl.LABEL_OWNER_PID: str(os.getpid()),
-                                      dl.LABEL_OWNER_START: "1.00", dl.LABEL_HOST: host})
-    mine = FakeContainer("mine", {dl.LABEL_SESSION: dl.SESSION_ID, dl.LABEL_OWNER_PID: "999999999", dl.LABEL_HOST: host})
-    foreign = FakeContainer("foreign", {dl.LABEL_SESSION: "y", dl.LABEL_OWNER_PID: "999999999", dl.LABEL_HOST: "elsewhere"})
+    alive = FakeContainer(
+        "alive", {dl.LABEL_SESSION: "other", dl.LABEL_OWNER_PID: str(os.getppid()), dl.LABEL_HOST: host}
+    )
+    reused = FakeContainer(
+        "reused",
+        {
+            dl.LABEL_SESSION: "x",
+            dl.LABEL_OWNER_PID: str(os.getpid()),
+            dl.LABEL_OWNER_START: "1.00",
+            dl.LABEL_HOST: host,
+        },
+    )
+    mine = FakeContainer(
+        "mine", {dl.LABEL_SESSION: dl.SESSION_ID, dl.LABEL_OWNER_PID: "999999999", dl.LABEL_HOST: host}
+    )
+    foreign = FakeContainer(
+        "foreign", {dl.LABEL_SESSION: "y", dl.LABEL_OWNER_PID: "999999999", dl.LABEL_HOST: "elsewhere"}
+    )
     log = io.StringIO()
     removed = dl.remove_leftovers(FakeClient(leftovers=[dead, alive, reused, mine, foreign]), log=log)
     assert removed == ["dead", "reused"], "dead owner, or a pid reused by another process"
@@ -303,9 +336,16 @@ def test_real_container_lifecycle(tmp_path, monkeypatch):
     registry.engines[HttpServerEngine.name] = HttpServerEngine
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     image = os.environ.get("LLMBENCH_TEST_IMAGE", "python:3.12-alpine")
-    cfg = ServerConfig(name="docker-it", engine="httpserver", model=ModelRef("hub", "none/none"),
-                       source=Path("it.yaml"), launcher="docker", image=image, startup_timeout=300,
-                       env={"HF_TOKEN": "hf_never_logged"})
+    cfg = ServerConfig(
+        name="docker-it",
+        engine="httpserver",
+        model=ModelRef("hub", "none/none"),
+        source=Path("it.yaml"),
+        launcher="docker",
+        image=image,
+        startup_timeout=300,
+        env={"HF_TOKEN": "hf_never_logged"},
+    )
     server = start_server(cfg, tmp_path / "docker-it", poll_interval=0.2, registry=registry)
     try:
         name = server.handle.container.name
@@ -324,7 +364,8 @@ def test_real_container_lifecycle(tmp_path, monkeypatch):
 def test_options_reach_the_launcher_through_the_hook_not_the_environment(pytester, monkeypatch):
     """``--no-pull`` and ``--llmbench-image`` are handed to the DockerLauncher the hook builds."""
     monkeypatch.delenv("LLMBENCH_NO_PULL", raising=False)
-    pytester.makepyfile(test_opts="""
+    pytester.makepyfile(
+        test_opts="""
         import os
         from pytest_llmbench import stash
 
@@ -332,7 +373,8 @@ def test_options_reach_the_launcher_through_the_hook_not_the_environment(pyteste
             docker = request.config.stash[stash.REGISTRY].launcher("docker")
             assert (docker.no_pull, docker.image) == (True, "img:1")
             assert "LLMBENCH_NO_PULL" not in os.environ
-    """)
+    """
+    )
     pytester.runpytest("--no-pull", "--llmbench-image", "img:1", "-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 

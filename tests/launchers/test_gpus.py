@@ -73,8 +73,9 @@ def test_check_gpu_requests_at_collection(monkeypatch):
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
     errors = gpus.check_gpu_requests(FakeConfig(), [cfg("a", 1), cfg("d", 2)], ("0", "1"))
-    assert errors == ["config d needs 2 GPU(s) but each of 2 xdist workers gets 1 of the 2 GPUs; "
-                      "run with -n 1 or fewer"]
+    assert errors == [
+        "config d needs 2 GPU(s) but each of 2 xdist workers gets 1 of the 2 GPUs; run with -n 1 or fewer"
+    ]
     assert gpus.check_gpu_requests(FakeConfig(), [cfg("c", 0)]) == []
     collect_only = FakeConfig()
     collect_only.option = type("O", (), {"collectonly": True})()

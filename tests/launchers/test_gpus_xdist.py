@@ -25,13 +25,17 @@ def _plugin_args() -> list[str]:
 
 def test_two_workers_two_gpus_one_start_per_config(pytester: pytest.Pytester, monkeypatch):
     vllm = pytester.path / "vllm"
-    vllm.write_text(f"#!{sys.executable}\nimport runpy, sys\nsys.argv = [{str(DOUBLE)!r}, 'vllm', *sys.argv[1:]]\n"
-                    f"runpy.run_path({str(DOUBLE)!r}, run_name='__main__')\n")
+    vllm.write_text(
+        f"#!{sys.executable}\nimport runpy, sys\nsys.argv = [{str(DOUBLE)!r}, 'vllm', *sys.argv[1:]]\n"
+        f"runpy.run_path({str(DOUBLE)!r}, run_name='__main__')\n"
+    )
     vllm.chmod(0o755)
     (pytester.path / "configs.yaml").write_text(
-        "defaults: {engine: vllm, gpus: 1, marks: [gpu], startup_timeout: 60, engine_options: {binary: %s}}\n"
-        "configs:\n  - {name: cfg-a, model: org/a}\n  - {name: cfg-b, model: org/b}\n" % json.dumps(str(vllm)))
-    pytester.makepyfile(test_gpu="""
+        f"defaults: {{engine: vllm, gpus: 1, marks: [gpu], startup_timeout: 60, engine_options: {{binary: {json.dumps(str(vllm))}}}}}\n"
+        "configs:\n  - {name: cfg-a, model: org/a}\n  - {name: cfg-b, model: org/b}\n"
+    )
+    pytester.makepyfile(
+        test_gpu="""
         import json, os
         import pytest
 
@@ -41,15 +45,27 @@ def test_two_workers_two_gpus_one_start_per_config(pytester: pytest.Pytester, mo
             out = os.path.join(os.environ["WHERE_DIR"], f"where-{llm_server.name}-{i}.json")
             open(out, "w").write(json.dumps({"worker": os.environ.get("PYTEST_XDIST_WORKER"),
                                        "gpus": list(llm_server.gpu_ids)}))
-    """)
+    """
+    )
     monkeypatch.setenv("LLMBENCH_GPUS", "0,1")
     where = pytester.path / "where"
     where.mkdir()
     monkeypatch.setenv("WHERE_DIR", str(where))
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))
     results = pytester.path / "results"
-    r = pytester.runpytest_subprocess(*_plugin_args(), "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
-                                      "--llmbench-configs", "configs.yaml", "--results-dir", str(results))
+    r = pytester.runpytest_subprocess(
+        *_plugin_args(),
+        "-n",
+        "2",
+        "--dist",
+        "loadgroup",
+        "-p",
+        "no:cacheprovider",
+        "--llmbench-configs",
+        "configs.yaml",
+        "--results-dir",
+        str(results),
+    )
     r.assert_outcomes(passed=4)
     slices = {"gw0": ["0"], "gw1": ["1"]}
     seen = {}
@@ -70,16 +86,31 @@ def test_fewer_gpus_than_workers_is_one_usage_error(pytester: pytest.Pytester, m
     error before any server starts (it used to crash the workers: INTERNALERROR … assert not crashitem)."""
     (pytester.path / "configs.yaml").write_text(
         "defaults: {engine: vllm, gpus: 1, marks: [gpu], startup_timeout: 60, engine_options: {binary: /bin/false}}\n"
-        "configs:\n  - {name: cfg-a, model: org/a}\n  - {name: cfg-b, model: org/b}\n")
-    pytester.makepyfile(test_gpu="""
+        "configs:\n  - {name: cfg-a, model: org/a}\n  - {name: cfg-b, model: org/b}\n"
+    )
+    pytester.makepyfile(
+        test_gpu="""
         def test_where(llm_server):
             pass
-    """)
+    """
+    )
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))
     results = pytester.path / "results"
-    r = pytester.runpytest_subprocess(*_plugin_args(), "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
-                                      "--llmbench-gpus", "0", "--llmbench-configs", "configs.yaml",
-                                      "--results-dir", str(results))
+    r = pytester.runpytest_subprocess(
+        *_plugin_args(),
+        "-n",
+        "2",
+        "--dist",
+        "loadgroup",
+        "-p",
+        "no:cacheprovider",
+        "--llmbench-gpus",
+        "0",
+        "--llmbench-configs",
+        "configs.yaml",
+        "--results-dir",
+        str(results),
+    )
     out = r.stdout.str() + r.stderr.str()
     assert r.ret == pytest.ExitCode.USAGE_ERROR, out
     assert "INTERNALERROR" not in out

@@ -32,8 +32,14 @@ class ScriptEngine:
 
 def request(tmp_path: Path, code: str, *, args=(), env=None, engine_env=None, gpu_ids=()) -> LaunchRequest:
     cfg = SimpleNamespace(env=dict(env or {}), args=tuple(args))
-    return LaunchRequest(config=cfg, engine=ScriptEngine(code, engine_env), host="127.0.0.1", port=1234,
-                         log_path=tmp_path / "server.log", gpu_ids=tuple(gpu_ids))
+    return LaunchRequest(
+        config=cfg,
+        engine=ScriptEngine(code, engine_env),
+        host="127.0.0.1",
+        port=1234,
+        log_path=tmp_path / "server.log",
+        gpu_ids=tuple(gpu_ids),
+    )
 
 
 def wait_for(predicate, timeout=10.0):
@@ -45,10 +51,18 @@ def wait_for(predicate, timeout=10.0):
 
 
 def test_the_child_gets_its_argv_environment_and_gpus_and_writes_the_log(tmp_path):
-    code = ("import os, sys; print('argv', sys.argv[1:], flush=True); "
-            "print('env', os.environ['FROM_CONFIG'], os.environ['FROM_ENGINE'], os.environ['CUDA_VISIBLE_DEVICES'])")
-    req = request(tmp_path, code, args=["--api-key", "sk-abcdef123"], env={"FROM_CONFIG": "c"},
-                  engine_env={"FROM_ENGINE": "e"}, gpu_ids=("2", "3"))
+    code = (
+        "import os, sys; print('argv', sys.argv[1:], flush=True); "
+        "print('env', os.environ['FROM_CONFIG'], os.environ['FROM_ENGINE'], os.environ['CUDA_VISIBLE_DEVICES'])"
+    )
+    req = request(
+        tmp_path,
+        code,
+        args=["--api-key", "sk-abcdef123"],
+        env={"FROM_CONFIG": "c"},
+        engine_env={"FROM_ENGINE": "e"},
+        gpu_ids=("2", "3"),
+    )
     handle = SubprocessLauncher().start(req)
     try:
         wait_for(lambda: not handle.alive())
@@ -64,9 +78,11 @@ def test_the_child_gets_its_argv_environment_and_gpus_and_writes_the_log(tmp_pat
 
 def test_stop_ends_the_whole_process_group_and_untracks_the_handle(tmp_path):
     pid_file = tmp_path / "child.pid"
-    code = ("import subprocess, sys, time; "
-            f"c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
-            f"open({str(pid_file)!r}, 'w').write(str(c.pid)); time.sleep(60)")
+    code = (
+        "import subprocess, sys, time; "
+        f"c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        f"open({str(pid_file)!r}, 'w').write(str(c.pid)); time.sleep(60)"
+    )
     handle = SubprocessLauncher().start(request(tmp_path, code))
     assert handle in live_handles()
     wait_for(pid_file.exists)
@@ -82,8 +98,10 @@ def test_stop_ends_the_whole_process_group_and_untracks_the_handle(tmp_path):
 
 def test_a_server_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path):
     ready = tmp_path / "ready"
-    code = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-            f"open({str(ready)!r}, 'w').close(); time.sleep(60)")
+    code = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        f"open({str(ready)!r}, 'w').close(); time.sleep(60)"
+    )
     handle = SubprocessLauncher().start(request(tmp_path, code))
     wait_for(ready.exists)
     t0 = time.monotonic()

@@ -14,12 +14,19 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-pipe"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-pipe",
+]
 
 
 def find_chromium() -> str | None:
@@ -49,8 +56,12 @@ class Chromium:
         # fd 3 / fd 4 in the child, whatever numbers the pipes have here
         self.proc = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            pass_fds=(3, 4), preexec_fn=_dup_to(to_browser_r, from_browser_w))
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(3, 4),
+            preexec_fn=_dup_to(to_browser_r, from_browser_w),
+        )
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._buf = b""
@@ -99,15 +110,22 @@ class Chromium:
         session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.send(f"{domain}.enable", session)
-        self.send("Emulation.setDeviceMetricsOverride", session, width=width, height=height, deviceScaleFactor=1,
-                  mobile=False)
+        self.send(
+            "Emulation.setDeviceMetricsOverride", session, width=width, height=height, deviceScaleFactor=1, mobile=False
+        )
         self.send("Page.navigate", session, url=url)
         self.wait_event("Page.loadEventFired", session)
         page = Page()
         metrics = self.send("Page.getLayoutMetrics", session)["cssContentSize"]
         page.width, page.height = int(metrics["width"]), int(metrics["height"])
-        self.send("Emulation.setDeviceMetricsOverride", session, width=width, height=page.height,
-                  deviceScaleFactor=1, mobile=False)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            session,
+            width=width,
+            height=page.height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
         shot = self.send("Page.captureScreenshot", session, format="png", captureBeyondViewport=True)
         page.png = base64.b64decode(shot["data"])
         for ev in self.events:
@@ -118,8 +136,10 @@ class Chromium:
             elif ev.get("method") == "Runtime.consoleAPICalled" and ev["params"].get("type") in ("error", "assert"):
                 page.errors.append(json.dumps(ev["params"].get("args"))[:500])
             elif ev.get("method") == "Log.entryAdded" and ev["params"]["entry"].get("level") == "error":
-                page.errors.append(f"{ev['params']['entry'].get('source')}: {ev['params']['entry'].get('text')}"
-                                   f" {ev['params']['entry'].get('url', '')}")
+                page.errors.append(
+                    f"{ev['params']['entry'].get('source')}: {ev['params']['entry'].get('text')}"
+                    f" {ev['params']['entry'].get('url', '')}"
+                )
         return session, page
 
     def evaluate(self, session: str, expression: str) -> Any:
@@ -150,6 +170,7 @@ def _dup_to(read_end: int, write_end: int):
     def child() -> None:
         os.dup2(read_end, 3)
         os.dup2(write_end, 4)
+
     return child
 
 
@@ -157,13 +178,13 @@ def blank_fraction(png: bytes, box: dict[str, float]) -> tuple[float, int]:
     """(fraction of near-white pixels, number of distinct colours) inside ``box`` of a screenshot."""
     import io
 
+    import numpy as np
     from PIL import Image
 
-    import numpy as np
-
     img = Image.open(io.BytesIO(png)).convert("RGB")
-    crop = np.asarray(img.crop((int(box["x"]), int(box["y"]), int(box["x"] + box["width"]),
-                                int(box["y"] + box["height"]))))
+    crop = np.asarray(
+        img.crop((int(box["x"]), int(box["y"]), int(box["x"] + box["width"]), int(box["y"] + box["height"])))
+    )
     pixels = crop.reshape(-1, 3)
     if not len(pixels):
         return 1.0, 0

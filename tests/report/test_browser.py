@@ -15,6 +15,7 @@ import pytest
 
 from pytest_llmbench.report import html
 from pytest_llmbench.report.folder import read_folder
+
 from .headless import Chromium, blank_fraction, find_chromium
 
 DATA = Path(__file__).parent / "data"
@@ -67,5 +68,6 @@ def test_every_plot_drew_something(rendered) -> None:
 def test_verdict_table_matches_results(rendered) -> None:
     _, _, rows = rendered
     verdicts = read_folder(RUN).verdicts()
-    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [(v["status"], v["config"], v["test_key"], v["metric"])
-                                                        for v in verdicts]
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        (v["status"], v["config"], v["test_key"], v["metric"]) for v in verdicts
+    ]

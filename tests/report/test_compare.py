@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from pytest_llmbench.__main__ import main
-from pytest_llmbench.compare.stats import compare_paired
 from pytest_llmbench.compare.margins import sizes_for
+from pytest_llmbench.compare.stats import compare_paired
 from pytest_llmbench.report.compare import ALPHA, compare, judge_items, markdown
 from pytest_llmbench.report.folder import read_folder
 
@@ -25,8 +25,9 @@ def test_two_folders_are_judged_by_the_live_comparisons_functions() -> None:
     a = rng.lognormal(0.0, 1.0, size=40)
     b = a * 1.05 * rng.normal(1.0, 0.005, size=40)
     c = judge_items("median_tpot_ms", list(a), list(b), higher_is_better=False)
-    assert c == compare_paired("median_tpot_ms", a, b, higher_is_better=False, sizes=sizes_for("median_tpot_ms"),
-                               alpha=ALPHA)
+    assert c == compare_paired(
+        "median_tpot_ms", a, b, higher_is_better=False, sizes=sizes_for("median_tpot_ms"), alpha=ALPHA
+    )
     assert 1.0 < c.ci_low < 1.05 < c.ci_high < 1.1 and c.verdict == "regressed"  # beyond ignore (2%)
 
 
@@ -76,8 +77,9 @@ def test_two_real_runs(run_a: Path, capsys: pytest.CaptureFixture[str], tmp_path
     run_b = DATA / "cpu-run-b"
     assert main(["compare", str(run_a), str(run_b), "--html", str(tmp_path / "c.html")]) == 0
     out = capsys.readouterr().out
-    shared = {(s["config"], s["scenario"]) for s in read_folder(run_a).kind("scenario")} & \
-             {(s["config"], s["scenario"]) for s in read_folder(run_b).kind("scenario")}
+    shared = {(s["config"], s["scenario"]) for s in read_folder(run_a).kind("scenario")} & {
+        (s["config"], s["scenario"]) for s in read_folder(run_b).kind("scenario")
+    }
     assert shared
     for config, scenario in shared:
         assert f"| {config} | {scenario} | output_throughput |" in out
@@ -88,8 +90,9 @@ def test_two_real_runs(run_a: Path, capsys: pytest.CaptureFixture[str], tmp_path
 def test_markdown_names_what_only_one_run_has(run_a: Path, tmp_path: Path) -> None:
     b = tmp_path / "b"
     shutil.copytree(run_a, b)
-    kept = [line for line in (b / "results.jsonl").read_text().splitlines()
-            if json.loads(line).get("scenario") != "chat-4u"]
+    kept = [
+        line for line in (b / "results.jsonl").read_text().splitlines() if json.loads(line).get("scenario") != "chat-4u"
+    ]
     (b / "results.jsonl").write_text("\n".join(kept) + "\n")
     text = markdown(compare(read_folder(run_a), read_folder(b)))
     assert "only in A: " in text and "chat-4u" in text.split("only in A: ")[1]

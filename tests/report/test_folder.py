@@ -27,7 +27,7 @@ def test_not_a_folder(tmp_path: Path) -> None:
 
 
 def test_no_results_file(tmp_path: Path) -> None:
-    with pytest.raises(ResultsFolderError, match="no results\\*.jsonl here"):
+    with pytest.raises(ResultsFolderError, match=r"no results\*.jsonl here"):
         read_folder(tmp_path)
 
 

@@ -60,9 +60,13 @@ def test_missing_data_means_fewer_figures(tmp_path: Path) -> None:
     """Only the serving scenarios of the config without drafting: no quality figures, no empty boxes."""
     import json
 
-    (tmp_path / "results.jsonl").write_text("".join(
-        line + "\n" for line in (RUN / "results.jsonl").read_text().splitlines()
-        if json.loads(line).get("record") in ("scenario", "server") and json.loads(line)["config"] == "smol-nospec"))
+    (tmp_path / "results.jsonl").write_text(
+        "".join(
+            line + "\n"
+            for line in (RUN / "results.jsonl").read_text().splitlines()
+            if json.loads(line).get("record") in ("scenario", "server") and json.loads(line)["config"] == "smol-nospec"
+        )
+    )
     text = html.render(read_folder(tmp_path))
     ids = set(re.findall(r'<figure id="([^"]+)"', text))
     assert ids == {"plot-throughput", "plot-ttft-decode"}
@@ -71,13 +75,26 @@ def test_missing_data_means_fewer_figures(tmp_path: Path) -> None:
 def test_user_text_is_escaped(tmp_path: Path) -> None:
     import json
 
-    (tmp_path / "results.jsonl").write_text(json.dumps({"record": "verdict", "config": "<b>c</b>", "test_key": "t",
-                                                        "metric": "m", "status": "pass", "observed": 1.0}) + "\n")
+    (tmp_path / "results.jsonl").write_text(
+        json.dumps(
+            {
+                "record": "verdict",
+                "config": "<b>c</b>",
+                "test_key": "t",
+                "metric": "m",
+                "status": "pass",
+                "observed": 1.0,
+            }
+        )
+        + "\n"
+    )
     text = html.render(read_folder(tmp_path))
     assert "<b>c</b>" not in text and "&lt;b&gt;c&lt;/b&gt;" in text
 
 
-def test_cli_writes_both_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_writes_both_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     run = tmp_path / "run"
     shutil.copytree(RUN, run)
@@ -87,8 +104,9 @@ def test_cli_writes_both_files(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert (run / "report.html").stat().st_size > 10_000 and (run / "summary.md").is_file()
 
 
-def test_without_matplotlib_summary_still_written(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_matplotlib_summary_still_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
     run = tmp_path / "run"

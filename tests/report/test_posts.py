@@ -9,8 +9,10 @@ from pytest_llmbench.report.results import ResultsWriter, iter_records
 
 
 def scenario(config, name, throughput, *, tpots=None, accept=None):
-    reqs = [{"index": i, "ok": True, "tpot_s": t, "ttft_s": 0.05, "accept_length": accept}
-            for i, t in enumerate(tpots or [])]
+    reqs = [
+        {"index": i, "ok": True, "tpot_s": t, "ttft_s": 0.05, "accept_length": accept}
+        for i, t in enumerate(tpots or [])
+    ]
     metrics = {"output_throughput": throughput, "median_ttft_ms": 50.0}
     if tpots:
         metrics["median_tpot_ms"] = 1000 * sorted(tpots)[len(tpots) // 2]
@@ -55,15 +57,21 @@ def test_reruns_in_one_folder_show_their_range(tmp_path):
     w = ResultsWriter(tmp_path)
     for value in (137.5, 142.3, 138.7):  # the posts' three runs of DFlash2 8 at 20k, 4 users
         w.write(scenario("stock-nvfp4-dflash8", "prompt20k-4u", value))
-    cell = scenario_cells(iter_records(tmp_path, "scenario"), "output_throughput")[("stock-nvfp4-dflash8", "prompt20k-4u")]
+    cell = scenario_cells(iter_records(tmp_path, "scenario"), "output_throughput")[
+        ("stock-nvfp4-dflash8", "prompt20k-4u")
+    ]
     assert (cell.runs, cell.low, cell.high) == (3, 137.5, 142.3) and cell.value == pytest.approx(139.5)
     assert "139.5 [137.5–142.3]" in render_post(tmp_path, "spec")
 
 
 def test_fp8_post_reads_nvfp4_32_to_37_percent_faster(tmp_path):
     w = ResultsWriter(tmp_path)
-    for sc, fp8, nvfp4 in [("chat-1u", 100.0, 132.0), ("chat-4u", 200.0, 274.0), ("prompt20k-1u", 50.0, 66.5),
-                           ("prompt20k-4u", 100.0, 137.0)]:
+    for sc, fp8, nvfp4 in [
+        ("chat-1u", 100.0, 132.0),
+        ("chat-4u", 200.0, 274.0),
+        ("prompt20k-1u", 50.0, 66.5),
+        ("prompt20k-4u", 100.0, 137.0),
+    ]:
         w.write(scenario("stock-fp8-dflash8", sc, fp8))
         w.write(scenario("stock-nvfp4-dflash8", sc, nvfp4))
     text = render_post(tmp_path, "fp8")
@@ -75,7 +83,7 @@ def test_ratios_point_the_better_way_and_unknown_posts_are_named():
     assert ratio_of(Cell(5.4), Cell(16.5), "lower") == pytest.approx(16.5 / 5.4)
     assert ratio_of(Cell(100.0), Cell(40.0), "higher") == 2.5
     assert ratio_of(None, Cell(1.0), "higher") is None
-    with pytest.raises(ValueError, match="unknown post 'nope' .*known: .*spec"):
+    with pytest.raises(ValueError, match=r"unknown post 'nope' .*known: .*spec"):
         render_post(".", "nope")
     assert {t.post for t in POST_TABLES} == {"spec", "fp8", "swift", "flashnext"}
 
@@ -89,10 +97,22 @@ def test_decisions_table_from_decision_records(tmp_path):
     """The decisions post's Typed Decisions table: Swift NVFP4 0.683 vs stock 0.666 agreement, KL 0.676 vs 0.542."""
     w = ResultsWriter(tmp_path)
     for config, acc, kl in [("stock-nvfp4-nospec", 0.666, 0.542), ("swift-nvfp4-nospec", 0.683, 0.676)]:
-        w.write({"record": "decisions", "config": config, "dataset": "typed-decisions.pass1",
-                 "metrics": {"all": {"accuracy": acc, "kl": kl, "brier": 0.4, "log_loss": 0.9}}})
-    w.write({"record": "decisions", "config": "stock-nvfp4-nospec", "dataset": "typed-decisions.pass2",
-             "metrics": {"all": {"accuracy": 0.1}}})  # another pass: not in this table
+        w.write(
+            {
+                "record": "decisions",
+                "config": config,
+                "dataset": "typed-decisions.pass1",
+                "metrics": {"all": {"accuracy": acc, "kl": kl, "brier": 0.4, "log_loss": 0.9}},
+            }
+        )
+    w.write(
+        {
+            "record": "decisions",
+            "config": "stock-nvfp4-nospec",
+            "dataset": "typed-decisions.pass2",
+            "metrics": {"all": {"accuracy": 0.1}},
+        }
+    )  # another pass: not in this table
     text = render_post(tmp_path, "decisions")
     # a tie is bold in both rows, as the Flash-Next post marks its 40k tie
     assert "| stock NVFP4 | 0.666 | **0.542** | **0.400** | **0.900** |" in text

@@ -17,8 +17,9 @@ def test_scenario_lines_land_in_results_jsonl_and_load_into_pandas(tmp_path):
     writer = ResultsWriter(tmp_path)
     for name, rate in (("a", 10.0), ("b", float("nan"))):
         line = scenario_line(ScenarioResult(Scenario(name), [], {"output_throughput": rate, "completed": 3}), CFG)
-        writer.pytest_llmbench_record({"config": "c1", "test": "t.py::test[c1]", "test_key": "t.py::test",
-                                       **plain(line)})
+        writer.pytest_llmbench_record(
+            {"config": "c1", "test": "t.py::test[c1]", "test_key": "t.py::test", **plain(line)}
+        )
     df = load_results(tmp_path)
     assert list(df["scenario"]) == ["a", "b"] and df["output_throughput"].iloc[0] == 10.0
     assert df["output_throughput"].isna().iloc[1]  # NaN is written as null, read back as missing

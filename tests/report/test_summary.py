@@ -27,7 +27,9 @@ def test_every_verdict_once_regressions_first() -> None:
     rows = _table(text, "Verdicts")
     verdicts = folder.kind("verdict")
     assert len(rows) == len(verdicts)
-    assert sorted((r[1], r[2], r[3]) for r in rows) == sorted((v["config"], v["test_key"], v["metric"]) for v in verdicts)
+    assert sorted((r[1], r[2], r[3]) for r in rows) == sorted(
+        (v["config"], v["test_key"], v["metric"]) for v in verdicts
+    )
     order = ["**REGRESSED**", "improved", "new", "pass"]
     assert [r[0] for r in rows] == sorted((r[0] for r in rows), key=order.index)
     assert ("❌ regressions" in text) == any(v["status"] == "REGRESSED" for v in verdicts)
@@ -52,10 +54,27 @@ def _with_extra_fields(tmp_path: Path) -> Path:
         if rec.get("record") == "verdict":
             rec.update(p_value=0.0004, q_value=0.003, paired=True, family="serving")
         lines.append(json.dumps(rec))
-    lines.append(json.dumps({"record": "comparison", "config": "smol-nospec", "metric": "output_throughput",
-                             "reference": 50.0, "candidate": 45.0, "ratio": 0.9, "ci_low": 0.85, "ci_high": 0.95,
-                             "verdict": "REGRESSED", "rounds": 3, "p_value": 0.001, "kind": "ratio",
-                             "rules_out": 0.15, "detectable": 0.04, "stop_reason": "planned: 3 rounds"}))
+    lines.append(
+        json.dumps(
+            {
+                "record": "comparison",
+                "config": "smol-nospec",
+                "metric": "output_throughput",
+                "reference": 50.0,
+                "candidate": 45.0,
+                "ratio": 0.9,
+                "ci_low": 0.85,
+                "ci_high": 0.95,
+                "verdict": "REGRESSED",
+                "rounds": 3,
+                "p_value": 0.001,
+                "kind": "ratio",
+                "rules_out": 0.15,
+                "detectable": 0.04,
+                "stop_reason": "planned: 3 rounds",
+            }
+        )
+    )
     (dst / "results.jsonl").write_text("\n".join(lines) + "\n")
     return dst
 
@@ -68,8 +87,23 @@ def test_optional_columns_only_when_present(tmp_path: Path) -> None:
     assert "| p | q | paired | family |" in header
     assert "| 4.0e-04 | 0.003 | yes | serving |" in text
     comp = _table(text, "Comparisons (candidate / reference)")
-    assert comp == [["**REGRESSED**", "smol-nospec", "output_throughput", "50", "45", "0.900", "[0.850, 0.950]",
-                     "0.001", "-", "3", "15%", "4%", "planned: 3 rounds"]]
+    assert comp == [
+        [
+            "**REGRESSED**",
+            "smol-nospec",
+            "output_throughput",
+            "50",
+            "45",
+            "0.900",
+            "[0.850, 0.950]",
+            "0.001",
+            "-",
+            "3",
+            "15%",
+            "4%",
+            "planned: 3 rounds",
+        ]
+    ]
 
 
 def test_step_summary_appends(tmp_path: Path) -> None:
@@ -83,14 +117,30 @@ def test_step_summary_appends(tmp_path: Path) -> None:
 def test_pipes_in_rules_do_not_break_the_table(tmp_path: Path) -> None:
     dst = tmp_path / "run"
     dst.mkdir()
-    (dst / "results.jsonl").write_text(json.dumps({"record": "verdict", "config": "c", "test_key": "t", "metric": "m",
-                                                   "status": "pass", "rule": "a | b", "observed": 1.0}) + "\n")
+    (dst / "results.jsonl").write_text(
+        json.dumps(
+            {
+                "record": "verdict",
+                "config": "c",
+                "test_key": "t",
+                "metric": "m",
+                "status": "pass",
+                "rule": "a | b",
+                "observed": 1.0,
+            }
+        )
+        + "\n"
+    )
     row = _table(summary.render(read_folder(dst)), "Verdicts")[0]
     assert row[-1] == "a \\| b" and len(row) == 9
 
 
 @pytest.mark.parametrize("status, head", [("REGRESSED", "❌ regressions"), ("pass", "✅ no regressions")])
 def test_headline(tmp_path: Path, status: str, head: str) -> None:
-    (tmp_path / "results.jsonl").write_text(json.dumps({"record": "verdict", "config": "c", "test_key": "t",
-                                                        "metric": "m", "status": status, "observed": 1.0}) + "\n")
+    (tmp_path / "results.jsonl").write_text(
+        json.dumps(
+            {"record": "verdict", "config": "c", "test_key": "t", "metric": "m", "status": status, "observed": 1.0}
+        )
+        + "\n"
+    )
     assert summary.render(read_folder(tmp_path)).startswith(f"## llmbench: {head}")

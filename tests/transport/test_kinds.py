@@ -14,8 +14,9 @@ from tests.scripted_http import fake_server, read_request
 
 
 def json_answer(status: int, body: bytes, version: str = "HTTP/1.1") -> bytes:
-    return (f"{version} {status} X\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
-            .encode() + body)
+    return (
+        f"{version} {status} X\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body
+    )
 
 
 def answering(*answers):
@@ -37,7 +38,7 @@ def test_streamed_kinds_take_the_engine_route_and_json_needs_one():
     assert get_kind("chat").path(engine, "/custom") == "/custom"
     with pytest.raises(ValueError, match="no engine route"):
         get_kind("json").path(engine)
-    with pytest.raises(ValueError, match="unknown request kind 'embeddings' .*chat, completions, json"):
+    with pytest.raises(ValueError, match=r"unknown request kind 'embeddings' .*chat, completions, json"):
         get_kind("embeddings")
 
 
@@ -50,8 +51,7 @@ def test_a_registered_kind_is_found_by_name():
 
 
 def test_send_json_reads_the_answer_and_reports_each_failure_as_a_reason(scripted):
-    srv = scripted(answering(json_answer(200, b'{"ok": 1}'), json_answer(500, b"boom"),
-                             json_answer(200, b"not json{")))
+    srv = scripted(answering(json_answer(200, b'{"ok": 1}'), json_answer(500, b"boom"), json_answer(200, b"not json{")))
     client = StreamClient("127.0.0.1", srv.port)
 
     async def three():

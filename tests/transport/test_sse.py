@@ -7,7 +7,7 @@ from pytest_llmbench.transport.sse import parse_sse, parse_sse_columns
 
 
 def test_parse_sse_keeps_arrival_time_of_each_event():
-    pieces = [(1.0, b'data: {"a": 1}\n\ndata: {"a"'), (2.0, b': 2}\n\n'), (3.0, b"data: [DONE]\n\n")]
+    pieces = [(1.0, b'data: {"a": 1}\n\ndata: {"a"'), (2.0, b": 2}\n\n"), (3.0, b"data: [DONE]\n\n")]
     events = parse_sse(pieces)
     assert [(e.t, e.data["a"]) for e in events] == [(1.0, 1), (2.0, 2)]
 

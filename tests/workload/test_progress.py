@@ -2,7 +2,8 @@
 
 
 def test_progress_lines_bypass_output_capture(pytester):
-    pytester.makepyfile(test_p="""
+    pytester.makepyfile(
+        test_p="""
         from types import SimpleNamespace
         from pytest_llmbench.workload import progress
 
@@ -13,7 +14,8 @@ def test_progress_lines_bypass_output_capture(pytester):
             p.update(SimpleNamespace(ok=True, completion_tokens=10))
             p.update(SimpleNamespace(ok=False, completion_tokens=0))
             p.close()
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess("-rA")
     result.assert_outcomes(passed=1)
     out = result.stdout.str()

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from pytest_llmbench.server import start_server
 from pytest_llmbench.engines.sglang import SGLangEngine
+from pytest_llmbench.server import start_server
 from pytest_llmbench.workload.prompt_cache import LogWindow, cached_prompt_tokens, cached_share
 from pytest_llmbench.workload.requests import run_requests
 
@@ -41,8 +41,11 @@ def test_log_window_reads_only_what_was_written_after_it_opened(tmp_path):
 
 
 def _same_prompt_twice(server):
-    body = {"messages": [{"role": "user", "content": "List three colours of the rainbow, then three fruits."}],
-            "max_tokens": 4, "temperature": 0.0}
+    body = {
+        "messages": [{"role": "user", "content": "List three colours of the rainbow, then three fruits."}],
+        "max_tokens": 4,
+        "temperature": 0.0,
+    }
     server.flush_cache()
     return run_requests(server, [body, body], concurrency=1)
 

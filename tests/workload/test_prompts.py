@@ -35,8 +35,9 @@ class CharTokenizer:
 @pytest.fixture
 def sharegpt(tmp_path):
     path = tmp_path / "sharegpt.json"
-    path.write_text(json.dumps([{"id": "1", "conversations": [{"from": "human", "value": TEXT},
-                                                             {"from": "gpt", "value": "ok"}]}]))
+    path.write_text(
+        json.dumps([{"id": "1", "conversations": [{"from": "human", "value": TEXT}, {"from": "gpt", "value": "ok"}]}])
+    )
     return path
 
 

@@ -25,10 +25,22 @@ def chat(text=None, **delta):
 
 
 def test_content_and_reasoning_chunks_with_usage():
-    r = record_from_response(3, raw([chat(reasoning_content="hm"), chat("A"), chat("B"),
-                                     {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                                      "usage": {"prompt_tokens": 5, "completion_tokens": 3}}, b"[DONE]"]),
-                             LlamaCppEngine())
+    r = record_from_response(
+        3,
+        raw(
+            [
+                chat(reasoning_content="hm"),
+                chat("A"),
+                chat("B"),
+                {
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+                },
+                b"[DONE]",
+            ]
+        ),
+        LlamaCppEngine(),
+    )
     assert r.ok and r.index == 3 and r.error is None
     assert (r.text, r.reasoning, r.finish_reason) == ("AB", "hm", "stop")
     assert r.ttft_s == pytest.approx(0.1)  # reasoning counts as the first token
@@ -45,9 +57,19 @@ def test_cumulative_counters_spread_tokens_over_chunks():
 
 
 def test_completions_text_and_sglang_meta_info_give_spec_stats():
-    events = [{"choices": [{"index": 0, "text": "x"}]},
-              {"choices": [{"index": 0, "text": "y", "finish_reason": "length",
-                            "meta_info": {"completion_tokens": 8, "prompt_tokens": 4, "spec_verify_ct": 2}}]}]
+    events = [
+        {"choices": [{"index": 0, "text": "x"}]},
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "text": "y",
+                    "finish_reason": "length",
+                    "meta_info": {"completion_tokens": 8, "prompt_tokens": 4, "spec_verify_ct": 2},
+                }
+            ]
+        },
+    ]
     r = record_from_response(0, raw(events), SGLangEngine())
     assert r.ok and r.text == "xy" and r.finish_reason == "length"
     assert (r.completion_tokens, r.prompt_tokens) == (8, 4)
@@ -55,21 +77,28 @@ def test_completions_text_and_sglang_meta_info_give_spec_stats():
 
 
 def test_streamed_tool_call_deltas_are_merged_by_index():
-    calls = [[{"index": 0, "id": "c1", "function": {"name": "get_", "arguments": '{"a"'}}],
-             [{"index": 0, "function": {"name": "weather", "arguments": ": 1}"}}],
-             [{"index": 1, "function": {"name": "f", "arguments": "{}"}}]]
+    calls = [
+        [{"index": 0, "id": "c1", "function": {"name": "get_", "arguments": '{"a"'}}],
+        [{"index": 0, "function": {"name": "weather", "arguments": ": 1}"}}],
+        [{"index": 1, "function": {"name": "f", "arguments": "{}"}}],
+    ]
     r = record_from_response(0, raw([chat(tool_calls=c) for c in calls]), LlamaCppEngine())
-    assert r.ok and r.tool_calls == [{"name": "get_weather", "arguments": '{"a": 1}', "id": "c1"},
-                                     {"name": "f", "arguments": "{}"}]
+    assert r.ok and r.tool_calls == [
+        {"name": "get_weather", "arguments": '{"a": 1}', "id": "c1"},
+        {"name": "f", "arguments": "{}"},
+    ]
 
 
-@pytest.mark.parametrize("response, error", [
-    (raw([b'{"detail": "bad model"}'], status=404), 'HTTP 404: data: {"detail": "bad model"}'),
-    (raw([chat("a"), {"error": {"message": "out of memory"}}]), "server error in stream: out of memory"),
-    (raw([chat("a"), {"error": "boom"}]), "server error in stream: boom"),
-    (raw([{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]), "stream ended without any output"),
-    (raw([chat("a"), b"{not json"]), "non-JSON chunk: b'{not json'"),
-])
+@pytest.mark.parametrize(
+    "response, error",
+    [
+        (raw([b'{"detail": "bad model"}'], status=404), 'HTTP 404: data: {"detail": "bad model"}'),
+        (raw([chat("a"), {"error": {"message": "out of memory"}}]), "server error in stream: out of memory"),
+        (raw([chat("a"), {"error": "boom"}]), "server error in stream: boom"),
+        (raw([{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]), "stream ended without any output"),
+        (raw([chat("a"), b"{not json"]), "non-JSON chunk: b'{not json'"),
+    ],
+)
 def test_protocol_problems_become_the_records_error(response, error):
     r = record_from_response(7, response, LlamaCppEngine())
     assert not r.ok and r.error == error and r.index == 7

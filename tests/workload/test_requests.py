@@ -5,7 +5,6 @@ import re
 import time
 
 from pytest_llmbench.workload.requests import run_requests
-
 from tests.scripted_http import STREAM_HEAD, chunk, delta, fake_server, read_request, sse
 
 
@@ -15,8 +14,10 @@ def good_stream(conn, srv, n=5):
         conn.sendall(STREAM_HEAD)
         for i in range(n):
             conn.sendall(chunk(sse(delta(f"t{i}"))))
-        final = {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
-                 "usage": {"prompt_tokens": 7, "completion_tokens": n}}
+        final = {
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": n},
+        }
         conn.sendall(chunk(sse(final) + b"data: [DONE]\n\n") + chunk(b""))
 
 
@@ -52,14 +53,18 @@ def test_stalled_stream_fails_after_the_stall_timeout(scripted):
     srv = scripted(handler)
     t0 = time.perf_counter()
     [rec] = run_requests(fake_server(srv.port), [{"messages": []}], stall_timeout_s=0.5)
-    assert not rec.ok and re.fullmatch(r"server not responding: no data on any connection for 0\.[5-9] s "
-                                       r"\(stall_timeout_s=0\.5\)", rec.error), rec.error
+    assert not rec.ok and re.fullmatch(
+        r"server not responding: no data on any connection for 0\.[5-9] s "
+        r"\(stall_timeout_s=0\.5\)",
+        rec.error,
+    ), rec.error
     assert time.perf_counter() - t0 < 2.5
 
 
 def test_one_stalled_stream_among_live_ones_fails_alone(scripted):
     """The scenario-level watch ends a run only when every connection is silent: a single stuck stream
     next to live ones fails by its own stall limit, and the others complete."""
+
     def handler(conn, srv):
         body = read_request(conn)
         conn.sendall(STREAM_HEAD + chunk(sse(delta("first"))))

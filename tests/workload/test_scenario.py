@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_llmbench.datasets.prompt import Prompt
-from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 from pytest_llmbench.engines.base import SpecStats
+from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 from pytest_llmbench.workload.scenario import Scenario, WorkloadError, run_scenario
 from tests.scripted_http import STREAM_HEAD, chunk, delta, read_request, sse
 
@@ -25,8 +25,18 @@ def streaming(srv, conn, fail=False):
         conn.sendall(STREAM_HEAD)
         for t in ("a", "b", "c"):
             conn.sendall(chunk(sse(delta(t))))
-        conn.sendall(chunk(sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
-                                "usage": {"completion_tokens": 3}}) + b"data: [DONE]\n\n") + chunk(b""))
+        conn.sendall(
+            chunk(
+                sse(
+                    {
+                        "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
+                        "usage": {"completion_tokens": 3},
+                    }
+                )
+                + b"data: [DONE]\n\n"
+            )
+            + chunk(b"")
+        )
 
 
 class FakeServer:
@@ -70,6 +80,7 @@ def served(scripted):
         srv = scripted(lambda conn, s: streaming(s, conn, fail))
         srv.bodies = []
         return srv, FakeServer(srv.port, **kw)
+
     return make
 
 
@@ -84,8 +95,13 @@ def test_scenario_fields_are_checked_naming_the_scenario():
 
 def test_request_body_carries_sampling_and_extra_fields():
     sc = Scenario("s", output_len=64, temperature=0.0, extra_body={"reasoning_effort": "medium", "max_tokens": 9})
-    assert sc.body(Prompt("hi")) == {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 9,
-                                     "temperature": 0.0, "ignore_eos": True, "reasoning_effort": "medium"}
+    assert sc.body(Prompt("hi")) == {
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 9,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "reasoning_effort": "medium",
+    }
     plain = Scenario("p", temperature=None, ignore_eos=False).body(Prompt("hi"), max_tokens=5)
     assert plain == {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}
     assert Scenario("d", extra_body={"a": 1}).as_dict()["extra_body"] == {"a": 1}
@@ -102,7 +118,11 @@ def test_warmup_flush_run_and_metrics_in_order(served):
     assert all(b["stream"] and b["stream_options"] == {"include_usage": True} and b["model"] == "fake" for b in run)
     assert server.calls == ["flush", "counters", "counters"]  # flushed after the warmups, counters around the run
     assert result.notes == ["slots endpoint unavailable"] and result.server_info == {"build": "x"}
-    assert [r.prompt_tokens for r in result.records] == [None, 11, None]  # the prompt's own count when the server says none
+    assert [r.prompt_tokens for r in result.records] == [
+        None,
+        11,
+        None,
+    ]  # the prompt's own count when the server says none
     m = result.metrics
     assert m["completed"] == 3 and m["failed"] == 0 and m["total_output_tokens"] == 9 and m["total_input_tokens"] == 11
     assert result.spec_server.accept_length == 2.0 and m["server_accept_length"] == 2.0
@@ -111,18 +131,23 @@ def test_warmup_flush_run_and_metrics_in_order(served):
 
 def test_all_warmups_failing_is_one_error_with_the_log_tail(served):
     srv, server = served(fail=True)
-    with pytest.raises(WorkloadError, match=r"(?s)scenario 'w': all 2 warmup requests failed: HTTP 503: loading"
-                                            r".*model not loaded yet"):
+    with pytest.raises(
+        WorkloadError,
+        match=r"(?s)scenario 'w': all 2 warmup requests failed: HTTP 503: loading"
+        r".*model not loaded yet",
+    ):
         run_scenario(server, Scenario("w", dataset="prompts", warmup=2), prompts=["x"])
     assert len(srv.bodies) == 2 and server.calls == []  # nothing after the warmups
 
 
 def test_failed_requests_on_a_server_that_died_are_noted_and_skip_the_control_plane(served):
-    srv, server = served(fail=True, exits=True)
+    _srv, server = served(fail=True, exits=True)
     result = run_scenario(server, Scenario("d", dataset="prompts", warmup=0, num_prompts=2), prompts=["a", "b"])
     assert result.metrics["failed"] == 2 and result.errors[0] == "request 0: HTTP 503: loading"
-    assert result.notes == ["server exited during the scenario (code -9, SIGKILL: killed from outside, often by "
-                            "the kernel's out-of-memory killer (see dmesg))"]
+    assert result.notes == [
+        "server exited during the scenario (code -9, SIGKILL: killed from outside, often by "
+        "the kernel's out-of-memory killer (see dmesg))"
+    ]
     assert result.server_info == {} and result.spec_server is None and server.calls == ["flush", "counters"]
 
 

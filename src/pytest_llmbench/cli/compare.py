@@ -11,8 +11,10 @@ from pytest_llmbench.report.folder import ResultsFolderError, read_folder
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pytest_llmbench compare",
-                                     description="Ratios B / A with bootstrap intervals; markdown to stdout.")
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_llmbench compare",
+        description="Ratios B / A with bootstrap intervals; markdown to stdout.",
+    )
     parser.add_argument("dir_a", type=Path, metavar="DIR_A")
     parser.add_argument("dir_b", type=Path, metavar="DIR_B")
     parser.add_argument("--html", type=Path, metavar="FILE", help="also write the comparison as an HTML page")

@@ -18,15 +18,28 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m pytest_llmbench merge",
         description="Merge the results folders of --llmbench-shard runs into one folder shaped like a single "
-                    "run's; with --baselines, merge the shards' baseline folders instead.")
-    p.add_argument("out", metavar="OUT", type=Path,
-                   help="merged folder to write (results: must be absent or empty; baselines: updated in place "
-                        "unless --base is given)")
+        "run's; with --baselines, merge the shards' baseline folders instead.",
+    )
+    p.add_argument(
+        "out",
+        metavar="OUT",
+        type=Path,
+        help="merged folder to write (results: must be absent or empty; baselines: updated in place "
+        "unless --base is given)",
+    )
     p.add_argument("dirs", metavar="DIR", type=Path, nargs="+", help="one folder per shard")
-    p.add_argument("--baselines", action="store_true",
-                   help="the folders are baseline folders written by --update-baselines on each shard")
-    p.add_argument("--base", type=Path, default=None, metavar="DIR",
-                   help="with --baselines: the baselines every shard started from (default: OUT as it is now)")
+    p.add_argument(
+        "--baselines",
+        action="store_true",
+        help="the folders are baseline folders written by --update-baselines on each shard",
+    )
+    p.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --baselines: the baselines every shard started from (default: OUT as it is now)",
+    )
     return p
 
 

@@ -11,13 +11,21 @@ from pytest_llmbench.report.folder import ResultsFolderError
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pytest_llmbench report",
-                                     description="Write RESULTS_DIR/report.html and RESULTS_DIR/summary.md.")
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_llmbench report", description="Write RESULTS_DIR/report.html and RESULTS_DIR/summary.md."
+    )
     parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
-    parser.add_argument("--baselines-dir", type=Path, default=Path("baselines"),
-                        help="baseline files for the history plots (default: ./baselines; skipped if absent)")
-    parser.add_argument("--no-step-summary", action="store_true",
-                        help="do not append summary.md to $GITHUB_STEP_SUMMARY even when it is set")
+    parser.add_argument(
+        "--baselines-dir",
+        type=Path,
+        default=Path("baselines"),
+        help="baseline files for the history plots (default: ./baselines; skipped if absent)",
+    )
+    parser.add_argument(
+        "--no-step-summary",
+        action="store_true",
+        help="do not append summary.md to $GITHUB_STEP_SUMMARY even when it is set",
+    )
     args = parser.parse_args(argv)
     try:
         written = write_report(args.results_dir, args.baselines_dir, step_summary=not args.no_step_summary)

@@ -75,25 +75,39 @@ class ArmOptions:
 
     @property
     def active(self) -> bool:
-        return bool(self.reference_image or self.reference_bin or self.candidate_bin
-                    or self.reference_args or self.candidate_args)
+        return bool(
+            self.reference_image
+            or self.reference_bin
+            or self.candidate_bin
+            or self.reference_args
+            or self.candidate_args
+        )
 
     @classmethod
-    def parse(cls, *, reference_image: str | None = None, reference_bin: str | None = None,
-              candidate_bin: str | None = None, reference_args: str | None = None,
-              candidate_args: str | None = None, candidate_image: str | None = None) -> "ArmOptions":
+    def parse(
+        cls,
+        *,
+        reference_image: str | None = None,
+        reference_bin: str | None = None,
+        candidate_bin: str | None = None,
+        reference_args: str | None = None,
+        candidate_args: str | None = None,
+        candidate_image: str | None = None,
+    ) -> ArmOptions:
         def split(flag: str, text: str | None) -> tuple[str, ...]:
             try:
                 return tuple(shlex.split(text or ""))
             except ValueError as e:
                 raise ArmError(f"{flag} {text!r}: {e}") from None
 
-        return cls(reference_image=reference_image or None,
-                   reference_bin=Path(reference_bin).expanduser() if reference_bin else None,
-                   candidate_bin=Path(candidate_bin).expanduser() if candidate_bin else None,
-                   reference_args=split("--llmbench-reference-args", reference_args),
-                   candidate_args=split("--llmbench-candidate-args", candidate_args),
-                   candidate_image=candidate_image or None)
+        return cls(
+            reference_image=reference_image or None,
+            reference_bin=Path(reference_bin).expanduser() if reference_bin else None,
+            candidate_bin=Path(candidate_bin).expanduser() if candidate_bin else None,
+            reference_args=split("--llmbench-reference-args", reference_args),
+            candidate_args=split("--llmbench-candidate-args", candidate_args),
+            candidate_image=candidate_image or None,
+        )
 
 
 def runs_images(cfg: ServerConfig, registry: Registry) -> bool:
@@ -105,8 +119,10 @@ def binary_in(folder: Path, flag: str, cfg: ServerConfig, registry: Registry) ->
     """The engine's server program inside ``folder`` (``--llmbench-*-bin``), or a clear error."""
     name = registry.engines[cfg.engine].binary_name
     if runs_images(cfg, registry) or not name:
-        raise ArmError(f"{flag}: config {cfg.name!r} ({cfg.engine} via {cfg.launcher}) does not run a local "
-                       f"binary; compare images with --llmbench-reference-image instead")
+        raise ArmError(
+            f"{flag}: config {cfg.name!r} ({cfg.engine} via {cfg.launcher}) does not run a local "
+            f"binary; compare images with --llmbench-reference-image instead"
+        )
     if not folder.is_dir():
         raise ArmError(f"{flag} {folder}: no such folder")
     program = folder / name
@@ -115,8 +131,15 @@ def binary_in(folder: Path, flag: str, cfg: ServerConfig, registry: Registry) ->
     return program
 
 
-def _derive(cfg: ServerConfig, role: str, registry: Registry, *, image: str | None, binary_dir: Path | None,
-            extra_args: tuple[str, ...]) -> Arm:
+def _derive(
+    cfg: ServerConfig,
+    role: str,
+    registry: Registry,
+    *,
+    image: str | None,
+    binary_dir: Path | None,
+    extra_args: tuple[str, ...],
+) -> Arm:
     flag = f"--llmbench-{role}-bin"
     changes: dict[str, Any] = {}
     label: list[str] = []
@@ -129,25 +152,45 @@ def _derive(cfg: ServerConfig, role: str, registry: Registry, *, image: str | No
         label.append(f"args {shlex.join(extra_args)}")
     if image and image != cfg.image:
         label.append(f"image {image}")
-    return Arm(role, replace(cfg, **changes) if changes else cfg, image=image or cfg.image,
-               label=", ".join(label) or (f"image {cfg.image}" if runs_images(cfg, registry) else "installed build"))
+    return Arm(
+        role,
+        replace(cfg, **changes) if changes else cfg,
+        image=image or cfg.image,
+        label=", ".join(label) or (f"image {cfg.image}" if runs_images(cfg, registry) else "installed build"),
+    )
 
 
 def arms_from_options(cfg: ServerConfig, options: ArmOptions, registry: Registry) -> ArmPair:
     """Both arms of ``cfg`` from the command line; the candidate is what ``llm_server`` runs."""
     images = runs_images(cfg, registry)
     if options.reference_image and not images:
-        raise ArmError(f"--llmbench-reference-image: config {cfg.name!r} runs via {cfg.launcher}, not docker; "
-                       f"compare local builds with --llmbench-reference-bin DIR")
+        raise ArmError(
+            f"--llmbench-reference-image: config {cfg.name!r} runs via {cfg.launcher}, not docker; "
+            f"compare local builds with --llmbench-reference-bin DIR"
+        )
     candidate_image = options.candidate_image if images else None
-    ref = _derive(cfg, "reference", registry, image=options.reference_image or candidate_image,
-                  binary_dir=options.reference_bin, extra_args=options.reference_args)
-    cand = _derive(cfg, "candidate", registry, image=candidate_image, binary_dir=options.candidate_bin,
-                   extra_args=options.candidate_args)
+    ref = _derive(
+        cfg,
+        "reference",
+        registry,
+        image=options.reference_image or candidate_image,
+        binary_dir=options.reference_bin,
+        extra_args=options.reference_args,
+    )
+    cand = _derive(
+        cfg,
+        "candidate",
+        registry,
+        image=candidate_image,
+        binary_dir=options.candidate_bin,
+        extra_args=options.candidate_args,
+    )
     if (ref.config, ref.image) == (cand.config, cand.image) and not (options.reference_bin or options.candidate_bin):
         # Same build named on both sides is a deliberate A/A run; anything else that ends up equal is a typo.
-        raise ArmError(f"config {cfg.name!r}: the reference and candidate arms are identical "
-                       f"(--llmbench-reference-image equals the candidate's image?)")
+        raise ArmError(
+            f"config {cfg.name!r}: the reference and candidate arms are identical "
+            f"(--llmbench-reference-image equals the candidate's image?)"
+        )
     return ArmPair(cfg.name, ref, cand)
 
 
@@ -184,8 +227,9 @@ def read_compare_blocks(paths: Iterable[Path]) -> list[ComparePair]:
             raise ConfigError(f, "must be a list of {reference: CONFIG, candidate: CONFIG}", key="compare")
         for i, entry in enumerate(block):
             if not isinstance(entry, dict) or set(entry) - {"reference", "candidate", "name"}:
-                raise ConfigError(f, "each entry is {reference: CONFIG, candidate: CONFIG, name: optional}",
-                                  key=f"compare[{i}]")
+                raise ConfigError(
+                    f, "each entry is {reference: CONFIG, candidate: CONFIG, name: optional}", key=f"compare[{i}]"
+                )
             for k in ("reference", "candidate"):
                 if not isinstance(entry.get(k), str) or not entry[k]:
                     raise ConfigError(f, "must name a config", key=f"compare[{i}].{k}")
@@ -193,14 +237,14 @@ def read_compare_blocks(paths: Iterable[Path]) -> list[ComparePair]:
     return out
 
 
-def arms_from_block(pair: ComparePair, configs: Mapping[str, ServerConfig], registry: Registry,
-                    candidate_image: str | None = None) -> ArmPair:
+def arms_from_block(
+    pair: ComparePair, configs: Mapping[str, ServerConfig], registry: Registry, candidate_image: str | None = None
+) -> ArmPair:
     """The arms of a YAML pair: the reference config runs next to the candidate config's tests."""
     for what in ("reference", "candidate"):
         name = getattr(pair, what)
         if name not in configs:
-            raise ConfigError(pair.source, f"unknown config {name!r} (known: {sorted(configs)})",
-                              key=pair.key(what))
+            raise ConfigError(pair.source, f"unknown config {name!r} (known: {sorted(configs)})", key=pair.key(what))
     if pair.reference == pair.candidate:
         raise ConfigError(pair.source, "reference and candidate are the same config", key=pair.key("candidate"))
     ref_cfg, cand_cfg = configs[pair.reference], configs[pair.candidate]
@@ -213,13 +257,20 @@ def arms_from_block(pair: ComparePair, configs: Mapping[str, ServerConfig], regi
     )
 
 
-def block_pairs(pairs: Iterable[ComparePair], configs: Mapping[str, ServerConfig], registry: Registry,
-                candidate_image: str | None = None) -> dict[str, ArmPair]:
+def block_pairs(
+    pairs: Iterable[ComparePair],
+    configs: Mapping[str, ServerConfig],
+    registry: Registry,
+    candidate_image: str | None = None,
+) -> dict[str, ArmPair]:
     """Candidate config name → its arms; a config compared twice is an error (one reference per test)."""
     out: dict[str, ArmPair] = {}
     for p in pairs:
         if p.candidate in out:
-            raise ConfigError(p.source, f"config {p.candidate!r} is already a candidate in another compare entry",
-                              key=p.key("candidate"))
+            raise ConfigError(
+                p.source,
+                f"config {p.candidate!r} is already a candidate in another compare entry",
+                key=p.key("candidate"),
+            )
         out[p.candidate] = arms_from_block(p, configs, registry, candidate_image)
     return out

@@ -77,7 +77,7 @@ class Rounds:
         ref, cand = self._by_round("reference"), self._by_round("candidate")
         return sorted(r for r in set(ref) & set(cand) if r >= 0)
 
-    def upto(self, rounds: int) -> "Rounds":
+    def upto(self, rounds: int) -> Rounds:
         """The first ``rounds`` judged rounds (a pilot's view)."""
         return Rounds(self.scenario, [b for b in self.blocks if 0 <= b.round < rounds])
 
@@ -88,8 +88,9 @@ class Rounds:
         pairs = [(a, b) for a, b in pairs if isinstance(a, (int, float)) and isinstance(b, (int, float))]
         return [float(a) for a, _ in pairs], [float(b) for _, b in pairs]
 
-    def request_values(self, value: Callable[[RequestRecord], float | None]
-                       ) -> tuple[list[float], list[float], list[tuple[int, int]]]:
+    def request_values(
+        self, value: Callable[[RequestRecord], float | None]
+    ) -> tuple[list[float], list[float], list[tuple[int, int]]]:
         """One value per prompt per arm, paired by (round, prompt), and each pair's (round, scenario prompt);
         a pair with a failed side is dropped."""
         ref, cand = self._by_round("reference"), self._by_round("candidate")
@@ -154,8 +155,15 @@ class ArmServers:
     """The running servers of one pair. ``keep_both``: start each once and keep it up; otherwise only
     one arm is up at a time and every block starts its own server."""
 
-    def __init__(self, pair: ArmPair, candidate: "LLMServer", start: Starter, *, keep_both: bool,
-                 facts: Callable[["LLMServer"], dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        pair: ArmPair,
+        candidate: LLMServer,
+        start: Starter,
+        *,
+        keep_both: bool,
+        facts: Callable[[LLMServer], dict[str, Any]] | None = None,
+    ) -> None:
         self.pair = pair
         self.keep_both = keep_both
         self._start = start
@@ -165,12 +173,19 @@ class ArmServers:
         self.starts: list[ArmStart] = []
         self._noted_candidate = False
 
-    def _note(self, role: str, server: "LLMServer") -> None:
+    def _note(self, role: str, server: LLMServer) -> None:
         facts = self._facts(server) if self._facts else {}
-        self.starts.append(ArmStart(role, float(server.startup_s), facts.get("host_rss_bytes"),
-                                    facts.get("gpu_memory_used_gb"), (server.info or {}).get("build_info")))
+        self.starts.append(
+            ArmStart(
+                role,
+                float(server.startup_s),
+                facts.get("host_rss_bytes"),
+                facts.get("gpu_memory_used_gb"),
+                (server.info or {}).get("build_info"),
+            )
+        )
 
-    def acquire(self, role: str) -> "LLMServer":
+    def acquire(self, role: str) -> LLMServer:
         if role == "candidate":
             if not self.keep_both:
                 self._stop_reference()
@@ -228,7 +243,7 @@ class ArmServers:
 RunBlock = Callable[["LLMServer", Scenario, Sequence[Any]], ScenarioResult]
 
 
-def _run_block(server: "LLMServer", scenario: Scenario, prompts: Sequence[Any]) -> ScenarioResult:
+def _run_block(server: LLMServer, scenario: Scenario, prompts: Sequence[Any]) -> ScenarioResult:
     server.flush_cache()
     return run_scenario(server, scenario, prompts=prompts)
 
@@ -245,7 +260,7 @@ def block_window(round_index: int, size: int, total: int) -> list[int]:
 class Outcome:
     """How the rounds ended: the pilot's plan, the rounds run, and why they stopped."""
 
-    plan: "Plan"
+    plan: Plan
     rounds: int
     stop: str  # planned (the power is reached) | underpowered (the limit is below the need) | budget (out of time)
     elapsed_s: float
@@ -256,11 +271,19 @@ class Outcome:
         return self.plan.describe()
 
 
-def run_rounds(servers: ArmServers, scenario: Scenario, *, design: "Design", judge: "Judge",
-               prompts: Sequence[Any] | None = None, block_prompts: int | None = None,
-               run_block: RunBlock = _run_block, on_block: Callable[[Block], None] | None = None,
-               on_plan: Callable[["Plan"], None] | None = None,
-               clock: Callable[[], float] = time.monotonic) -> tuple[Rounds, "list[Comparison]", Outcome]:
+def run_rounds(
+    servers: ArmServers,
+    scenario: Scenario,
+    *,
+    design: Design,
+    judge: Judge,
+    prompts: Sequence[Any] | None = None,
+    block_prompts: int | None = None,
+    run_block: RunBlock = _run_block,
+    on_block: Callable[[Block], None] | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[Rounds, list[Comparison], Outcome]:
     """Warm-up rounds, the pilot, then the rounds the pilot's plan asks for (compare/power.py), each an
     ABBA pair of blocks on the same prompts; the comparisons are judged once, after the last round."""
     rounds = Rounds(scenario)

@@ -9,8 +9,8 @@ host: per prompt, averaged over rounds. A latency check named by its summary (``
 
 from __future__ import annotations
 
-import re
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -75,8 +75,15 @@ def family_of(metric: str) -> str:
     return "quality" if metric in ("accept_length", "spec_accept_length") else "timing"
 
 
-def compare_metric(metric: str, rounds: "Rounds", *, alpha: float, detect: Mapping[str, object] | None = None,
-                   ignore: Mapping[str, object] | None = None, spread: Spread | None = None) -> "Comparison | None":
+def compare_metric(
+    metric: str,
+    rounds: Rounds,
+    *,
+    alpha: float,
+    detect: Mapping[str, object] | None = None,
+    ignore: Mapping[str, object] | None = None,
+    spread: Spread | None = None,
+) -> Comparison | None:
     """The comparison of one metric over ``rounds``; None when either arm has no value for it. ``spread``
     (a pilot's) makes a round-unit comparison Stein's two-stage t."""
     source = source_of(metric)
@@ -87,8 +94,9 @@ def compare_metric(metric: str, rounds: "Rounds", *, alpha: float, detect: Mappi
         ref, cand = rounds.round_values(metric)
         if len(ref) < MIN_ROUNDS:
             return None
-        return compare_rounds(metric, ref, cand, higher_is_better=source.higher_is_better, sizes=sizes,
-                              alpha=alpha, spread=spread)
+        return compare_rounds(
+            metric, ref, cand, higher_is_better=source.higher_is_better, sizes=sizes, alpha=alpha, spread=spread
+        )
     ref, cand, where = rounds.request_values(source.value)  # type: ignore[arg-type]
     # Timing shares each block's host state, so the round is its unit; accept length does not, and a prompt
     # sent again in the next round is the same observation, so the prompt is its unit.
@@ -96,8 +104,17 @@ def compare_metric(metric: str, rounds: "Rounds", *, alpha: float, detect: Mappi
     groups = [r for r, _ in where] if unit == "rounds" else [i for _, i in where]
     if len(ref) < 2 or len(set(groups)) < 2:
         return None
-    return compare_paired(metric, ref, cand, higher_is_better=source.higher_is_better, sizes=sizes, alpha=alpha,
-                          rounds=groups, unit=unit, spread=spread if unit == "rounds" else None)
+    return compare_paired(
+        metric,
+        ref,
+        cand,
+        higher_is_better=source.higher_is_better,
+        sizes=sizes,
+        alpha=alpha,
+        rounds=groups,
+        unit=unit,
+        spread=spread if unit == "rounds" else None,
+    )
 
 
 def per_round(metric: str) -> bool:
@@ -110,8 +127,15 @@ class Judge:
     """One scenario's comparisons: the pilot's plan (power.plan_rounds over the deciding metrics) and the
     final verdicts, each metric at its family's alpha."""
 
-    def __init__(self, metrics: Iterable[str], alphas: Mapping[str, float], *, design: Design,
-                 detect: Mapping[str, object] | None = None, ignore: Mapping[str, object] | None = None) -> None:
+    def __init__(
+        self,
+        metrics: Iterable[str],
+        alphas: Mapping[str, float],
+        *,
+        design: Design,
+        detect: Mapping[str, object] | None = None,
+        ignore: Mapping[str, object] | None = None,
+    ) -> None:
         self.metrics = tuple(metrics)
         self.alphas = dict(alphas)
         self.design = design
@@ -120,7 +144,7 @@ class Judge:
     def alpha(self, metric: str) -> float:
         return self.alphas[family_of(metric)]
 
-    def plan(self, rounds: "Rounds", *, seconds_per_round: float, elapsed_s: float) -> Plan:
+    def plan(self, rounds: Rounds, *, seconds_per_round: float, elapsed_s: float) -> Plan:
         """After the pilot: each deciding round metric's spread and the rounds it needs."""
         pilot = len(rounds.complete)
         needs = []
@@ -131,27 +155,46 @@ class Judge:
             if c is None or not math.isfinite(c.se):
                 continue
             spread = Spread(c.se * math.sqrt(c.n), int(c.df))
-            needs.append(Need(metric, spread, c.sizes, rounds_for(spread, sizes=c.sizes, alpha=self.alpha(metric),
-                                                                  higher_is_better=c.higher_is_better,
-                                                                  power=self.design.power)))
-        return plan_rounds(needs, design=self.design, pilot=pilot, seconds_per_round=seconds_per_round,
-                           elapsed_s=elapsed_s)
+            needs.append(
+                Need(
+                    metric,
+                    spread,
+                    c.sizes,
+                    rounds_for(
+                        spread,
+                        sizes=c.sizes,
+                        alpha=self.alpha(metric),
+                        higher_is_better=c.higher_is_better,
+                        power=self.design.power,
+                    ),
+                )
+            )
+        return plan_rounds(
+            needs, design=self.design, pilot=pilot, seconds_per_round=seconds_per_round, elapsed_s=elapsed_s
+        )
 
-    def spread_of(self, metric: str, rounds: "Rounds", plan: Plan) -> Spread | None:
+    def spread_of(self, metric: str, rounds: Rounds, plan: Plan) -> Spread | None:
         """The pilot's spread of ``metric`` (computed on the pilot rounds if it did not plan)."""
         if not per_round(metric) or len(rounds.complete) <= plan.pilot:
             return None  # no rounds beyond the pilot: the plain t on them is the same test
         if metric in plan.spreads:
             return plan.spreads[metric]
-        c = compare_metric(metric, rounds.upto(plan.pilot), alpha=self.alpha(metric), detect=self.detect,
-                           ignore=self.ignore)
+        c = compare_metric(
+            metric, rounds.upto(plan.pilot), alpha=self.alpha(metric), detect=self.detect, ignore=self.ignore
+        )
         return Spread(c.se * math.sqrt(c.n), int(c.df)) if c is not None and math.isfinite(c.se) else None
 
-    def compare(self, metric: str, rounds: "Rounds", plan: Plan) -> "Comparison | None":
-        return compare_metric(metric, rounds, alpha=self.alpha(metric), detect=self.detect, ignore=self.ignore,
-                              spread=self.spread_of(metric, rounds, plan))
+    def compare(self, metric: str, rounds: Rounds, plan: Plan) -> Comparison | None:
+        return compare_metric(
+            metric,
+            rounds,
+            alpha=self.alpha(metric),
+            detect=self.detect,
+            ignore=self.ignore,
+            spread=self.spread_of(metric, rounds, plan),
+        )
 
-    def judge(self, rounds: "Rounds", plan: Plan) -> "list[Comparison]":
+    def judge(self, rounds: Rounds, plan: Plan) -> list[Comparison]:
         out = []
         for metric in self.metrics:
             c = self.compare(metric, rounds, plan)

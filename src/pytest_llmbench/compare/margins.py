@@ -99,7 +99,7 @@ def _number(metric: str, value: object) -> float:
     try:
         return float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise ValueError(f"size for {metric!r}: {value!r} is not a number (e.g. 0.1, \"3%\")") from None
+        raise ValueError(f'size for {metric!r}: {value!r} is not a number (e.g. 0.1, "3%")') from None
 
 
 def default_sizes(metric: str) -> tuple[str, float, float] | None:
@@ -112,8 +112,9 @@ def default_sizes(metric: str) -> tuple[str, float, float] | None:
     return None
 
 
-def sizes_for(metric: str, detect: Mapping[str, object] | None = None,
-              ignore: Mapping[str, object] | None = None) -> Sizes:
+def sizes_for(
+    metric: str, detect: Mapping[str, object] | None = None, ignore: Mapping[str, object] | None = None
+) -> Sizes:
     """The sizes of ``metric``: overrides by exact name (``detect``, ``ignore``), else the defaults. An
     override of ``detect`` alone keeps the default's ratio ignore/detect (1% of 3% → a third)."""
     default = default_sizes(metric)
@@ -121,8 +122,10 @@ def sizes_for(metric: str, detect: Mapping[str, object] | None = None,
     given_ignore = ignore is not None and metric in ignore
     if default is None and not given_detect:
         known = ", ".join(sorted(DEFAULT_SIZES))
-        raise ValueError(f"no comparison size for metric {metric!r}: set detect (e.g. {metric}=0.05 or "
-                         f"{metric}=3%, and optionally ignore) — metrics with defaults: {known}")
+        raise ValueError(
+            f"no comparison size for metric {metric!r}: set detect (e.g. {metric}=0.05 or "
+            f"{metric}=3%, and optionally ignore) — metrics with defaults: {known}"
+        )
     kind, d_ignore, d_detect = default if default is not None else (None, None, None)
     if given_detect:
         kind, d = parse_size(metric, detect[metric], kind)  # type: ignore[index]

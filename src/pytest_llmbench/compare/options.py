@@ -22,55 +22,120 @@ DEFAULT_BLOCK_PROMPTS = 2
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("llmbench-compare", "llmbench reference vs candidate (interleaved A/B in one session)")
     add = group.addoption
-    add("--llmbench-reference-image", metavar="IMAGE", default=None,
+    add(
+        "--llmbench-reference-image",
+        metavar="IMAGE",
+        default=None,
         help="compare every selected docker config against this image (the candidate: the config's image "
-             "or --llmbench-image)")
-    add("--llmbench-reference-bin", metavar="DIR", default=None,
-        help="compare every selected llama.cpp config against the llama-server in DIR")
-    add("--llmbench-candidate-bin", metavar="DIR", default=None,
-        help="the candidate's llama-server folder (default: the installed one)")
-    add("--llmbench-reference-args", metavar="ARGS", default=None,
+        "or --llmbench-image)",
+    )
+    add(
+        "--llmbench-reference-bin",
+        metavar="DIR",
+        default=None,
+        help="compare every selected llama.cpp config against the llama-server in DIR",
+    )
+    add(
+        "--llmbench-candidate-bin",
+        metavar="DIR",
+        default=None,
+        help="the candidate's llama-server folder (default: the installed one)",
+    )
+    add(
+        "--llmbench-reference-args",
+        metavar="ARGS",
+        default=None,
         help="extra server args of the reference arm, one shell-quoted string "
-             "(--llmbench-reference-args='--flag …' when it starts with a dash)")
-    add("--llmbench-candidate-args", metavar="ARGS", default=None,
-        help="extra server args of the candidate arm, one shell-quoted string (the = form, as above)")
-    add("--llmbench-max-rounds", metavar="N", type=int, default=None,
+        "(--llmbench-reference-args='--flag …' when it starts with a dash)",
+    )
+    add(
+        "--llmbench-candidate-args",
+        metavar="ARGS",
+        default=None,
+        help="extra server args of the candidate arm, one shell-quoted string (the = form, as above)",
+    )
+    add(
+        "--llmbench-max-rounds",
+        metavar="N",
+        type=int,
+        default=None,
         help=f"most judged rounds per scenario, pilot included (default: ini llmbench_max_rounds, else "
-             f"{DEFAULT_MAX_ROUNDS})")
-    add("--llmbench-compare-budget", metavar="SECONDS", default=None,
+        f"{DEFAULT_MAX_ROUNDS})",
+    )
+    add(
+        "--llmbench-compare-budget",
+        metavar="SECONDS",
+        default=None,
         help=f"time per scenario, warm-up and pilot included; the pilot plans the rounds for 95%% power at "
-             f"each metric's detect size within it, and says 'underpowered' when it cannot (default: ini "
-             f"llmbench_compare_budget, else {DEFAULT_BUDGET_S:g}; 'none' for no limit)")
-    add("--llmbench-block-prompts", metavar="N", type=int, default=None,
+        f"each metric's detect size within it, and says 'underpowered' when it cannot (default: ini "
+        f"llmbench_compare_budget, else {DEFAULT_BUDGET_S:g}; 'none' for no limit)",
+    )
+    add(
+        "--llmbench-block-prompts",
+        metavar="N",
+        type=int,
+        default=None,
         help=f"prompts per block (one arm's half of a round); the window moves through the scenario's prompts "
-             f"round by round (default: ini llmbench_compare_block_prompts, else {DEFAULT_BLOCK_PROMPTS}; at "
-             f"least the scenario's concurrency)")
-    add("--llmbench-strict", action="store_true", default=False,
-        help="an inconclusive comparison fails its test too (a regressed one always does)")
-    add("--llmbench-arm-servers", choices=SERVER_MODES, default="auto",
+        f"round by round (default: ini llmbench_compare_block_prompts, else {DEFAULT_BLOCK_PROMPTS}; at "
+        f"least the scenario's concurrency)",
+    )
+    add(
+        "--llmbench-strict",
+        action="store_true",
+        default=False,
+        help="an inconclusive comparison fails its test too (a regressed one always does)",
+    )
+    add(
+        "--llmbench-arm-servers",
+        choices=SERVER_MODES,
+        default="auto",
         help="both: keep both arms' servers up; per-block: start one arm's server per block (when both do "
-             "not fit in GPU memory); auto: both on CPU, and on GPUs while the loaded candidate leaves more "
-             "than half of their memory free, else per-block")
-    add("--llmbench-compare-alpha", metavar="P", type=float, default=None,
+        "not fit in GPU memory); auto: both on CPU, and on GPUs while the loaded candidate leaves more "
+        "than half of their memory free, else per-block",
+    )
+    add(
+        "--llmbench-compare-alpha",
+        metavar="P",
+        type=float,
+        default=None,
         help="false-alarm rate of one comparison at its ignore size (default: the --gate-alpha family's "
-             "alpha divided by the comparisons counted up front, as the gate does)")
+        "alpha divided by the comparisons counted up front, as the gate does)",
+    )
     parser.addini("llmbench_max_rounds", "default --llmbench-max-rounds", default=str(DEFAULT_MAX_ROUNDS))
-    parser.addini("llmbench_compare_budget", "default --llmbench-compare-budget (seconds per scenario)",
-                  default=str(DEFAULT_BUDGET_S))
-    parser.addini("llmbench_compare_block_prompts", "default --llmbench-block-prompts",
-                  default=str(DEFAULT_BLOCK_PROMPTS))
-    parser.addini("llmbench_compare_pilot_rounds", "rounds whose spread plans the rest (>= 3)",
-                  default=str(DEFAULT_PILOT_ROUNDS))
-    parser.addini("llmbench_compare_warmup_rounds", "rounds run first and never judged",
-                  default=str(DEFAULT_WARMUP_ROUNDS))
-    parser.addini("llmbench_compare_detect", type="linelist", default=[],
-                  help="per metric, the smallest change a comparison must catch (95% power), one "
-                       "'metric=value' a line: output_throughput=3%, accept_length=0.1")
-    parser.addini("llmbench_compare_ignore", type="linelist", default=[],
-                  help="per metric, the largest change a comparison may ignore (regressed means worse than "
-                       "this), one 'metric=value' a line: output_throughput=1%")
-    parser.addini("llmbench_compare_metrics", type="args", default=list(DEFAULT_DECIDE),
-                  help="the metrics the pilot plans the rounds for")
+    parser.addini(
+        "llmbench_compare_budget",
+        "default --llmbench-compare-budget (seconds per scenario)",
+        default=str(DEFAULT_BUDGET_S),
+    )
+    parser.addini(
+        "llmbench_compare_block_prompts", "default --llmbench-block-prompts", default=str(DEFAULT_BLOCK_PROMPTS)
+    )
+    parser.addini(
+        "llmbench_compare_pilot_rounds", "rounds whose spread plans the rest (>= 3)", default=str(DEFAULT_PILOT_ROUNDS)
+    )
+    parser.addini(
+        "llmbench_compare_warmup_rounds", "rounds run first and never judged", default=str(DEFAULT_WARMUP_ROUNDS)
+    )
+    parser.addini(
+        "llmbench_compare_detect",
+        type="linelist",
+        default=[],
+        help="per metric, the smallest change a comparison must catch (95% power), one "
+        "'metric=value' a line: output_throughput=3%, accept_length=0.1",
+    )
+    parser.addini(
+        "llmbench_compare_ignore",
+        type="linelist",
+        default=[],
+        help="per metric, the largest change a comparison may ignore (regressed means worse than "
+        "this), one 'metric=value' a line: output_throughput=1%",
+    )
+    parser.addini(
+        "llmbench_compare_metrics",
+        type="args",
+        default=list(DEFAULT_DECIDE),
+        help="the metrics the pilot plans the rounds for",
+    )
 
 
 @dataclass(frozen=True)
@@ -146,16 +211,19 @@ def read_settings(config: pytest.Config) -> CompareSettings:
             candidate_bin=config.getoption("llmbench_candidate_bin", None),
             reference_args=config.getoption("llmbench_reference_args", None),
             candidate_args=config.getoption("llmbench_candidate_args", None),
-            candidate_image=config.getoption("llmbench_image", None))
+            candidate_image=config.getoption("llmbench_image", None),
+        )
     except ArmError as e:
         raise pytest.UsageError(str(e)) from None
     alpha = config.getoption("llmbench_compare_alpha", None)
     if alpha is not None and not 0 < alpha < 0.5:
         raise pytest.UsageError(f"--llmbench-compare-alpha {alpha}: must be between 0 and 0.5")
-    design = Design(warmup_rounds=_int(config, None, "llmbench_compare_warmup_rounds", 0),
-                    pilot_rounds=_int(config, None, "llmbench_compare_pilot_rounds", 3),
-                    max_rounds=_int(config, "llmbench_max_rounds", "llmbench_max_rounds", 2),
-                    budget_s=_budget(config))
+    design = Design(
+        warmup_rounds=_int(config, None, "llmbench_compare_warmup_rounds", 0),
+        pilot_rounds=_int(config, None, "llmbench_compare_pilot_rounds", 3),
+        max_rounds=_int(config, "llmbench_max_rounds", "llmbench_max_rounds", 2),
+        budget_s=_budget(config),
+    )
     detect = parse_sizes(config.getini("llmbench_compare_detect"), "llmbench_compare_detect")
     ignore = parse_sizes(config.getini("llmbench_compare_ignore"), "llmbench_compare_ignore")
     for metric in set(detect) | set(ignore):
@@ -163,8 +231,14 @@ def read_settings(config: pytest.Config) -> CompareSettings:
             sizes_for(metric, detect, ignore)
         except ValueError as e:
             raise pytest.UsageError(f"ini llmbench_compare_detect/llmbench_compare_ignore: {e}") from None
-    return CompareSettings(arms=arms, design=design,
-                           block_prompts=_int(config, "llmbench_block_prompts", "llmbench_compare_block_prompts", 1),
-                           strict=bool(config.getoption("llmbench_strict", False)),
-                           server_mode=config.getoption("llmbench_arm_servers", "auto") or "auto", alpha=alpha,
-                           detect=detect, ignore=ignore, decide=tuple(config.getini("llmbench_compare_metrics")))
+    return CompareSettings(
+        arms=arms,
+        design=design,
+        block_prompts=_int(config, "llmbench_block_prompts", "llmbench_compare_block_prompts", 1),
+        strict=bool(config.getoption("llmbench_strict", False)),
+        server_mode=config.getoption("llmbench_arm_servers", "auto") or "auto",
+        alpha=alpha,
+        detect=detect,
+        ignore=ignore,
+        decide=tuple(config.getini("llmbench_compare_metrics")),
+    )

@@ -70,15 +70,19 @@ class Design:
 
     def describe(self) -> str:
         budget = f"{self.budget_s:g} s" if self.budget_s else "no time limit"
-        return (f"{self.warmup_rounds} warm-up round(s) not judged, a {self.pilot}-round pilot, then the rounds "
-                f"for {100 * self.power:g}% power at each metric's detect size (at most {self.max_rounds} rounds, "
-                f"{budget} per scenario)")
+        return (
+            f"{self.warmup_rounds} warm-up round(s) not judged, a {self.pilot}-round pilot, then the rounds "
+            f"for {100 * self.power:g}% power at each metric's detect size (at most {self.max_rounds} rounds, "
+            f"{budget} per scenario)"
+        )
 
 
 def distance(sizes: Sizes, higher_is_better: bool) -> float:
     """From ``ignore`` to ``detect`` in the worse direction, on the tested scale (log ratio or difference)."""
-    return abs(scale(sizes.kind, sizes.detect, True, higher_is_better)
-               - scale(sizes.kind, sizes.ignore, True, higher_is_better))
+    return abs(
+        scale(sizes.kind, sizes.detect, True, higher_is_better)
+        - scale(sizes.kind, sizes.ignore, True, higher_is_better)
+    )
 
 
 def rounds_for(spread: Spread, *, sizes: Sizes, alpha: float, higher_is_better: bool, power: float = POWER) -> int:
@@ -140,8 +144,7 @@ class Plan:
         return f"{self.rounds} rounds: {why}"
 
 
-def plan_rounds(needs: list[Need], *, design: Design, pilot: int, seconds_per_round: float,
-                elapsed_s: float) -> Plan:
+def plan_rounds(needs: list[Need], *, design: Design, pilot: int, seconds_per_round: float, elapsed_s: float) -> Plan:
     """The rounds to run after a pilot of ``pilot`` rounds that took ``seconds_per_round`` each."""
     limit = design.max_rounds
     if design.budget_s is not None and seconds_per_round > 0:
@@ -150,6 +153,11 @@ def plan_rounds(needs: list[Need], *, design: Design, pilot: int, seconds_per_ro
     limit = even_below(max(limit, pilot))
     needed = max((n.rounds for n in needs), default=pilot)
     rounds = min(max(needed + needed % 2, pilot), limit)
-    return Plan(rounds=rounds, limit=limit, pilot=pilot,
-                seconds_per_round=seconds_per_round, needs=tuple(needs),
-                spreads={n.metric: n.spread for n in needs})
+    return Plan(
+        rounds=rounds,
+        limit=limit,
+        pilot=pilot,
+        seconds_per_round=seconds_per_round,
+        needs=tuple(needs),
+        spreads={n.metric: n.spread for n in needs},
+    )

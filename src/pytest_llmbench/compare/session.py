@@ -29,9 +29,9 @@ from pytest_llmbench.compare.arms import ArmError, ArmPair, arms_from_options, b
 from pytest_llmbench.compare.interleave import ArmServers, Block, Outcome, Rounds, run_rounds
 from pytest_llmbench.compare.judging import Judge, family_of, source_of
 from pytest_llmbench.compare.margins import sizes_for
+from pytest_llmbench.compare.options import CompareSettings, read_settings
 from pytest_llmbench.compare.power import Plan
 from pytest_llmbench.compare.stats import compare_decisions, compare_paired, compare_pass_fail
-from pytest_llmbench.compare.options import CompareSettings, read_settings
 from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
 from pytest_llmbench.gate.verdict import fail_at_end
@@ -55,7 +55,7 @@ def maybe_register(config: pytest.Config, config_paths: list) -> None:
     config.pluginmanager.register(CompareSession(config, settings, yaml_pairs), "llmbench-compare")
 
 
-def active_for(bench: Any) -> "CompareSession | None":
+def active_for(bench: Any) -> CompareSession | None:
     """The session plugin when ``bench``'s config is compared (the seam fixtures.Bench calls)."""
     session = bench.item.config.stash.get(COMPARE, None)
     if session is None or session.pairs.get(bench.config_name) is None:
@@ -131,8 +131,10 @@ class CompareSession:
         """After collection (the arms exist only once the selected configs are known)."""
         lines = [f"llmbench compare: {p.describe()}" for p in self.pairs.values()]
         if self.pairs:
-            lines.append(f"llmbench compare: {self.settings.design.describe()}, {self.settings.block_prompts} "
-                         f"prompts per block; per-comparison α " + ", ".join(f"{f}={a:.3g}" for f, a in self.alphas.items()))
+            lines.append(
+                f"llmbench compare: {self.settings.design.describe()}, {self.settings.block_prompts} "
+                f"prompts per block; per-comparison α " + ", ".join(f"{f}={a:.3g}" for f, a in self.alphas.items())
+            )
         return lines
 
     # --- bench.run and bench.check of a compared config ---------------------------------------------
@@ -140,33 +142,69 @@ class CompareSession:
     def run(self, bench: Any, scenario: Any, *, prompts: Any = None) -> Any:
         pair = self.pairs[bench.config_name]
         servers = self._servers_for(pair, bench.server)
-        judge = Judge(self.settings.decide, self.alphas, design=self.settings.design, detect=self.settings.detect,
-                      ignore=self.settings.ignore)
+        judge = Judge(
+            self.settings.decide,
+            self.alphas,
+            design=self.settings.design,
+            detect=self.settings.detect,
+            ignore=self.settings.ignore,
+        )
 
         def on_block(block: Block) -> None:
             m = block.result.metrics
-            bench.emit({"record": "comparison_block", "config": pair.config_name, "nodeid": bench.nodeid,
-                           "test_key": bench.test_key, "scenario": scenario.name, "round": block.round,
-                           "role": block.role, "arm": pair.arm(block.role).label, "notes": block.result.notes,
-                           "warmup": block.warmup, "prompt_ids": list(block.prompt_ids),
-                           "metrics": {k: v for k, v in m.items() if isinstance(v, (int, float))}})
+            bench.emit(
+                {
+                    "record": "comparison_block",
+                    "config": pair.config_name,
+                    "nodeid": bench.nodeid,
+                    "test_key": bench.test_key,
+                    "scenario": scenario.name,
+                    "round": block.round,
+                    "role": block.role,
+                    "arm": pair.arm(block.role).label,
+                    "notes": block.result.notes,
+                    "warmup": block.warmup,
+                    "prompt_ids": list(block.prompt_ids),
+                    "metrics": {k: v for k, v in m.items() if isinstance(v, (int, float))},
+                }
+            )
 
         def on_plan(plan: Plan) -> None:
-            bench.emit({"record": "comparison_plan", "config": pair.config_name, "nodeid": bench.nodeid,
-                        "test_key": bench.test_key, "scenario": scenario.name, "rounds": plan.rounds,
-                        "needed": plan.needed, "limit": plan.limit, "pilot": plan.pilot,
-                        "seconds_per_round": plan.seconds_per_round, "underpowered": plan.underpowered,
-                        "reason": plan.describe(),
-                        "needs": [{"metric": n.metric, "sd": n.spread.sd, "df": n.spread.df, "rounds": n.rounds}
-                                  for n in plan.needs]})
+            bench.emit(
+                {
+                    "record": "comparison_plan",
+                    "config": pair.config_name,
+                    "nodeid": bench.nodeid,
+                    "test_key": bench.test_key,
+                    "scenario": scenario.name,
+                    "rounds": plan.rounds,
+                    "needed": plan.needed,
+                    "limit": plan.limit,
+                    "pilot": plan.pilot,
+                    "seconds_per_round": plan.seconds_per_round,
+                    "underpowered": plan.underpowered,
+                    "reason": plan.describe(),
+                    "needs": [
+                        {"metric": n.metric, "sd": n.spread.sd, "df": n.spread.df, "rounds": n.rounds}
+                        for n in plan.needs
+                    ],
+                }
+            )
             if plan.underpowered:
                 _say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {plan.describe()}")
 
         try:
-            rounds, comps, outcome = run_rounds(servers, scenario, design=self.settings.design, judge=judge,
-                                                prompts=prompts, block_prompts=self.settings.block_prompts,
-                                                on_block=on_block, on_plan=on_plan)
-        except (httpx.TransportError, WorkloadError) as e:
+            rounds, comps, outcome = run_rounds(
+                servers,
+                scenario,
+                design=self.settings.design,
+                judge=judge,
+                prompts=prompts,
+                block_prompts=self.settings.block_prompts,
+                on_block=on_block,
+                on_plan=on_plan,
+            )
+        except (httpx.TransportError, WorkloadError):
             for role, server in (("reference", servers.reference), ("candidate", servers.candidate)):
                 if server is not None and server.problem():
                     pytest.fail(server.gone_message(f"during scenario {scenario.name} ({role} arm)"), pytrace=False)
@@ -201,19 +239,37 @@ class CompareSession:
     def check(self, bench: Any, metric: str) -> Any:
         last = self._last[bench.nodeid]
         c = last.comparisons[metric]
-        return self._conclude(bench, c, family_of(metric), scenario=last.scenario,
-                              rounds=len(last.rounds.complete), prompts=last.rounds.prompts_used(),
-                              outcome=last.outcome)
+        return self._conclude(
+            bench,
+            c,
+            family_of(metric),
+            scenario=last.scenario,
+            rounds=len(last.rounds.complete),
+            prompts=last.rounds.prompts_used(),
+            outcome=last.outcome,
+        )
 
-    def check_cases(self, bench: Any, metric: str, cases: Mapping[str, float], reference_cases: Mapping[str, float],
-                    *, noise: Any = None, direction: str | None = None, family: str | None = None) -> Any:
+    def check_cases(
+        self,
+        bench: Any,
+        metric: str,
+        cases: Mapping[str, float],
+        reference_cases: Mapping[str, float],
+        *,
+        noise: Any = None,
+        direction: str | None = None,
+        family: str | None = None,
+    ) -> Any:
         """A per-case check measured on both arms (``bench.arms()``): the same cases paired — exact McNemar
         for pass/fail (``noise=McNemar``), paired bootstrap for decisions (``PairedBootstrap``), paired t
         otherwise — judged once, at the family's alpha."""
         common = sorted(set(cases) & set(reference_cases))
         if not common:
-            pytest.fail(f"bench.check({metric!r}, reference_cases=...): no case id measured on both arms "
-                        f"({len(reference_cases)} reference, {len(cases)} candidate)", pytrace=False)
+            pytest.fail(
+                f"bench.check({metric!r}, reference_cases=...): no case id measured on both arms "
+                f"({len(reference_cases)} reference, {len(cases)} candidate)",
+                pytrace=False,
+            )
         ref = [float(reference_cases[k]) for k in common]
         cand = [float(cases[k]) for k in common]
         higher = direction != "lower"
@@ -227,28 +283,49 @@ class CompareSession:
             elif name == "PairedBootstrap":
                 sep = getattr(noise, "cluster", "")  # a case's questions are resampled together
                 clusters = [k.split(sep, 1)[0] for k in common] if sep else None
-                c = compare_decisions(metric, ref, cand, higher_is_better=higher, sizes=sizes, alpha=alpha,
-                                      clusters=clusters)
+                c = compare_decisions(
+                    metric, ref, cand, higher_is_better=higher, sizes=sizes, alpha=alpha, clusters=clusters
+                )
             else:
                 c = compare_paired(metric, ref, cand, higher_is_better=higher, sizes=sizes, alpha=alpha)
         except ValueError as e:
             pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
         return self._conclude(bench, c, fam, scenario=None, rounds=1, prompts=2 * len(common))
 
-    def _conclude(self, bench: Any, c: Any, family: str, *, scenario: str | None, rounds: int, prompts: int,
-                  outcome: Outcome | None = None) -> Any:
+    def _conclude(
+        self,
+        bench: Any,
+        c: Any,
+        family: str,
+        *,
+        scenario: str | None,
+        rounds: int,
+        prompts: int,
+        outcome: Outcome | None = None,
+    ) -> Any:
         """The comparison record, the JUnit property, and the test's failure when it regressed."""
         pair = self.pairs[bench.config_name]
         plan = outcome.plan if outcome is not None else None
-        record = {"record": "comparison", "config": pair.config_name, "nodeid": bench.nodeid,
-                  "test_key": bench.test_key, "scenario": scenario, **c.as_record(), "family": family,
-                  "rounds": rounds, "prompts": prompts,
-                  "stop": outcome.stop if outcome else "cases", "stop_reason": outcome.describe() if outcome
-                  else f"every case measured on both arms ({c.n})",
-                  "planned_rounds": plan.rounds if plan else None, "needed_rounds": plan.needed if plan else None,
-                  "underpowered": plan.underpowered if plan else False,
-                  "max_rounds": self.settings.max_rounds, "reference_arm": pair.reference.label,
-                  "candidate_arm": pair.candidate.label, "strict": self.settings.strict}
+        record = {
+            "record": "comparison",
+            "config": pair.config_name,
+            "nodeid": bench.nodeid,
+            "test_key": bench.test_key,
+            "scenario": scenario,
+            **c.as_record(),
+            "family": family,
+            "rounds": rounds,
+            "prompts": prompts,
+            "stop": outcome.stop if outcome else "cases",
+            "stop_reason": outcome.describe() if outcome else f"every case measured on both arms ({c.n})",
+            "planned_rounds": plan.rounds if plan else None,
+            "needed_rounds": plan.needed if plan else None,
+            "underpowered": plan.underpowered if plan else False,
+            "max_rounds": self.settings.max_rounds,
+            "reference_arm": pair.reference.label,
+            "candidate_arm": pair.candidate.label,
+            "strict": self.settings.strict,
+        }
         bench.emit(record)  # results.jsonl and the JUnit properties (report/junit.py)
         self.records.append(record)
         message = _message(record)
@@ -279,8 +356,7 @@ class CompareSession:
         if self._servers is None:
             mode = self.settings.server_mode
             keep_both = mode == "both" or (mode == "auto" and both_fit(candidate))
-            self._servers = ArmServers(pair, candidate, self._starter(candidate), keep_both=keep_both,
-                                       facts=_facts)
+            self._servers = ArmServers(pair, candidate, self._starter(candidate), keep_both=keep_both, facts=_facts)
         return self._servers
 
     def _starter(self, candidate: Any):
@@ -290,8 +366,9 @@ class CompareSession:
 
         def start(arm):
             try:
-                server = start_server(arm.config, results.server_dir(arm.server_name), gpu_ids=candidate.gpu_ids,
-                                      image=arm.image)
+                server = start_server(
+                    arm.config, results.server_dir(arm.server_name), gpu_ids=candidate.gpu_ids, image=arm.image
+                )
             except ServerStartError as e:
                 pytest.fail(f"{arm.role} arm ({arm.label}): {e}", pytrace=False)
             sink.emit(self.config, {**server_line(server), "config": arm.server_name, "role": arm.role})
@@ -301,10 +378,19 @@ class CompareSession:
 
     def _write_starts(self, pair: ArmPair, servers: ArmServers) -> None:
         for s in servers.starts:
-            sink.emit(self.config, {"record": "arm_start", "config": pair.config_name, "role": s.role,
-                           "label": pair.arm(s.role).label, "startup_s": s.startup_s,
-                           "host_rss_bytes": s.host_rss_bytes, "gpu_memory_gb": s.gpu_memory_gb,
-                           "build_info": s.build_info})
+            sink.emit(
+                self.config,
+                {
+                    "record": "arm_start",
+                    "config": pair.config_name,
+                    "role": s.role,
+                    "label": pair.arm(s.role).label,
+                    "startup_s": s.startup_s,
+                    "host_rss_bytes": s.host_rss_bytes,
+                    "gpu_memory_gb": s.gpu_memory_gb,
+                    "build_info": s.build_info,
+                },
+            )
         servers.starts.clear()
 
     def close_servers(self) -> None:
@@ -342,12 +428,21 @@ class CompareSession:
         self.adjusted = suite.adjust(self._all_records("comparison"), budget)
         suite_regressed = [r for r in self.adjusted if r.get("suite_verdict") == "regressed"]
         if self.adjusted:
-            sink.emit(self.config, {
-                "record": "comparison_budget", "method": "holm", "alphas": budget,
-                "per_comparison_alpha": self.alphas, "comparisons": len(self.adjusted),
-                "q_values": [{"nodeid": r["nodeid"], "metric": r["metric"], "q_value": r.get("q_value")}
-                             for r in self.adjusted],
-                "suite_regressed": [{"nodeid": r["nodeid"], "metric": r["metric"]} for r in suite_regressed]})
+            sink.emit(
+                self.config,
+                {
+                    "record": "comparison_budget",
+                    "method": "holm",
+                    "alphas": budget,
+                    "per_comparison_alpha": self.alphas,
+                    "comparisons": len(self.adjusted),
+                    "q_values": [
+                        {"nodeid": r["nodeid"], "metric": r["metric"], "q_value": r.get("q_value")}
+                        for r in self.adjusted
+                    ],
+                    "suite_regressed": [{"nodeid": r["nodeid"], "metric": r["metric"]} for r in suite_regressed],
+                },
+            )
         if suite_regressed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -368,8 +463,10 @@ class CompareSession:
             tr.write_line(line)
         for r in rows:
             if r.get("suite_verdict") == "regressed":
-                tr.write_line(f"REGRESSED at suite level (test {r['nodeid']} passed; Holm q={r['q_value']:.3g}): "
-                              f"{_message(r)}", red=True)
+                tr.write_line(
+                    f"REGRESSED at suite level (test {r['nodeid']} passed; Holm q={r['q_value']:.3g}): {_message(r)}",
+                    red=True,
+                )
 
 
 #: auto mode keeps both arms up when the loaded candidate uses at most this share of its GPUs' memory (the
@@ -401,9 +498,11 @@ def _facts(server: Any) -> dict[str, Any]:
 
 
 def _message(r: dict[str, Any]) -> str:
-    return (f"{r['config']} {r.get('test_key')} {r['metric']}: {r['verdict']} — "
-            f"candidate/reference {table.estimate(r)}, {table.sizes_text(r)}, p={table.num(r.get('p_value'))}; "
-            f"{table.reach(r)}; {r.get('method')} ({r.get('rounds')} rounds, {r.get('prompts')} prompts)")
+    return (
+        f"{r['config']} {r.get('test_key')} {r['metric']}: {r['verdict']} — "
+        f"candidate/reference {table.estimate(r)}, {table.sizes_text(r)}, p={table.num(r.get('p_value'))}; "
+        f"{table.reach(r)}; {r.get('method')} ({r.get('rounds')} rounds, {r.get('prompts')} prompts)"
+    )
 
 
 def _say(config: pytest.Config, line: str) -> None:

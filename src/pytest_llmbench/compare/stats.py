@@ -85,13 +85,29 @@ class Comparison:
 
     def as_record(self) -> dict[str, Any]:
         """The results.jsonl fields of a comparison (the caller adds config, rounds, stop, ...)."""
-        return {"metric": self.metric, "reference": self.reference, "candidate": self.candidate,
-                self.kind: self.estimate, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "confidence": CONFIDENCE, "verdict": self.verdict, "p_value": self.p_value,
-                "p_equivalent": self.p_equivalent, "alpha": self.alpha, "n": self.n, "method": self.method,
-                "ignore": self.ignore, "detect": self.detect, "kind": self.kind,
-                "higher_is_better": self.higher_is_better, "rules_out": self.rules_out,
-                "detectable": self.detectable, "se": self.se, "df": self.df}
+        return {
+            "metric": self.metric,
+            "reference": self.reference,
+            "candidate": self.candidate,
+            self.kind: self.estimate,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "confidence": CONFIDENCE,
+            "verdict": self.verdict,
+            "p_value": self.p_value,
+            "p_equivalent": self.p_equivalent,
+            "alpha": self.alpha,
+            "n": self.n,
+            "method": self.method,
+            "ignore": self.ignore,
+            "detect": self.detect,
+            "kind": self.kind,
+            "higher_is_better": self.higher_is_better,
+            "rules_out": self.rules_out,
+            "detectable": self.detectable,
+            "se": self.se,
+            "df": self.df,
+        }
 
 
 def _bounds(kind: str, size: float) -> tuple[float, float]:
@@ -127,17 +143,21 @@ def _check(metric: str, alpha: float, sizes: Sizes) -> None:
         raise TypeError(f"{metric}: sizes must be compare.margins.Sizes, got {type(sizes).__name__}")
 
 
-def _pairs(metric: str, reference: Sequence[float], candidate: Sequence[float], *, positive: bool
-           ) -> tuple[np.ndarray, np.ndarray]:
+def _pairs(
+    metric: str, reference: Sequence[float], candidate: Sequence[float], *, positive: bool
+) -> tuple[np.ndarray, np.ndarray]:
     ref, cand = np.asarray(reference, dtype=float), np.asarray(candidate, dtype=float)
     if ref.ndim != 1 or ref.shape != cand.shape:
-        raise ValueError(f"{metric}: reference and candidate must be paired 1-d sequences of the same length, "
-                         f"got {ref.shape} and {cand.shape}")
+        raise ValueError(
+            f"{metric}: reference and candidate must be paired 1-d sequences of the same length, "
+            f"got {ref.shape} and {cand.shape}"
+        )
     if not (np.all(np.isfinite(ref)) and np.all(np.isfinite(cand))):
         raise ValueError(f"{metric}: values must be finite (a failed round or prompt is left out by the caller)")
     if positive and (np.any(ref <= 0) or np.any(cand <= 0)):
-        raise ValueError(f"{metric}: a ratio needs positive values, got min reference {ref.min():g}, "
-                         f"min candidate {cand.min():g}")
+        raise ValueError(
+            f"{metric}: a ratio needs positive values, got min reference {ref.min():g}, min candidate {cand.min():g}"
+        )
     return ref, cand
 
 
@@ -158,8 +178,9 @@ def worsening(kind: str, x: float, higher_is_better: bool) -> float:
     return -x if higher_is_better else x
 
 
-def detectable_change(se: float, df: float, *, sizes: Sizes, alpha: float, higher_is_better: bool,
-                      power: float = POWER) -> float:
+def detectable_change(
+    se: float, df: float, *, sizes: Sizes, alpha: float, higher_is_better: bool, power: float = POWER
+) -> float:
     """The smallest worsening a t-based test at ``alpha`` calls regressed with ``power``, given its
     standard error: ignore + (t_alpha + t_beta)·se on the tested scale."""
     if not math.isfinite(se) or not df >= 1:  # df may be inf: a normal-theory interval (bootstrap, McNemar)
@@ -169,8 +190,18 @@ def detectable_change(se: float, df: float, *, sizes: Sizes, alpha: float, highe
     return worsening(sizes.kind, start - reach if higher_is_better else start + reach, higher_is_better)
 
 
-def _t_comparison(metric: str, d: np.ndarray, *, sizes: Sizes, reference: float, candidate: float,
-                  higher_is_better: bool, alpha: float, method: str, spread: Spread | None = None) -> Comparison:
+def _t_comparison(
+    metric: str,
+    d: np.ndarray,
+    *,
+    sizes: Sizes,
+    reference: float,
+    candidate: float,
+    higher_is_better: bool,
+    alpha: float,
+    method: str,
+    spread: Spread | None = None,
+) -> Comparison:
     """Paired t on per-unit differences ``d`` (log ratios for a ratio). With ``spread`` (a pilot's), the
     standard error and degrees of freedom are the pilot's: Stein's two-stage t, exact for any n it chose."""
     n = d.size
@@ -202,15 +233,32 @@ def _t_comparison(metric: str, d: np.ndarray, *, sizes: Sizes, reference: float,
             low, high, lo_a, hi_a = mean - half95, mean + half95, mean - half_a, mean + half_a
     k = sizes.kind
     est, low, high, lo_a, hi_a = (_unscale(k, x) if math.isfinite(x) else x for x in (mean, low, high, lo_a, hi_a))
-    return Comparison(metric, k, reference, candidate, est, low, high, sizes.ignore, sizes.detect,
-                      higher_is_better, p, verdict_of(lo_a, hi_a, sizes=sizes, higher_is_better=higher_is_better),
-                      n, method, alpha=alpha, p_equivalent=p_eq,
-                      detectable=detectable_change(se, df, sizes=sizes, alpha=alpha, higher_is_better=higher_is_better),
-                      se=se, df=df)
+    return Comparison(
+        metric,
+        k,
+        reference,
+        candidate,
+        est,
+        low,
+        high,
+        sizes.ignore,
+        sizes.detect,
+        higher_is_better,
+        p,
+        verdict_of(lo_a, hi_a, sizes=sizes, higher_is_better=higher_is_better),
+        n,
+        method,
+        alpha=alpha,
+        p_equivalent=p_eq,
+        detectable=detectable_change(se, df, sizes=sizes, alpha=alpha, higher_is_better=higher_is_better),
+        se=se,
+        df=df,
+    )
 
 
-def _group_sums(metric: str, values: np.ndarray, labels: Sequence[Hashable], what: str
-                ) -> tuple[np.ndarray, np.ndarray]:
+def _group_sums(
+    metric: str, values: np.ndarray, labels: Sequence[Hashable], what: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-label sums of ``values`` and counts (labels in sorted order): rounds, prompts or clusters."""
     keys = np.asarray(labels)
     if keys.shape != values.shape:
@@ -219,8 +267,16 @@ def _group_sums(metric: str, values: np.ndarray, labels: Sequence[Hashable], wha
     return np.bincount(index, weights=values), np.bincount(index).astype(float)
 
 
-def compare_rounds(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
-                   higher_is_better: bool, sizes: Sizes, alpha: float, spread: Spread | None = None) -> Comparison:
+def compare_rounds(
+    metric: str,
+    reference: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    higher_is_better: bool,
+    sizes: Sizes,
+    alpha: float,
+    spread: Spread | None = None,
+) -> Comparison:
     """One value per round per arm (tok/s of each block), paired by round: t on the log ratios.
 
     Rounds, not requests, are the unit because throughput drifts within a session (thermal, host load);
@@ -228,21 +284,35 @@ def compare_rounds(metric: str, reference: Sequence[float], candidate: Sequence[
     """
     _check(metric, alpha, sizes)
     ref, cand = _pairs(metric, reference, candidate, positive=True)
-    return _t_comparison(metric, np.log(cand) - np.log(ref), sizes=sizes,
-                         reference=float(stats.gmean(ref)) if ref.size else math.nan,
-                         candidate=float(stats.gmean(cand)) if cand.size else math.nan,
-                         higher_is_better=higher_is_better, alpha=alpha, spread=spread,
-                         method=f"log-ratio t over {ref.size} rounds" + _pilot(spread))
+    return _t_comparison(
+        metric,
+        np.log(cand) - np.log(ref),
+        sizes=sizes,
+        reference=float(stats.gmean(ref)) if ref.size else math.nan,
+        candidate=float(stats.gmean(cand)) if cand.size else math.nan,
+        higher_is_better=higher_is_better,
+        alpha=alpha,
+        spread=spread,
+        method=f"log-ratio t over {ref.size} rounds" + _pilot(spread),
+    )
 
 
 def _pilot(spread: Spread | None) -> str:
     return f" (spread from a {spread.df + 1}-round pilot)" if spread is not None else ""
 
 
-def compare_paired(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
-                   higher_is_better: bool, sizes: Sizes, alpha: float,
-                   rounds: Sequence[Hashable] | None = None, unit: str = "rounds",
-                   spread: Spread | None = None) -> Comparison:
+def compare_paired(
+    metric: str,
+    reference: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    higher_is_better: bool,
+    sizes: Sizes,
+    alpha: float,
+    rounds: Sequence[Hashable] | None = None,
+    unit: str = "rounds",
+    spread: Spread | None = None,
+) -> Comparison:
     """One value per prompt per arm (latency, accept length), same prompts: paired t.
 
     A ratio compares log ratios (latency: a 5% slower TPOT is the same finding on short and long prompts);
@@ -270,9 +340,17 @@ def compare_paired(metric: str, reference: Sequence[float], candidate: Sequence[
         sums, counts = _group_sums(metric, d, rounds, "round")
         d = sums / counts
         method = method.replace(f"over {ref.size} prompts", f"over {d.size} {unit} ({ref.size} requests)")
-    return _t_comparison(metric, d, sizes=sizes, reference=summary[0], candidate=summary[1],
-                         higher_is_better=higher_is_better, alpha=alpha, method=method + _pilot(spread),
-                         spread=spread)
+    return _t_comparison(
+        metric,
+        d,
+        sizes=sizes,
+        reference=summary[0],
+        candidate=summary[1],
+        higher_is_better=higher_is_better,
+        alpha=alpha,
+        method=method + _pilot(spread),
+        spread=spread,
+    )
 
 
 def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
@@ -311,8 +389,9 @@ def _smallest_alpha(rejects: Callable[[float], bool]) -> float:
     return high
 
 
-def compare_pass_fail(metric: str, reference: Sequence[bool], candidate: Sequence[bool], *,
-                      sizes: Sizes, alpha: float) -> Comparison:
+def compare_pass_fail(
+    metric: str, reference: Sequence[bool], candidate: Sequence[bool], *, sizes: Sizes, alpha: float
+) -> Comparison:
     """Pass/fail per case, same cases: exact McNemar, with the sizes on the pass-rate difference.
 
     Over ``n`` cases the difference is ψ·(1 − 2θ), ψ the share of cases the arms disagree on and θ the
@@ -323,8 +402,7 @@ def compare_pass_fail(metric: str, reference: Sequence[bool], candidate: Sequenc
     (benches/perf/simulate_comparisons.out.md). With ignore 0 the regression test is exact McNemar.
     """
     _check(metric, alpha, sizes)
-    ref, cand = _pairs(metric, np.asarray(reference, dtype=float), np.asarray(candidate, dtype=float),
-                       positive=False)
+    ref, cand = _pairs(metric, np.asarray(reference, dtype=float), np.asarray(candidate, dtype=float), positive=False)
     if not np.all(np.isin(ref, (0, 1))) or not np.all(np.isin(cand, (0, 1))):
         raise ValueError(f"{metric}: pass/fail values must be booleans (0/1)")
     n = ref.size
@@ -332,8 +410,23 @@ def compare_pass_fail(metric: str, reference: Sequence[bool], candidate: Sequenc
     won = int(np.sum((ref == 0) & (cand == 1)))
     method = f"exact McNemar on {n} cases ({lost} lost, {won} won)"
     if n == 0:
-        return Comparison(metric, "difference", math.nan, math.nan, math.nan, math.nan, math.nan, sizes.ignore,
-                          sizes.detect, True, 1.0, "inconclusive", 0, method, alpha=alpha)
+        return Comparison(
+            metric,
+            "difference",
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            sizes.ignore,
+            sizes.detect,
+            True,
+            1.0,
+            "inconclusive",
+            0,
+            method,
+            alpha=alpha,
+        )
     boxed = sizes.ignore > 0
 
     def gap(a: float, box: bool = True) -> tuple[float, float]:
@@ -349,14 +442,38 @@ def compare_pass_fail(metric: str, reference: Sequence[bool], candidate: Sequenc
         if hi_u < 0 or lo_u > 0:
             verdict = "regressed" if hi_u < 0 else "improved"
     se = (high - low) / (2 * float(stats.norm.isf((1 - CONFIDENCE) / 2)))  # the interval's normal equivalent
-    return Comparison(metric, "difference", float(ref.mean()), float(cand.mean()), (won - lost) / n, low, high,
-                      sizes.ignore, sizes.detect, True, p, verdict, n, method, alpha=alpha, p_equivalent=p_eq,
-                      detectable=detectable_change(se, math.inf, sizes=sizes, alpha=alpha, higher_is_better=True))
+    return Comparison(
+        metric,
+        "difference",
+        float(ref.mean()),
+        float(cand.mean()),
+        (won - lost) / n,
+        low,
+        high,
+        sizes.ignore,
+        sizes.detect,
+        True,
+        p,
+        verdict,
+        n,
+        method,
+        alpha=alpha,
+        p_equivalent=p_eq,
+        detectable=detectable_change(se, math.inf, sizes=sizes, alpha=alpha, higher_is_better=True),
+    )
 
 
-def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequence[float], *,
-                      higher_is_better: bool, sizes: Sizes, alpha: float, seed: int = 0,
-                      clusters: Sequence[Hashable] | None = None) -> Comparison:
+def compare_decisions(
+    metric: str,
+    reference: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    higher_is_better: bool,
+    sizes: Sizes,
+    alpha: float,
+    seed: int = 0,
+    clusters: Sequence[Hashable] | None = None,
+) -> Comparison:
     """Per-question values (correct, log loss, ...): mean difference with a paired percentile bootstrap.
 
     ``clusters`` (one label per question): questions of one cluster (several questions about one case)
@@ -375,20 +492,36 @@ def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequen
     ref_mean = float(ref.mean()) if n else math.nan
     cand_mean = float(cand.mean()) if n else math.nan
 
-    def result(low: float, high: float, lo_a: float, hi_a: float, p: float, p_eq: float, how: str,
-               se: float = math.nan) -> Comparison:
-        return Comparison(metric, "difference", ref_mean, cand_mean, est, low, high, sizes.ignore, sizes.detect,
-                          higher_is_better, p, verdict_of(lo_a, hi_a, sizes=sizes, higher_is_better=higher_is_better),
-                          n, how, alpha=alpha, p_equivalent=p_eq,
-                          detectable=detectable_change(se, math.inf, sizes=sizes, alpha=alpha,
-                                                       higher_is_better=higher_is_better))
+    def result(
+        low: float, high: float, lo_a: float, hi_a: float, p: float, p_eq: float, how: str, se: float = math.nan
+    ) -> Comparison:
+        return Comparison(
+            metric,
+            "difference",
+            ref_mean,
+            cand_mean,
+            est,
+            low,
+            high,
+            sizes.ignore,
+            sizes.detect,
+            higher_is_better,
+            p,
+            verdict_of(lo_a, hi_a, sizes=sizes, higher_is_better=higher_is_better),
+            n,
+            how,
+            alpha=alpha,
+            p_equivalent=p_eq,
+            detectable=detectable_change(se, math.inf, sizes=sizes, alpha=alpha, higher_is_better=higher_is_better),
+        )
 
     if clusters is not None:
         sums, counts = _group_sums(metric, d, clusters, "cluster")
         method += f" in {sums.size} clusters"
         if sums.size < 2:
-            return result(math.nan, math.nan, math.nan, math.nan, 1.0, 1.0,
-                          method + " (one cluster: nothing to resample)")
+            return result(
+                math.nan, math.nan, math.nan, math.nan, 1.0, 1.0, method + " (one cluster: nothing to resample)"
+            )
     worse = scale("difference", sizes.ignore, True, higher_is_better)
     if n >= 2 and np.all(d == d[0]):
         p = 0.0 if (est < worse if higher_is_better else est > worse) else 1.0
@@ -403,8 +536,16 @@ def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequen
         return s.sum(axis=axis) / k.sum(axis=axis)
 
     data, statistic = ((sums, counts), pooled) if clusters is not None else ((ref, cand), mean_diff)
-    res = stats.bootstrap(data, statistic, paired=True, vectorized=True, n_resamples=BOOTSTRAP_RESAMPLES,
-                          confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
+    res = stats.bootstrap(
+        data,
+        statistic,
+        paired=True,
+        vectorized=True,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        confidence_level=CONFIDENCE,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
     dist = res.bootstrap_distribution
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     not_worse = int(np.sum(dist >= worse) if higher_is_better else np.sum(dist <= worse))
@@ -413,8 +554,15 @@ def compare_decisions(metric: str, reference: Sequence[float], candidate: Sequen
     p_eq = (1 + outside) / (BOOTSTRAP_RESAMPLES + 1)
     se = float(np.std(dist, ddof=1))
     if alpha * BOOTSTRAP_RESAMPLES < 10:
-        return result(low, high, math.nan, math.nan, p, p_eq,
-                      method + f" (alpha {alpha:.2g} below what {BOOTSTRAP_RESAMPLES} resamples resolve: "
-                               f"not judged)", se)
+        return result(
+            low,
+            high,
+            math.nan,
+            math.nan,
+            p,
+            p_eq,
+            method + f" (alpha {alpha:.2g} below what {BOOTSTRAP_RESAMPLES} resamples resolve: not judged)",
+            se,
+        )
     lo_a, hi_a = (float(x) for x in np.quantile(dist, [alpha, 1 - alpha]))
     return result(low, high, lo_a, hi_a, p, p_eq, method, se)

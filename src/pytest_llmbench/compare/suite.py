@@ -21,7 +21,7 @@ def adjust(records: Sequence[dict[str, Any]], alphas: Mapping[str, float] | None
         return out
     for family, alpha in alphas.items():
         idx = [i for i, r in enumerate(out) if r.get("family") == family and isinstance(r.get("p_value"), (int, float))]
-        for i, q in zip(idx, holm(out[i]["p_value"] for i in idx)):
+        for i, q in zip(idx, holm(out[i]["p_value"] for i in idx), strict=True):
             out[i]["q_value"] = q
             worse = _worse_beyond_ignore(out[i])
             if q <= alpha and worse and out[i].get("verdict") != "regressed":

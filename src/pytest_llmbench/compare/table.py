@@ -51,8 +51,10 @@ def _worse_word(rec: Mapping[str, Any]) -> str:
 
 def reach(rec: Mapping[str, Any]) -> str:
     """What a comparison could see: ``rules out a slowdown > 2.4%; could catch 3.1%``."""
-    return (f"rules out a {_worse_word(rec)} > {size_text(rec, rec.get('rules_out'))}; "
-            f"could catch {size_text(rec, rec.get('detectable'))}")
+    return (
+        f"rules out a {_worse_word(rec)} > {size_text(rec, rec.get('rules_out'))}; "
+        f"could catch {size_text(rec, rec.get('detectable'))}"
+    )
 
 
 def _short_test(rec: Mapping[str, Any]) -> str:
@@ -61,28 +63,61 @@ def _short_test(rec: Mapping[str, Any]) -> str:
 
 
 def sort_key(rec: Mapping[str, Any]) -> tuple:
-    return (ORDER.get(str(rec.get("suite_verdict") or rec.get("verdict")), 9), rec.get("config") or "",
-            rec.get("test_key") or "", rec.get("metric") or "")
+    return (
+        ORDER.get(str(rec.get("suite_verdict") or rec.get("verdict")), 9),
+        rec.get("config") or "",
+        rec.get("test_key") or "",
+        rec.get("metric") or "",
+    )
 
 
 def render(comparisons: Iterable[Mapping[str, Any]]) -> list[str]:
     rows = sorted(comparisons, key=sort_key)
     if not rows:
         return []
-    header = ["verdict", "config", "test", "metric", "reference", "candidate", "cand/ref or diff [95% CI]",
-              "p", "q", "rounds", "rules out / could catch", "stop"]
+    header = [
+        "verdict",
+        "config",
+        "test",
+        "metric",
+        "reference",
+        "candidate",
+        "cand/ref or diff [95% CI]",
+        "p",
+        "q",
+        "rounds",
+        "rules out / could catch",
+        "stop",
+    ]
     body = []
     for r in rows:
         verdict = str(r.get("suite_verdict") or r.get("verdict"))
         if verdict == "inconclusive" and r.get("underpowered"):
             verdict = "inconclusive (underpowered)"
-        body.append([verdict.upper() if verdict == "regressed" else verdict, str(r.get("config")), _short_test(r),
-                     str(r.get("metric")), num(r.get("reference")), num(r.get("candidate")), estimate(r),
-                     num(r.get("p_value")), num(r.get("q_value")), str(r.get("rounds", "-")),
-                     f"{size_text(r, r.get('rules_out'))} / {size_text(r, r.get('detectable'))}", str(r.get("stop") or "-")])
+        body.append(
+            [
+                verdict.upper() if verdict == "regressed" else verdict,
+                str(r.get("config")),
+                _short_test(r),
+                str(r.get("metric")),
+                num(r.get("reference")),
+                num(r.get("candidate")),
+                estimate(r),
+                num(r.get("p_value")),
+                num(r.get("q_value")),
+                str(r.get("rounds", "-")),
+                f"{size_text(r, r.get('rules_out'))} / {size_text(r, r.get('detectable'))}",
+                str(r.get("stop") or "-"),
+            ]
+        )
     lines = aligned(body, header, right=set()).split("\n")
-    why = sorted({f"{r.get('config')} {r.get('scenario')}: {r.get('stop_reason')}" for r in rows
-                  if r.get("underpowered") and r.get("stop_reason")})
+    why = sorted(
+        {
+            f"{r.get('config')} {r.get('scenario')}: {r.get('stop_reason')}"
+            for r in rows
+            if r.get("underpowered") and r.get("stop_reason")
+        }
+    )
     return lines + [f"  {w}" for w in why]
 
 
@@ -92,11 +127,11 @@ def counts(comparisons: Sequence[Mapping[str, Any]]) -> str:
         v = str(r.get("suite_verdict") or r.get("verdict"))
         by[v] = by.get(v, 0) + 1
     rounds = [r.get("rounds") for r in comparisons if isinstance(r.get("rounds"), int)]
-    prompts = [r.get("prompts") for r in comparisons if isinstance(r.get("prompts"), int)]
     parts = [f"{by[v]} {v}" for v in ORDER if by.get(v)]
     cost = ""
     if rounds:
-        cost = f"; rounds used per scenario {min(rounds)}–{max(rounds)}, prompts sent (both arms) {sum(_prompts_per_run(comparisons))}"
+        sent = sum(_prompts_per_run(comparisons))
+        cost = f"; rounds used per scenario {min(rounds)}–{max(rounds)}, prompts sent (both arms) {sent}"
     return f"{len(comparisons)} comparisons: " + ", ".join(parts) + cost
 
 
@@ -117,7 +152,11 @@ def arms_lines(starts: Iterable[Mapping[str, Any]]) -> list[str]:
     out = []
     for config, roles in sorted(by_config.items()):
         parts = []
-        for key, unit, scale in (("startup_s", "s", 1.0), ("host_rss_bytes", "MiB", 2**20), ("gpu_memory_gb", "GB", 1.0)):
+        for key, unit, scale in (
+            ("startup_s", "s", 1.0),
+            ("host_rss_bytes", "MiB", 2**20),
+            ("gpu_memory_gb", "GB", 1.0),
+        ):
             means = {}
             for role in ("reference", "candidate"):
                 vals = [float(x[key]) / scale for x in roles.get(role, []) if isinstance(x.get(key), (int, float))]
@@ -125,9 +164,13 @@ def arms_lines(starts: Iterable[Mapping[str, Any]]) -> list[str]:
                     means[role] = (sum(vals) / len(vals), len(vals))
             if len(means) == 2 and means["reference"][0] > 0:
                 (ra, rn), (ca, cn) = means["reference"], means["candidate"]
-                parts.append(f"{key.split('_')[0] if key != 'host_rss_bytes' else 'RSS'} {ra:.1f}→{ca:.1f} {unit} "
-                             f"(×{ca / ra:.2f}, {rn}+{cn} starts)")
+                parts.append(
+                    f"{key.split('_')[0] if key != 'host_rss_bytes' else 'RSS'} {ra:.1f}→{ca:.1f} {unit} "
+                    f"(×{ca / ra:.2f}, {rn}+{cn} starts)"
+                )
         labels = {role: (roles.get(role) or [{}])[0].get("label") for role in ("reference", "candidate")}
-        out.append(f"{config}: reference [{labels['reference']}] vs candidate [{labels['candidate']}]: "
-                   + ("; ".join(parts) or "no start measured"))
+        out.append(
+            f"{config}: reference [{labels['reference']}] vs candidate [{labels['candidate']}]: "
+            + ("; ".join(parts) or "no start measured")
+        )
     return out

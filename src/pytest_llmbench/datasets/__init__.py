@@ -11,7 +11,20 @@ from pytest_llmbench.datasets.prompt import Prompt
 from pytest_llmbench.datasets.sources import SOURCES, LocalSource, Source, WheelSource, get_source, load, register
 
 # The shipped sets register themselves on import.
-from pytest_llmbench.datasets import decisions, prompt_sets, sharegpt  # noqa: E402,F401  isort: skip
+from pytest_llmbench.datasets import decisions, prompt_sets, sharegpt  # noqa: F401  isort: skip
 
-__all__ = ["SOURCES", "DatasetError", "DatasetNotFound", "LocalSource", "Prompt", "Source", "WheelSource",
-           "data_dir", "dist_file", "get_source", "load", "register", "wheel_file"]
+__all__ = [
+    "SOURCES",
+    "DatasetError",
+    "DatasetNotFound",
+    "LocalSource",
+    "Prompt",
+    "Source",
+    "WheelSource",
+    "data_dir",
+    "dist_file",
+    "get_source",
+    "load",
+    "register",
+    "wheel_file",
+]

@@ -34,8 +34,13 @@ CANARY = ("sys1bench", "sys1bench/data/canary/canary.jsonl")
 DEVSET = ("typed-gguf", "typed_gguf/bench/devset.jsonl")
 
 #: Local sets, each a folder of that name under the data folder (or ``$LLMBENCH_<SET>``) with one file per split.
-LOCAL_SETS = ("typed-decisions", "typed-decision-bench", "calibrated-typed-decisions", "pubmedqa",
-              "procedural-typed-decisions")
+LOCAL_SETS = (
+    "typed-decisions",
+    "typed-decision-bench",
+    "calibrated-typed-decisions",
+    "pubmedqa",
+    "procedural-typed-decisions",
+)
 #: Procedural Typed Decisions: the post scores "a fixed sample of up to 10 states per task and level"
 #: (874 test, 880 validation) of its 18,000 states; rows are grouped by task/level for that draw.
 PROCEDURAL_PER_GROUP = 10
@@ -44,11 +49,20 @@ SPLITS = ("train", "validation", "test")
 _SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "val", "valid"), "test": ("test",)}
 _GOLD_KEYS = ("gold", "ground_truth", "answer", "label", "probabilities", "gold_probabilities", "soft_label")
 #: Names sets use for a yes/no question type (SGLang's System One: "noul"; /v1/decisions: "boolean").
-_TYPE_ALIASES = {"boolean": YES_NO, "bool": YES_NO, "yes_no": YES_NO, "yesno": YES_NO, "binary": YES_NO,
-                 "choice": "choice", "score": "score", "noul": YES_NO}
+_TYPE_ALIASES = {
+    "boolean": YES_NO,
+    "bool": YES_NO,
+    "yes_no": YES_NO,
+    "yesno": YES_NO,
+    "binary": YES_NO,
+    "choice": "choice",
+    "score": "score",
+    "noul": YES_NO,
+}
 
 
 # ---- wheels ---------------------------------------------------------------------------------------
+
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     return iter_jsonl(path, error=DatasetError)
@@ -98,6 +112,7 @@ def split_cases(cases: Sequence[Case], parts: int = 2, *, seed: int = 0) -> list
 
 # ---- rows → cases ---------------------------------------------------------------------------------
 
+
 def case_from_row(row: Mapping[str, Any], *, where: str = "", group: str | None = None, split: str = "") -> Case:
     """A case-shaped row, or a one-question row, → Case."""
     cid = next((str(row[k]) for k in ("case_id", "task_id", "id", "uid") if row.get(k) is not None), None)
@@ -107,7 +122,9 @@ def case_from_row(row: Mapping[str, Any], *, where: str = "", group: str | None 
     if "state" not in row:
         raise DatasetError(f"{where}: case {cid!r} has no 'state'")
     if isinstance(row.get("questions"), Mapping):
-        qs = {str(qid): question_from(str(qid), qd, where=f"{where} case {cid!r}") for qid, qd in row["questions"].items()}
+        qs = {
+            str(qid): question_from(str(qid), qd, where=f"{where} case {cid!r}") for qid, qd in row["questions"].items()
+        }
     elif "type" in row:
         qs = {cid: question_from(cid, row, where=where)}
     else:
@@ -122,7 +139,9 @@ def question_from(qid: str, qd: Mapping[str, Any], *, where: str = "") -> Questi
         raise DatasetError(f"{where}: question {qid!r} is not an object")
     qtype = _TYPE_ALIASES.get(str(qd.get("type", "")).lower())
     if qtype is None:
-        raise DatasetError(f"{where}: question {qid!r} has unknown type {qd.get('type')!r} (choice, score, or yes/no: noul, boolean)")
+        raise DatasetError(
+            f"{where}: question {qid!r} has unknown type {qd.get('type')!r} (choice, score, or yes/no: noul, boolean)"
+        )
     instructions = qd.get("instructions") or qd.get("question") or ""
     if not isinstance(instructions, str):
         instructions = json.dumps(instructions)
@@ -201,6 +220,7 @@ def _norm_key(qtype: str, k: Any) -> str:
 
 # ---- local sets -----------------------------------------------------------------------------------
 
+
 def local_root(name: str, root: Path | str | None = None, *, folder: Path | str | None = None) -> Path:
     """Where a local set lives: ``root``, else ``$LLMBENCH_<SET>``, else ``<data folder>/<set>``."""
     if name not in LOCAL_SETS:
@@ -218,8 +238,16 @@ def split_file(root: Path, split: str) -> Path:
         raise ValueError(f"unknown split {split!r} (known: {SPLITS})")
     tried: list[str] = []
     for alias in _SPLIT_ALIASES[split]:
-        for pattern in (f"{alias}.jsonl", f"{alias}.jsonl.gz", f"{alias}.json", f"{alias}_set.json",
-                        f"{alias}.parquet", f"{alias}/*.jsonl", f"data/{alias}*.jsonl", f"data/{alias}*.parquet"):
+        for pattern in (
+            f"{alias}.jsonl",
+            f"{alias}.jsonl.gz",
+            f"{alias}.json",
+            f"{alias}_set.json",
+            f"{alias}.parquet",
+            f"{alias}/*.jsonl",
+            f"data/{alias}*.jsonl",
+            f"data/{alias}*.parquet",
+        ):
             tried.append(str(root / pattern))
             hits = sorted(root.glob(pattern))
             if hits:
@@ -260,19 +288,32 @@ def pubmedqa_case(row: Mapping[str, Any], *, where: str = "", split: str = "") -
     if not cid or question is None or ctx is None:
         raise DatasetError(f"{where}: not a PubMedQA row (needs pubid/id, question, contexts)")
     options = ("yes", "no", "maybe")
-    q = Question("answer", "choice", str(question), options,
-                 ("the study supports yes", "the study supports no", "the evidence is inconclusive"),
-                 None if label is None else gold_vector("choice", options, str(label).lower()))
-    return Case(cid, "\n".join(map(str, ctx)) if isinstance(ctx, (list, tuple)) else str(ctx),
-                {"answer": q}, group="pubmedqa", split=split)
+    q = Question(
+        "answer",
+        "choice",
+        str(question),
+        options,
+        ("the study supports yes", "the study supports no", "the evidence is inconclusive"),
+        None if label is None else gold_vector("choice", options, str(label).lower()),
+    )
+    return Case(
+        cid,
+        "\n".join(map(str, ctx)) if isinstance(ctx, (list, tuple)) else str(ctx),
+        {"answer": q},
+        group="pubmedqa",
+        split=split,
+    )
 
 
-def load_split(name: str, split: str, root: Path | str | None = None, *, folder: Path | str | None = None) -> list[Case]:
+def load_split(
+    name: str, split: str, root: Path | str | None = None, *, folder: Path | str | None = None
+) -> list[Case]:
     """One split of a local set; raises :class:`DatasetNotFound` naming the path when absent."""
     base = local_root(name, root, folder=folder)
     if not base.exists():
-        raise DatasetNotFound(f"{name}: {base} does not exist (set --llmbench-data DIR, $LLMBENCH_DATA_DIR "
-                              f"or ${env_name(name)})")
+        raise DatasetNotFound(
+            f"{name}: {base} does not exist (set --llmbench-data DIR, $LLMBENCH_DATA_DIR or ${env_name(name)})"
+        )
     path = split_file(base, split)
     out: list[Case] = []
     for where, row in _rows(path):

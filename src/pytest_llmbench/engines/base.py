@@ -60,29 +60,29 @@ class Engine:
     reserved_flags: ClassVar[tuple[str, ...]] = ("--host", "--port")
 
     @classmethod
-    def validate(cls, cfg: "ServerConfig") -> tuple[str, str] | None:
+    def validate(cls, cfg: ServerConfig) -> tuple[str, str] | None:
         """Return (key, message) when the config cannot work with this engine."""
         for flag in cls.reserved_flags:
             if flag in cfg.args:
                 return "args", f"{flag} is set by the plugin (model from 'model', a free port on 127.0.0.1); remove it"
         return None
 
-    def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
+    def command(self, cfg: ServerConfig, host: str, port: int) -> list[str]:
         """The server's command line (for launchers that run a process)."""
         raise NotImplementedError
 
-    def configure(self, cfg: "ServerConfig") -> None:
+    def configure(self, cfg: ServerConfig) -> None:
         """Bind the adapter to the config it serves (called once, before launch)."""
 
-    def prepare(self, cfg: "ServerConfig", log: Any) -> None:
+    def prepare(self, cfg: ServerConfig, log: Any) -> None:
         """Make anything the command line refers to that does not exist yet (derived models)."""
 
-    def child_env(self, cfg: "ServerConfig") -> dict[str, str]:
+    def child_env(self, cfg: ServerConfig) -> dict[str, str]:
         """Environment the engine needs beyond the config's own ``env``."""
         return {}
 
     @staticmethod
-    def served_model_name(cfg: "ServerConfig") -> str:
+    def served_model_name(cfg: ServerConfig) -> str:
         """The model name an OpenAI-compatible server answers to (vLLM rejects any other)."""
         return flag_value(cfg.args, "--served-model-name") or cfg.model.placeholder()
 
@@ -119,7 +119,7 @@ class Engine:
         return None
 
     # ---- requests ---------------------------------------------------------------------------
-    def request_fields(self, cfg: "ServerConfig") -> dict[str, Any]:
+    def request_fields(self, cfg: ServerConfig) -> dict[str, Any]:
         """Fields every chat request to this engine carries (e.g. SGLang's return_meta_info)."""
         return {}
 
@@ -136,7 +136,7 @@ class Engine:
         return None
 
 
-def flag_value(args: "tuple[str, ...] | list[str]", flag: str, default: str | None = None) -> str | None:
+def flag_value(args: tuple[str, ...] | list[str], flag: str, default: str | None = None) -> str | None:
     """The value after ``flag`` on a command line, or ``default``."""
     args = list(args)
     if flag in args[:-1]:
@@ -151,7 +151,11 @@ def parse_prometheus(text: str) -> dict[str, float]:
         if not line or line.startswith("#"):
             continue
         try:
-            key, value = line.rsplit(None, 1) if "}" not in line else (line[: line.rindex("}") + 1], line[line.rindex("}") + 1 :])
+            key, value = (
+                line.rsplit(None, 1)
+                if "}" not in line
+                else (line[: line.rindex("}") + 1], line[line.rindex("}") + 1 :])
+            )
             out[key.strip()] = float(value.split()[0])
         except (ValueError, IndexError):
             continue

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
@@ -54,21 +55,23 @@ class LlamaCppEngine(Engine):
     binary_name = "llama-server"  # what a --llmbench-*-bin folder must hold (compare/arms.py)
     reserved_flags = ("-m", "--model", "--host", "--port")
     # No flush route empties the host-RAM prompt cache: each request says whether it may reuse a prefix.
-    uncached_fields = {"cache_prompt": False}
-    cached_fields = {"cache_prompt": True}
+    uncached_fields: ClassVar[Mapping[str, Any]] = {"cache_prompt": False}
+    cached_fields: ClassVar[Mapping[str, Any]] = {"cache_prompt": True}
     speculative = False  # set by configure(): does this server draft at all?
 
     @classmethod
-    def validate(cls, cfg: "ServerConfig") -> tuple[str, str] | None:
+    def validate(cls, cfg: ServerConfig) -> tuple[str, str] | None:
         if cfg.model.kind == "hub" and cfg.model.revision:
-            return "model", (f"llama.cpp cannot pin hub revision @{cfg.model.revision} (-hf takes none); pin the "
-                             "GGUF by a local path to the file of that revision (its sha256 names it exactly)")
+            return "model", (
+                f"llama.cpp cannot pin hub revision @{cfg.model.revision} (-hf takes none); pin the "
+                "GGUF by a local path to the file of that revision (its sha256 names it exactly)"
+            )
         if cfg.model.kind == "hub" and cfg.launcher != "docker":
             return "model", "llama.cpp needs a local .gguf file (a path or dist:// reference), not a hub id"
         # A docker-launched config may name a hub repo: llama-server downloads it (-hf) into the mounted cache.
         return super().validate(cfg)
 
-    def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
+    def command(self, cfg: ServerConfig, host: str, port: int) -> list[str]:
         binary = cfg.engine_options.get("binary") or str(llamacpp_binary())
         if cfg.model.kind == "hub":  # docker only (see validate); engine_options.hf_quant picks the file
             quant = cfg.engine_options.get("hf_quant")
@@ -82,7 +85,7 @@ class LlamaCppEngine(Engine):
         return cmd
 
     @staticmethod
-    def _slot_dir(cfg: "ServerConfig", port: int) -> str:
+    def _slot_dir(cfg: ServerConfig, port: int) -> str:
         """Nothing is ever saved there (erase only needs a path set), but a folder per port keeps two
         sessions on one machine from sharing one."""
         if cfg.launcher == "docker":
@@ -91,23 +94,31 @@ class LlamaCppEngine(Engine):
         slots.mkdir(parents=True, exist_ok=True)
         return str(slots)
 
-    def configure(self, cfg: "ServerConfig") -> None:
+    def configure(self, cfg: ServerConfig) -> None:
         self.speculative = flag_value(cfg.args, "--spec-type", "none") != "none"
 
-    def prepare(self, cfg: "ServerConfig", log: Any) -> None:
+    def prepare(self, cfg: ServerConfig, log: Any) -> None:
         for ref in [cfg.model, *cfg.models.values()]:
             if ref.kind != "quantized" or ref.path.exists():  # type: ignore[union-attr]
                 continue
             out: Path = ref.path  # type: ignore[assignment]
             out.parent.mkdir(parents=True, exist_ok=True)
             tmp = out.with_suffix(f".tmp{os.getpid()}")
-            cmd = [str(llamacpp_binary("llama-quantize")), "--allow-requantize", str(ref.base.path), str(tmp), ref.quant_type]  # type: ignore[union-attr]
+            cmd = [
+                str(llamacpp_binary("llama-quantize")),
+                "--allow-requantize",
+                str(ref.base.path),
+                str(tmp),
+                ref.quant_type,
+            ]  # type: ignore[union-attr]
             log.write(f"[llmbench] preparing {ref.describe()}: {' '.join(cmd)}\n")
             log.flush()
             proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
             if proc.returncode != 0 or not tmp.exists():
                 tmp.unlink(missing_ok=True)
-                raise RuntimeError(f"llama-quantize failed for {ref.describe()} (exit {proc.returncode}); see server.log")
+                raise RuntimeError(
+                    f"llama-quantize failed for {ref.describe()} (exit {proc.returncode}); see server.log"
+                )
             os.replace(tmp, out)  # atomic: a parallel worker sees the whole file or none
 
     def flush_cache(self, client: httpx.Client) -> str | None:
@@ -170,7 +181,10 @@ class LlamaCppEngine(Engine):
         steps = produced - accepted
         return SpecStats(
             accept_length=produced / steps if steps > 0 else None,
-            drafted=int(t["draft_n"]), accepted=accepted, verify_steps=steps, source="timings",
+            drafted=int(t["draft_n"]),
+            accepted=accepted,
+            verify_steps=steps,
+            source="timings",
         )
 
     def spec_counters(self, client: httpx.Client) -> dict[str, float] | None:
@@ -183,5 +197,10 @@ class LlamaCppEngine(Engine):
         drafted = counter_delta(before, after, "llamacpp:spec_decode_num_draft_tokens_total")
         if not drafts:
             return None
-        return SpecStats(1.0 + (accepted or 0.0) / drafts, drafted=int(drafted or 0), accepted=int(accepted or 0),
-                         verify_steps=int(drafts), source="/metrics")
+        return SpecStats(
+            1.0 + (accepted or 0.0) / drafts,
+            drafted=int(drafted or 0),
+            accepted=int(accepted or 0),
+            verify_steps=int(drafts),
+            source="/metrics",
+        )

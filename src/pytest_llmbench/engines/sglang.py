@@ -70,18 +70,31 @@ class SGLangEngine(Engine):
     health_timeout_s = 30.0
     flush_timeout_s = 60.0
 
-    def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
+    def command(self, cfg: ServerConfig, host: str, port: int) -> list[str]:
         python = cfg.engine_options.get("python") or ("python3" if cfg.launcher == "docker" else sys.executable)
-        return [str(python), "-m", "sglang.launch_server", "--model-path", cfg.model.placeholder(),
-                "--host", host, "--port", str(port), *cfg.args, *self.revision_flags(cfg)]
+        return [
+            str(python),
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            cfg.model.placeholder(),
+            "--host",
+            host,
+            "--port",
+            str(port),
+            *cfg.args,
+            *self.revision_flags(cfg),
+        ]
 
     @staticmethod
-    def revision_flags(cfg: "ServerConfig") -> list[str]:
+    def revision_flags(cfg: ServerConfig) -> list[str]:
         """``--revision`` for a pinned target, ``--speculative-draft-model-revision`` for a pinned drafter
         (the config's ``models`` entry whose id follows ``--speculative-draft-model-path``)."""
         out = ["--revision", cfg.model.revision] if cfg.model.revision else []
         draft = flag_value(cfg.args, "--speculative-draft-model-path")
-        pinned = [m.revision for m in cfg.models.values() if m.kind == "hub" and m.revision and m.placeholder() == draft]
+        pinned = [
+            m.revision for m in cfg.models.values() if m.kind == "hub" and m.revision and m.placeholder() == draft
+        ]
         if draft and pinned:
             out += ["--speculative-draft-model-revision", pinned[0]]
         return out
@@ -152,8 +165,10 @@ class SGLangEngine(Engine):
                 continue
             r.raise_for_status()
             return [int(t) for t in r.json()["tokens"]]
-        raise NotImplementedError("this SGLang server has no /tokenize route (older build); exact-length "
-                                  "prompts need it — use a newer image or dataset 'sharegpt'")
+        raise NotImplementedError(
+            "this SGLang server has no /tokenize route (older build); exact-length "
+            "prompts need it — use a newer image or dataset 'sharegpt'"
+        )
 
     def detokenize(self, client: httpx.Client, ids: list[int]) -> str:
         for path in ("/detokenize", "/v1/detokenize"):
@@ -165,7 +180,7 @@ class SGLangEngine(Engine):
         raise NotImplementedError("this SGLang server has no /detokenize route (older build)")
 
     # ---- requests ---------------------------------------------------------------------------
-    def request_fields(self, cfg: "ServerConfig") -> dict[str, Any]:
+    def request_fields(self, cfg: ServerConfig) -> dict[str, Any]:
         # reasoning_effort / chat_template_kwargs come from the scenario's extra_body untouched.
         return {"model": self.served_model_name(cfg), "return_meta_info": True}
 
@@ -183,7 +198,8 @@ class SGLangEngine(Engine):
             accept_length=float(length) if length is not None else None,
             drafted=int(drafted) if drafted is not None else None,
             accepted=int(accepted) if accepted is not None else None,
-            verify_steps=int(verify) if verify else None, source="meta_info",
+            verify_steps=int(verify) if verify else None,
+            source="meta_info",
         )
 
     def spec_counters(self, client: httpx.Client) -> dict[str, float] | None:
@@ -202,8 +218,10 @@ class SGLangEngine(Engine):
 
     def spec_from_counters(self, before: dict[str, float], after: dict[str, float]) -> SpecStats | None:
         # The scenario flushes first, so the average after the run covers the run (warmups excluded).
-        for key, source in (("avg_spec_accept_length", "/server_info avg since flush"),
-                            ("sglang:spec_accept_length", "/metrics gauge")):
+        for key, source in (
+            ("avg_spec_accept_length", "/server_info avg since flush"),
+            ("sglang:spec_accept_length", "/metrics gauge"),
+        ):
             value = after.get(key)
             if value is not None and value > 0:
                 return SpecStats(accept_length=value, source=source)

@@ -38,13 +38,22 @@ class VLLMEngine(Engine):
     reserved_flags = ("--host", "--port", "--model")
     docker_host_ipc = True
 
-    def command(self, cfg: "ServerConfig", host: str, port: int) -> list[str]:
+    def command(self, cfg: ServerConfig, host: str, port: int) -> list[str]:
         binary = cfg.engine_options.get("binary") or "vllm"
         revision = ["--revision", cfg.model.revision] if cfg.model.revision else []
-        return [str(binary), "serve", cfg.model.placeholder(), "--host", host, "--port", str(port), *cfg.args,
-                *revision]
+        return [
+            str(binary),
+            "serve",
+            cfg.model.placeholder(),
+            "--host",
+            host,
+            "--port",
+            str(port),
+            *cfg.args,
+            *revision,
+        ]
 
-    def child_env(self, cfg: "ServerConfig") -> dict[str, str]:
+    def child_env(self, cfg: ServerConfig) -> dict[str, str]:
         # Dev mode exposes /reset_prefix_cache, which the scenarios use as SGLang's --flush-cache.
         # The server listens on 127.0.0.1 only; a config can opt out with engine_options.dev_mode: false.
         return {"VLLM_SERVER_DEV_MODE": "1"} if cfg.engine_options.get("dev_mode", True) else {}
@@ -104,7 +113,7 @@ class VLLMEngine(Engine):
         return facts
 
     # ---- requests ---------------------------------------------------------------------------
-    def request_fields(self, cfg: "ServerConfig") -> dict[str, Any]:
+    def request_fields(self, cfg: ServerConfig) -> dict[str, Any]:
         return {"model": self.served_model_name(cfg)}  # vLLM answers 404 for any other model name
 
     def spec_counters(self, client: httpx.Client) -> dict[str, float] | None:
@@ -122,5 +131,10 @@ class VLLMEngine(Engine):
             return None
         accepted = after.get(_ACCEPTED, 0.0) - before.get(_ACCEPTED, 0.0)
         drafted = after.get(_DRAFT_TOKENS, 0.0) - before.get(_DRAFT_TOKENS, 0.0)
-        return SpecStats(1.0 + accepted / drafts, drafted=int(drafted), accepted=int(accepted),
-                         verify_steps=int(drafts), source="/metrics")
+        return SpecStats(
+            1.0 + accepted / drafts,
+            drafted=int(drafted),
+            accepted=int(accepted),
+            verify_steps=int(drafts),
+            source="/metrics",
+        )

@@ -8,13 +8,13 @@ each turn is one observation. Natural stops only: nothing here sets ``ignore_eos
 
 from __future__ import annotations
 
-import numpy as np
-
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from pytest_llmbench.datasets.prompt import Prompt
 from pytest_llmbench.evals.protocols import get_protocol
@@ -34,7 +34,7 @@ class Summary:
     n: int
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> "Summary":
+    def of(cls, values: Sequence[float]) -> Summary:
         return cls(*mean_se(values))
 
     def as_dict(self) -> dict[str, Any]:
@@ -54,7 +54,7 @@ class TurnResult:
 
     prompt: Prompt
     turn: int
-    record: "RequestRecord"
+    record: RequestRecord
 
     @property
     def accept_length(self) -> float | None:
@@ -62,9 +62,16 @@ class TurnResult:
         return spec.accept_length if self.record.ok and spec is not None else None
 
 
-def run_turns(server: "LLMServer", prompts: Sequence[Prompt], body: Mapping[str, Any], *, concurrency: int = 1,
-              max_turns: int | None = None, on_done: Callable[["RequestRecord"], None] | None = None,
-              run: Callable[..., list["RequestRecord"]] | None = None) -> list[TurnResult]:
+def run_turns(
+    server: LLMServer,
+    prompts: Sequence[Prompt],
+    body: Mapping[str, Any],
+    *,
+    concurrency: int = 1,
+    max_turns: int | None = None,
+    on_done: Callable[[RequestRecord], None] | None = None,
+    run: Callable[..., list[RequestRecord]] | None = None,
+) -> list[TurnResult]:
     """Send every turn of every prompt; turn i+1 carries the model's answer to turn i.
 
     Turns are sent in rounds (all first turns, then all second turns…) so ``concurrency`` applies
@@ -110,8 +117,7 @@ class AcceptLengthResult:
         """``{"<prompt id>#<turn>@seed<seed>": accept length}``: the cases a paired gate (PairedT) pairs on;
         another seed or prompt is another case, so a changed protocol falls back to the unpaired rule."""
         suffix = "" if self.seed is None else f"@seed{self.seed}"
-        return {f"{t.prompt.id}#{t.turn}{suffix}": t.accept_length for t in self.turns
-                if t.accept_length is not None}
+        return {f"{t.prompt.id}#{t.turn}{suffix}": t.accept_length for t in self.turns if t.accept_length is not None}
 
     @property
     def failed(self) -> int:
@@ -144,26 +150,45 @@ class AcceptLengthResult:
 
     def as_dict(self, group_keys: Sequence[str] = ()) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "set": self.set, "protocol": self.protocol, "accept_length": self.summary().as_dict(),
-            "requests": len(self.turns), "failed": self.failed, "without_spec": self.without_spec,
-            "per_request": [{"id": t.prompt.id, "turn": t.turn, "accept_length": _num(t.accept_length),
-                             "completion_tokens": t.record.completion_tokens,
-                             "finish_reason": t.record.finish_reason} for t in self.turns],
+            "set": self.set,
+            "protocol": self.protocol,
+            "accept_length": self.summary().as_dict(),
+            "requests": len(self.turns),
+            "failed": self.failed,
+            "without_spec": self.without_spec,
+            "per_request": [
+                {
+                    "id": t.prompt.id,
+                    "turn": t.turn,
+                    "accept_length": _num(t.accept_length),
+                    "completion_tokens": t.record.completion_tokens,
+                    "finish_reason": t.record.finish_reason,
+                }
+                for t in self.turns
+            ],
         }
         for key in group_keys:
             out[f"by_{key}"] = {str(g): s.as_dict() for g, s in self.by(key).items()}
         return out
 
 
-def run_accept_length(server: "LLMServer", prompts: Sequence[Prompt], protocol: str = "dflash2-card", *,
-                      set_name: str | None = None, concurrency: int | None = None, max_turns: int | None = None,
-                      on_done: Callable[["RequestRecord"], None] | None = None,
-                      run: Callable[..., list["RequestRecord"]] | None = None,
-                      **overrides: Any) -> AcceptLengthResult:
+def run_accept_length(
+    server: LLMServer,
+    prompts: Sequence[Prompt],
+    protocol: str = "dflash2-card",
+    *,
+    set_name: str | None = None,
+    concurrency: int | None = None,
+    max_turns: int | None = None,
+    on_done: Callable[[RequestRecord], None] | None = None,
+    run: Callable[..., list[RequestRecord]] | None = None,
+    **overrides: Any,
+) -> AcceptLengthResult:
     """Run ``prompts`` under ``protocol`` (request-field ``overrides`` win) and collect accept lengths."""
     proto = get_protocol(protocol)
     body = proto.request_body(**overrides)
-    turns = run_turns(server, prompts, body, concurrency=concurrency or proto.users, max_turns=max_turns,
-                      on_done=on_done, run=run)
+    turns = run_turns(
+        server, prompts, body, concurrency=concurrency or proto.users, max_turns=max_turns, on_done=on_done, run=run
+    )
     name = set_name or (prompts[0].set if prompts else "")
     return AcceptLengthResult(set=name, protocol=protocol, turns=turns, seed=body.get("seed"))

@@ -52,7 +52,9 @@ def is_multi_turn(case_id: str) -> bool:
     return bfcl.category_of(case_id).startswith("multi_turn")
 
 
-def function_docs(classes: Iterable[str], excluded: Iterable[str] = (), root: Path | None = None) -> list[dict[str, Any]]:
+def function_docs(
+    classes: Iterable[str], excluded: Iterable[str] = (), root: Path | None = None
+) -> list[dict[str, Any]]:
     """The function docs of the involved backends (bfcl's ``multi_turn_func_doc``), minus excluded ones."""
     from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
 
@@ -82,10 +84,17 @@ def load_multi_turn_cases(ids: Sequence[str], root: Path | None = None) -> list[
         if i not in answers:
             raise ValueError(f"BFCL case {i} has no possible answer in bfcl-eval's data")
         r = rows[i]
-        out.append(MultiTurnCase(
-            i, CATEGORY, tuple(tuple(t) for t in r["question"]),
-            tuple(function_docs(r["involved_classes"], r.get("excluded_function", ()), root)),
-            r["initial_config"], tuple(r["involved_classes"]), tuple(tuple(t) for t in answers[i])))
+        out.append(
+            MultiTurnCase(
+                i,
+                CATEGORY,
+                tuple(tuple(t) for t in r["question"]),
+                tuple(function_docs(r["involved_classes"], r.get("excluded_function", ()), root)),
+                r["initial_config"],
+                tuple(r["involved_classes"]),
+                tuple(tuple(t) for t in answers[i]),
+            )
+        )
     return out
 
 
@@ -99,9 +108,15 @@ def multi_turn_prompt(messages: Sequence[Mapping[str, Any]], functions: Sequence
     """
     first = [m for m in messages[:1] if m["role"] == "system"]
     parts = [bfcl.qwen_fc_prompt(first, functions).removesuffix("<|im_start|>assistant\n")]
-    last_query = max((i for i, m in enumerate(messages) if m["role"] == "user"
-                      and not (m["content"].startswith("<tool_response>") and m["content"].endswith("</tool_response>"))),
-                     default=len(messages) - 1)
+    last_query = max(
+        (
+            i
+            for i, m in enumerate(messages)
+            if m["role"] == "user"
+            and not (m["content"].startswith("<tool_response>") and m["content"].endswith("</tool_response>"))
+        ),
+        default=len(messages) - 1,
+    )
     for i, m in enumerate(messages):
         role = m["role"]
         if role == "system" and i == 0:
@@ -113,15 +128,20 @@ def multi_turn_prompt(messages: Sequence[Mapping[str, Any]], functions: Sequence
             text = content
             if i > last_query and (reasoning or i == len(messages) - 1):
                 text = "<think>\n" + reasoning.strip("\n") + "\n</think>\n\n" + content.lstrip("\n")
-            calls = [f'<tool_call>\n{{"name": "{c["name"]}", "arguments": {json.dumps(c["arguments"])}}}\n</tool_call>'
-                     for c in m.get("tool_calls", ())]
+            calls = [
+                f'<tool_call>\n{{"name": "{c["name"]}", "arguments": {json.dumps(c["arguments"])}}}\n</tool_call>'
+                for c in m.get("tool_calls", ())
+            ]
             sep = "\n" if content and calls else ""  # the handler looks at the content, not the <think> block
             parts.append(f"<|im_start|>assistant\n{text}{sep}{chr(10).join(calls)}<|im_end|>\n")
         elif role == "tool":
             opening = i == 0 or messages[i - 1]["role"] != "tool"
             closing = i == len(messages) - 1 or messages[i + 1]["role"] != "tool"
-            parts.append(("<|im_start|>user" if opening else "") + f"\n<tool_response>\n{m['content']}\n</tool_response>"
-                         + ("<|im_end|>\n" if closing else ""))
+            parts.append(
+                ("<|im_start|>user" if opening else "")
+                + f"\n<tool_response>\n{m['content']}\n</tool_response>"
+                + ("<|im_end|>\n" if closing else "")
+            )
         else:
             raise ValueError(f"BFCL multi-turn prompt: unknown message role {role!r}")
     parts.append("<|im_start|>assistant\n")
@@ -154,7 +174,7 @@ def parse_call_string(call: str, functions: Sequence[Mapping[str, Any]] = ()) ->
         if doc is None:
             raise ValueError(f"positional arguments in {call!r} and no function doc for {name!r}")
         params = list((doc.get("parameters") or {}).get("properties", {}))
-        args = {**{p: ast.literal_eval(a) for p, a in zip(params, node.args)}, **args}
+        args = {**{p: ast.literal_eval(a) for p, a in zip(params, node.args, strict=False)}, **args}
     return name, args
 
 
@@ -218,10 +238,17 @@ def run_case(case: MultiTurnCase, complete: Complete, *, step_limit: int = STEP_
                     break  # an answer without a call ends the turn
                 strings = [call_string(n, a) for c in calls for n, a in c.items()]
                 turn_steps.append(strings)
-                messages.append({"role": "assistant", "content": "", "reasoning_content": reasoning,
-                                 "tool_calls": [{"name": n, "arguments": a} for c in calls for n, a in c.items()]})
-                results, _ = execute_multi_turn_func_call(strings, dict(case.initial_config),
-                                                          list(case.involved_classes), name, case.id)
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "reasoning_content": reasoning,
+                        "tool_calls": [{"name": n, "arguments": a} for c in calls for n, a in c.items()],
+                    }
+                )
+                results, _ = execute_multi_turn_func_call(
+                    strings, dict(case.initial_config), list(case.involved_classes), name, case.id
+                )
                 messages += [{"role": "tool", "content": r} for r in results]
         return out
     finally:
@@ -233,26 +260,44 @@ def grade_outcome(case: MultiTurnCase, outcome: Outcome) -> bfcl.Verdict:
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
     latency = sum(outcome.latencies_s) if outcome.latencies_s else None
-    calls = tuple({"turn": t, "step": s, "calls": c} for t, turn in enumerate(outcome.steps) for s, c in enumerate(turn))
+    calls = tuple(
+        {"turn": t, "step": s, "calls": c} for t, turn in enumerate(outcome.steps) for s, c in enumerate(turn)
+    )
     if outcome.error:
         return bfcl.Verdict(case.id, case.category, False, outcome.error, calls, latency)
     name = f"llmbench_grade{next(_RUN_IDS)}"
     steps = outcome.steps + [[] for _ in range(len(case.ground_truth) - len(outcome.steps))]
     try:
-        result = multi_turn_checker(steps, [list(t) for t in case.ground_truth], {
-            "id": case.id, "initial_config": dict(case.initial_config), "involved_classes": list(case.involved_classes),
-        }, case.category, name)
+        result = multi_turn_checker(
+            steps,
+            [list(t) for t in case.ground_truth],
+            {
+                "id": case.id,
+                "initial_config": dict(case.initial_config),
+                "involved_classes": list(case.involved_classes),
+            },
+            case.category,
+            name,
+        )
     except Exception as e:  # the checker asserts on malformed runs; fail the case, not the session
-        return bfcl.Verdict(case.id, case.category, False, f"checker raised {type(e).__name__}: {e}"[:300], calls, latency)
+        return bfcl.Verdict(
+            case.id, case.category, False, f"checker raised {type(e).__name__}: {e}"[:300], calls, latency
+        )
     finally:
         _forget_backends(name)
     if result.get("valid"):
         return bfcl.Verdict(case.id, case.category, True, "", calls, latency)
-    return bfcl.Verdict(case.id, case.category, False,
-                        f"{result.get('error_type', 'invalid')}: {result.get('error_message', '')}"[:300], calls, latency)
+    return bfcl.Verdict(
+        case.id,
+        case.category,
+        False,
+        f"{result.get('error_type', 'invalid')}: {result.get('error_message', '')}"[:300],
+        calls,
+        latency,
+    )
 
 
-def completions(server: "LLMServer", sampling: Mapping[str, Any]) -> Complete:
+def completions(server: LLMServer, sampling: Mapping[str, Any]) -> Complete:
     """A :data:`Complete` over the server's completions route, through the project's streaming client."""
     from pytest_llmbench.workload.requests import run_requests
 
@@ -263,9 +308,14 @@ def completions(server: "LLMServer", sampling: Mapping[str, Any]) -> Complete:
     return complete
 
 
-def run_multi_turn(server: "LLMServer", cases: Sequence[MultiTurnCase], protocol: str = "bfcl-qwen-fc", *,
-                   step_limit: int = STEP_LIMIT, **overrides: Any) -> list[bfcl.Verdict]:
+def run_multi_turn(
+    server: LLMServer,
+    cases: Sequence[MultiTurnCase],
+    protocol: str = "bfcl-qwen-fc",
+    *,
+    step_limit: int = STEP_LIMIT,
+    **overrides: Any,
+) -> list[bfcl.Verdict]:
     """Every case in turn (its steps depend on each other), graded by bfcl's multi-turn checker."""
     complete = completions(server, get_protocol(protocol).request_body(**overrides))
     return [grade_outcome(c, run_case(c, complete, step_limit=step_limit)) for c in cases]
-

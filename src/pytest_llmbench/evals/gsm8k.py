@@ -35,7 +35,7 @@ def last_boxed(text: str) -> str | None:
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             i += 1
         if depth == 0:
-            best = text[m.end(): i - 1]
+            best = text[m.end() : i - 1]
     return best
 
 
@@ -131,13 +131,21 @@ class GSM8KResult:
 
     def as_dict(self) -> dict[str, Any]:
         lo, hi = self.interval()
-        return {"correct": self.correct, "n": self.n, "accuracy": self.accuracy, "ci_low": lo, "ci_high": hi,
-                "confidence": self.confidence, "cut": self.cut, "failed": self.failed,
-                "cut_ids": [a.id for a in self.answers if a.cut],
-                "wrong_ids": [a.id for a in self.answers if not a.correct]}
+        return {
+            "correct": self.correct,
+            "n": self.n,
+            "accuracy": self.accuracy,
+            "ci_low": lo,
+            "ci_high": hi,
+            "confidence": self.confidence,
+            "cut": self.cut,
+            "failed": self.failed,
+            "cut_ids": [a.id for a in self.answers if a.cut],
+            "wrong_ids": [a.id for a in self.answers if not a.correct],
+        }
 
 
-def grade(prompts: Sequence[Prompt], records: Sequence["RequestRecord"], max_tokens: int | None = None) -> GSM8KResult:
+def grade(prompts: Sequence[Prompt], records: Sequence[RequestRecord], max_tokens: int | None = None) -> GSM8KResult:
     """Grade each record against its prompt's answer; a failed request counts as wrong and failed."""
     out = GSM8KResult()
     for p, rec in zip(prompts, records, strict=True):
@@ -150,9 +158,15 @@ def grade(prompts: Sequence[Prompt], records: Sequence["RequestRecord"], max_tok
     return out
 
 
-def run_gsm8k(server: "LLMServer", prompts: Sequence[Prompt], protocol: str = "gsm8k-seeds", *,
-              concurrency: int | None = None, run: Callable[..., list["RequestRecord"]] | None = None,
-              **overrides: Any) -> tuple[GSM8KResult, list["RequestRecord"]]:
+def run_gsm8k(
+    server: LLMServer,
+    prompts: Sequence[Prompt],
+    protocol: str = "gsm8k-seeds",
+    *,
+    concurrency: int | None = None,
+    run: Callable[..., list[RequestRecord]] | None = None,
+    **overrides: Any,
+) -> tuple[GSM8KResult, list[RequestRecord]]:
     """Ask every question under ``protocol`` and grade; returns the result and the raw records."""
     if run is None:
         from pytest_llmbench.workload.requests import run_requests as run

@@ -59,32 +59,79 @@ def register(protocol: Protocol) -> Protocol:
     return PROTOCOLS[protocol.name]
 
 
-register(Protocol(
-    "dflash2-card", {**_CARD_SAMPLING, "reasoning_effort": "xhigh"}, prompts_per_set=32, users=1,
-    description="the DFlash2 model card's accept-length protocol: xhigh, T=1.0, top-p 0.95, top-k 20, 4096 new"))
-register(Protocol(
-    "dflash2-card-medium", {**_CARD_SAMPLING, "reasoning_effort": "medium"}, prompts_per_set=32, users=1,
-    description="the card's sampling at reasoning_effort=medium (the posts' serving effort)"))
-register(Protocol(
-    "dflash2-card-cpu", {"temperature": 1.0, "top_p": 0.95, "top_k": 20, "max_tokens": 64, "seed": 1},
-    prompts_per_set=5, users=1,
-    description="the card's sampling at CPU size (SmolLM2 on 2 cores): 6 prompts, 96 new tokens, a fixed "
-                "sampling seed, no reasoning effort (the model does not think)"))
-register(Protocol(
-    "speed-bench", {"max_tokens": 4096, "reasoning_effort": "medium"}, prompts_per_set=10, users=1,
-    description="the posts' SPEED-Bench runs: server-default sampling, max 4096, medium, 10 prompts per group"))
-register(Protocol(
-    "gsm8k-seeds", {"max_tokens": 32768, "reasoning_effort": "medium"}, prompts_per_set=1319, users=32,
-    description="the posts' GSM8K: full test split, the model's own sampling, 32k max, 32 in flight"))
-register(Protocol(
-    "bfcl-qwen-fc", {"temperature": 0.001, "max_tokens": 4096}, prompts_per_set=205, users=1,
-    description="bfcl-eval's defaults for the Qwen FC handler: temperature 0.001, up to 4096 new tokens"))
-register(Protocol(
-    "bfcl-cpu", {"temperature": 0.001, "max_tokens": 128, "seed": 1}, prompts_per_set=50, users=1,
-    description="BFCL at CPU size: ~50 cases, 128 new tokens"))
-register(Protocol(
-    "cpu-greedy", {"temperature": 0.0, "max_tokens": 128, "seed": 1}, prompts_per_set=6, users=1,
-    description="greedy decoding at CPU size, for token counts that repeat from run to run"))
+register(
+    Protocol(
+        "dflash2-card",
+        {**_CARD_SAMPLING, "reasoning_effort": "xhigh"},
+        prompts_per_set=32,
+        users=1,
+        description="the DFlash2 model card's accept-length protocol: xhigh, T=1.0, top-p 0.95, top-k 20, 4096 new",
+    )
+)
+register(
+    Protocol(
+        "dflash2-card-medium",
+        {**_CARD_SAMPLING, "reasoning_effort": "medium"},
+        prompts_per_set=32,
+        users=1,
+        description="the card's sampling at reasoning_effort=medium (the posts' serving effort)",
+    )
+)
+register(
+    Protocol(
+        "dflash2-card-cpu",
+        {"temperature": 1.0, "top_p": 0.95, "top_k": 20, "max_tokens": 64, "seed": 1},
+        prompts_per_set=5,
+        users=1,
+        description="the card's sampling at CPU size (SmolLM2 on 2 cores): 6 prompts, 96 new tokens, a fixed "
+        "sampling seed, no reasoning effort (the model does not think)",
+    )
+)
+register(
+    Protocol(
+        "speed-bench",
+        {"max_tokens": 4096, "reasoning_effort": "medium"},
+        prompts_per_set=10,
+        users=1,
+        description="the posts' SPEED-Bench runs: server-default sampling, max 4096, medium, 10 prompts per group",
+    )
+)
+register(
+    Protocol(
+        "gsm8k-seeds",
+        {"max_tokens": 32768, "reasoning_effort": "medium"},
+        prompts_per_set=1319,
+        users=32,
+        description="the posts' GSM8K: full test split, the model's own sampling, 32k max, 32 in flight",
+    )
+)
+register(
+    Protocol(
+        "bfcl-qwen-fc",
+        {"temperature": 0.001, "max_tokens": 4096},
+        prompts_per_set=205,
+        users=1,
+        description="bfcl-eval's defaults for the Qwen FC handler: temperature 0.001, up to 4096 new tokens",
+    )
+)
+register(
+    Protocol(
+        "bfcl-cpu",
+        {"temperature": 0.001, "max_tokens": 128, "seed": 1},
+        prompts_per_set=50,
+        users=1,
+        description="BFCL at CPU size: ~50 cases, 128 new tokens",
+    )
+)
+register(
+    Protocol(
+        "cpu-greedy",
+        {"temperature": 0.0, "max_tokens": 128, "seed": 1},
+        prompts_per_set=6,
+        users=1,
+        description="greedy decoding at CPU size, for token counts that repeat from run to run",
+    )
+)
 
 
 def get_protocol(name: str) -> Protocol:

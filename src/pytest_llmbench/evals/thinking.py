@@ -33,22 +33,25 @@ class AnswerTokens:
     cut: bool
 
 
-def stopped_on_its_own(rec: "RequestRecord") -> bool:
+def stopped_on_its_own(rec: RequestRecord) -> bool:
     return rec.ok and rec.finish_reason in NATURAL_STOPS
 
 
-def answer_tokens(rec: "RequestRecord", tokenize: Callable[[str], list[int]], max_tokens: int | None, *,
-                  id: str = "", set: str = "") -> AnswerTokens | None:
+def answer_tokens(
+    rec: RequestRecord, tokenize: Callable[[str], list[int]], max_tokens: int | None, *, id: str = "", set: str = ""
+) -> AnswerTokens | None:
     """Count one answer; None for a failed request (it has no answer to count)."""
     if not rec.ok:
         return None
     stopped = stopped_on_its_own(rec)
-    cut = rec.finish_reason == "length" or (max_tokens is not None and rec.completion_tokens >= max_tokens
-                                            and not stopped)
+    cut = rec.finish_reason == "length" or (
+        max_tokens is not None and rec.completion_tokens >= max_tokens and not stopped
+    )
     total = max_tokens if cut and max_tokens is not None else rec.completion_tokens
     thinking = (len(tokenize(rec.reasoning)) if rec.reasoning else 0) if stopped else None
-    return AnswerTokens(id=id or str(rec.index), set=set, thinking_tokens=thinking, total_tokens=int(total),
-                        stopped=stopped, cut=cut)
+    return AnswerTokens(
+        id=id or str(rec.index), set=set, thinking_tokens=thinking, total_tokens=int(total), stopped=stopped, cut=cut
+    )
 
 
 @dataclass
@@ -61,8 +64,9 @@ class ThinkingResult:
 
     def thinking(self, set: str | None = None) -> list[int]:
         """Thinking tokens of the answers that stopped on their own."""
-        return [a.thinking_tokens for a in self.answers
-                if a.thinking_tokens is not None and (set is None or a.set == set)]
+        return [
+            a.thinking_tokens for a in self.answers if a.thinking_tokens is not None and (set is None or a.set == set)
+        ]
 
     def totals(self, set: str | None = None) -> list[int]:
         """Total tokens of every answer (cut ones at the limit)."""
@@ -77,26 +81,38 @@ class ThinkingResult:
     def per_set(self) -> dict[str, dict[str, Any]]:
         out = {}
         for s in self.sets():
-            out[s] = {"thinking_tokens": Summary.of(self.thinking(s)).as_dict(),
-                      "total_tokens": Summary.of(self.totals(s)).as_dict(),
-                      "answers": len(self.totals(s)), "stopped": self.stopped(s), "cut": self.cut(s)}
+            out[s] = {
+                "thinking_tokens": Summary.of(self.thinking(s)).as_dict(),
+                "total_tokens": Summary.of(self.totals(s)).as_dict(),
+                "answers": len(self.totals(s)),
+                "stopped": self.stopped(s),
+                "cut": self.cut(s),
+            }
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {"thinking_tokens": Summary.of(self.thinking()).as_dict(),
-                "total_tokens": Summary.of(self.totals()).as_dict(), "answers": len(self.answers),
-                "stopped": self.stopped(), "cut": self.cut(), "failed": self.failed, "by_set": self.per_set(),
-                "cut_ids": [a.id for a in self.answers if a.cut]}
+        return {
+            "thinking_tokens": Summary.of(self.thinking()).as_dict(),
+            "total_tokens": Summary.of(self.totals()).as_dict(),
+            "answers": len(self.answers),
+            "stopped": self.stopped(),
+            "cut": self.cut(),
+            "failed": self.failed,
+            "by_set": self.per_set(),
+            "cut_ids": [a.id for a in self.answers if a.cut],
+        }
 
 
-def count_tokens(server: "LLMServer", items: Iterable[tuple[str, str, "RequestRecord"]],
-                 max_tokens: int | None) -> ThinkingResult:
+def count_tokens(
+    server: LLMServer, items: Iterable[tuple[str, str, RequestRecord]], max_tokens: int | None
+) -> ThinkingResult:
     """``items`` are (id, set, record); reasoning text is re-tokenized through ``server.tokenize``."""
     return count_with(server.tokenize, items, max_tokens)
 
 
-def count_with(tokenize: Callable[[str], list[int]], items: Iterable[tuple[str, str, "RequestRecord"]],
-               max_tokens: int | None) -> ThinkingResult:
+def count_with(
+    tokenize: Callable[[str], list[int]], items: Iterable[tuple[str, str, RequestRecord]], max_tokens: int | None
+) -> ThinkingResult:
     answers, failed = [], 0
     for id_, set_, rec in items:
         a = answer_tokens(rec, tokenize, max_tokens, id=id_, set=set_)
@@ -107,12 +123,11 @@ def count_with(tokenize: Callable[[str], list[int]], items: Iterable[tuple[str, 
     return ThinkingResult(answers, failed)
 
 
-def from_turns(server: "LLMServer", turns: Sequence[Any], max_tokens: int | None) -> ThinkingResult:
+def from_turns(server: LLMServer, turns: Sequence[Any], max_tokens: int | None) -> ThinkingResult:
     """Thinking/total tokens of accept-length turns (:class:`~.accept_length.TurnResult`), first turns only
     for multi-turn prompts so every prompt counts once."""
     items = [(t.prompt.id, t.prompt.set, t.record) for t in turns if t.turn == 0]
     return count_tokens(server, items, max_tokens)
-
 
 
 def common_stops(a: ThinkingResult, b: ThinkingResult) -> tuple[ThinkingResult, ThinkingResult]:
@@ -120,8 +135,10 @@ def common_stops(a: ThinkingResult, b: ThinkingResult) -> tuple[ThinkingResult, 
     "125 of 142 turns where both models stopped"), so thinking tokens compare the same prompts."""
     stopped_a = {(x.set, x.id) for x in a.answers if x.stopped}
     both = stopped_a & {(x.set, x.id) for x in b.answers if x.stopped}
-    return (ThinkingResult([x for x in a.answers if (x.set, x.id) in both]),
-            ThinkingResult([x for x in b.answers if (x.set, x.id) in both]))
+    return (
+        ThinkingResult([x for x in a.answers if (x.set, x.id) in both]),
+        ThinkingResult([x for x in b.answers if (x.set, x.id) in both]),
+    )
 
 
 def answers_json(result: ThinkingResult) -> list[dict[str, Any]]:

@@ -107,6 +107,7 @@ def config_filename(config: str) -> str:
 
 # --- reading -------------------------------------------------------------------------------------------
 
+
 def load(path: Path, config: str, *, known_noise: bool = True) -> BaselineFile:
     """Read ``path``; a missing file is an empty baseline, anything unreadable a BaselineFileError.
 
@@ -133,8 +134,11 @@ def load(path: Path, config: str, *, known_noise: bool = True) -> BaselineFile:
         raise BaselineFileError(path, f"unknown top-level key(s) {sorted(map(str, unknown))}")
     version = data.get("version")
     if version is None and text.startswith(HEADER):
-        raise BaselineFileError(path, "no 'version' line, which the writer puts near the end: the file was cut "
-                                      "short (restore it from version control or delete it)")
+        raise BaselineFileError(
+            path,
+            "no 'version' line, which the writer puts near the end: the file was cut "
+            "short (restore it from version control or delete it)",
+        )
     if version is not None and version not in READABLE_VERSIONS:
         raise BaselineFileError(path, f"version {version!r} is not one of {list(READABLE_VERSIONS)}")
     for test, metric, raw in _walk(path, data.get("shared"), "shared"):
@@ -144,11 +148,16 @@ def load(path: Path, config: str, *, known_noise: bool = True) -> BaselineFile:
         raise BaselineFileError(path, "'runners' must map runner profiles to tests")
     for runner, tests in runners.items():
         for test, metric, raw in _walk(path, tests, f"runners › {runner}"):
-            bf.put(str(runner), test, metric, _entry(path, raw, f"runners › {runner} › {test} › {metric}",
-                                              known_noise=known_noise))
+            bf.put(
+                str(runner),
+                test,
+                metric,
+                _entry(path, raw, f"runners › {runner} › {test} › {metric}", known_noise=known_noise),
+            )
     if version == 2:
-        _check_end(path, text, len(list(bf.keys(None))) + sum(len(list(bf.keys(r, include_shared=False)))
-                                                                for r in bf.runners))
+        _check_end(
+            path, text, len(list(bf.keys(None))) + sum(len(list(bf.keys(r, include_shared=False))) for r in bf.runners)
+        )
     return bf
 
 
@@ -156,11 +165,17 @@ def _check_end(path: Path, text: str, count: int) -> None:
     lines = text.rstrip("\n").splitlines()
     m = _END.match(lines[-1]) if lines else None
     if m is None:
-        raise BaselineFileError(path, "the last line is not the writer's '# end: N entries' marker: the file was "
-                                      "cut short (restore it from version control or delete it)")
+        raise BaselineFileError(
+            path,
+            "the last line is not the writer's '# end: N entries' marker: the file was "
+            "cut short (restore it from version control or delete it)",
+        )
     if int(m.group(1)) != count:
-        raise BaselineFileError(path, f"it holds {count} entries but its end line says {m.group(1)}: entries were "
-                                      f"lost, or added/removed by hand (then correct the number in the last line)")
+        raise BaselineFileError(
+            path,
+            f"it holds {count} entries but its end line says {m.group(1)}: entries were "
+            f"lost, or added/removed by hand (then correct the number in the last line)",
+        )
 
 
 def _walk(path: Path, tests: Any, where: str) -> Iterator[tuple[str, str, Any]]:
@@ -175,8 +190,9 @@ def _walk(path: Path, tests: Any, where: str) -> Iterator[tuple[str, str, Any]]:
             yield str(test), str(metric), raw
 
 
-def _number(path: Path, raw: Any, key: str, where: str, *, optional: bool = True,
-            non_negative: bool = False) -> float | None:
+def _number(
+    path: Path, raw: Any, key: str, where: str, *, optional: bool = True, non_negative: bool = False
+) -> float | None:
     """A finite number: a NaN value or SE makes the tolerance NaN, and a NaN tolerance passes anything."""
     v = raw.get(key)
     if v is None and optional:
@@ -208,8 +224,9 @@ def _entry(path: Path, raw: Any, where: str, *, known_noise: bool = True) -> Bas
         if known_noise or not unknown_name:
             raise BaselineFileError(path, f"{where}: noise: {e}") from None
     history = raw.get("history") or []
-    if not isinstance(history, list) or any(isinstance(h, bool) or not isinstance(h, int | float)
-                                            or not math.isfinite(h) for h in history):
+    if not isinstance(history, list) or any(
+        isinstance(h, bool) or not isinstance(h, int | float) or not math.isfinite(h) for h in history
+    ):
         raise BaselineFileError(path, f"{where}: 'history' must be a list of finite numbers, found {history!r}")
     n = raw.get("n")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
@@ -218,14 +235,19 @@ def _entry(path: Path, raw: Any, where: str, *, known_noise: bool = True) -> Bas
     if not isinstance(prov, dict):
         raise BaselineFileError(path, f"{where}: 'provenance' must be a mapping")
     return BaselineEntry(
-        value=value, direction=direction, noise=noise, n=n,  # type: ignore[arg-type]
+        value=value,
+        direction=direction,
+        noise=noise,
+        n=n,  # type: ignore[arg-type]
         se=_number(path, raw, "se", where, non_negative=True),
         spread=_number(path, raw, "spread", where, non_negative=True),
-        history=tuple(float(h) for h in history), provenance=prov,
+        history=tuple(float(h) for h in history),
+        provenance=prov,
     )
 
 
 # --- writing -------------------------------------------------------------------------------------------
+
 
 class _Dumper(yaml.SafeDumper):
     """Block mappings, inline lists (a history is one line), no aliases."""
@@ -254,10 +276,18 @@ def _clean(v: Any) -> Any:
 
 
 def entry_to_dict(e: BaselineEntry) -> dict[str, Any]:
-    return _clean({
-        "value": e.value, "direction": e.direction, "noise": e.noise, "n": e.n, "se": e.se,
-        "spread": e.spread, "history": list(e.history[-HISTORY_LEN:]) or None, "provenance": e.provenance or None,
-    })
+    return _clean(
+        {
+            "value": e.value,
+            "direction": e.direction,
+            "noise": e.noise,
+            "n": e.n,
+            "se": e.se,
+            "spread": e.spread,
+            "history": list(e.history[-HISTORY_LEN:]) or None,
+            "provenance": e.provenance or None,
+        }
+    )
 
 
 def dumps(bf: BaselineFile) -> str:
@@ -265,15 +295,18 @@ def dumps(bf: BaselineFile) -> str:
     data: dict[str, Any] = {"version": VERSION, "config": bf.config}
     if bf.shared:
         data["shared"] = {t: {m: entry_to_dict(e) for m, e in ms.items()} for t, ms in bf.shared.items() if ms}
-    runners = {r: {t: {m: entry_to_dict(e) for m, e in ms.items()} for t, ms in tests.items() if ms}
-               for r, tests in bf.runners.items()}
+    runners = {
+        r: {t: {m: entry_to_dict(e) for m, e in ms.items()} for t, ms in tests.items() if ms}
+        for r, tests in bf.runners.items()
+    }
     runners = {r: t for r, t in runners.items() if t}
     if runners:
         data["runners"] = runners
-    header = (f"{HEADER} for config {bf.config!r}. Written by --update-baselines;\n"
-              f"# review changes like code. Hardware-bound metrics are under runners/<profile>.\n")
-    count = sum(len(ms) for ms in bf.shared.values()) + sum(len(ms) for t in bf.runners.values()
-                                                            for ms in t.values())
+    header = (
+        f"{HEADER} for config {bf.config!r}. Written by --update-baselines;\n"
+        f"# review changes like code. Hardware-bound metrics are under runners/<profile>.\n"
+    )
+    count = sum(len(ms) for ms in bf.shared.values()) + sum(len(ms) for t in bf.runners.values() for ms in t.values())
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=True, allow_unicode=True, width=110, default_flow_style=False)
     return header + body + f"# end: {count} {'entry' if count == 1 else 'entries'}\n"
 

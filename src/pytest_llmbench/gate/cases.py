@@ -40,8 +40,10 @@ class CasesFileError(Exception):
 
     def __init__(self, path: Path, line: int, reason: str) -> None:
         self.path, self.line, self.reason = path, line, reason
-        super().__init__(f"per-case baseline file {path}:{line}: {reason}. Fix or delete the file; "
-                         f"pytest-llmbench never overwrites it")
+        super().__init__(
+            f"per-case baseline file {path}:{line}: {reason}. Fix or delete the file; "
+            f"pytest-llmbench never overwrites it"
+        )
 
 
 def clean_cases(cases: Mapping[Any, Any]) -> dict[str, float]:
@@ -105,8 +107,9 @@ def read_cases(path: Path, *, test_key: str | None = None, metric: str | None = 
         raise CasesFileError(path, 1, "empty file (expected a header line, then one case per line)")
     header = _json(path, 1, lines[0])
     if not isinstance(header, dict) or header.get("version") != VERSION:
-        raise CasesFileError(path, 1, f"expected a header {{\"version\": {VERSION}, \"test_key\": …}}, "
-                                      f"found {lines[0][:80]!r}")
+        raise CasesFileError(
+            path, 1, f'expected a header {{"version": {VERSION}, "test_key": …}}, found {lines[0][:80]!r}'
+        )
     for key, want in (("test_key", test_key), ("metric", metric)):
         if want is not None and header.get(key) != want:
             raise CasesFileError(path, 1, f"the header's {key} is {header.get(key)!r}, not {want!r}")
@@ -116,7 +119,7 @@ def read_cases(path: Path, *, test_key: str | None = None, metric: str | None = 
             continue
         row = _json(path, lineno, line)
         if not isinstance(row, dict) or set(row) != {"case", "value"}:
-            raise CasesFileError(path, lineno, f"expected {{\"case\": id, \"value\": number}}, found {line[:80]!r}")
+            raise CasesFileError(path, lineno, f'expected {{"case": id, "value": number}}, found {line[:80]!r}')
         cid, v = row["case"], row["value"]
         if not isinstance(cid, str) or not cid:
             raise CasesFileError(path, lineno, f"case id must be a non-empty string, found {cid!r}")
@@ -161,8 +164,9 @@ def remove_cases(path: Path) -> bool:
     return True
 
 
-def save(baseline_file: Path, runner: str | None, test_key: str, metric: str,
-         cases: Mapping[str, float] | None) -> None:
+def save(
+    baseline_file: Path, runner: str | None, test_key: str, metric: str, cases: Mapping[str, float] | None
+) -> None:
     """What ``--update-baselines`` does beside writing an entry (gate/store.py): write its cases, or drop
     stale ones."""
     path = sidecar_path(baseline_file, runner, test_key, metric)

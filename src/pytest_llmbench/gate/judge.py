@@ -11,7 +11,8 @@ from dataclasses import replace
 from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.metric import Observation, resolve_direction
 from pytest_llmbench.gate.noise import Binomial, McNemar, NoiseModel, PairedT, Relative, StdErr
-from pytest_llmbench.gate.verdict import Direction, Verdict, fmt_p, judge as beyond
+from pytest_llmbench.gate.verdict import Direction, Verdict, fmt_p
+from pytest_llmbench.gate.verdict import judge as beyond
 
 DEFAULT_RELATIVE = 0.05
 
@@ -43,8 +44,9 @@ def family_of(test_key: str, hardware_bound: bool, family: str | None = None) ->
     return "decisions" if "decision" in path.rsplit("/", 1)[-1] else "quality"
 
 
-def direction_for(metric: str, direction: str | None, entry: BaselineEntry | None, *,
-                  overwrite: bool = False) -> Direction:
+def direction_for(
+    metric: str, direction: str | None, entry: BaselineEntry | None, *, overwrite: bool = False
+) -> Direction:
     """The stored direction is the reviewed record and wins over the one read from the metric's name; an
     explicit ``direction=`` that contradicts it is an error unless the run re-records (``overwrite``)."""
     if entry is None:
@@ -53,25 +55,46 @@ def direction_for(metric: str, direction: str | None, entry: BaselineEntry | Non
         return entry.direction
     explicit = resolve_direction(metric, direction)
     if explicit != entry.direction and not overwrite:
-        raise ValueError(f"direction={explicit!r} contradicts the baseline's direction {entry.direction!r}; "
-                         f"re-record it with --update-baselines=all if the direction really changed")
+        raise ValueError(
+            f"direction={explicit!r} contradicts the baseline's direction {entry.direction!r}; "
+            f"re-record it with --update-baselines=all if the direction really changed"
+        )
     return explicit
 
 
-def judge(entry: BaselineEntry | None, obs: Observation, model: NoiseModel, direction: Direction, *,
-          threshold: float | None = None, missing: str = "no baseline") -> Verdict:
+def judge(
+    entry: BaselineEntry | None,
+    obs: Observation,
+    model: NoiseModel,
+    direction: Direction,
+    *,
+    threshold: float | None = None,
+    missing: str = "no baseline",
+) -> Verdict:
     """The model's verdict, then the suite's budget: a band exceeded with ``p > threshold`` is not a
     regression of this test (the gate's share of the family's alpha was not spent)."""
     if entry is None:
-        return Verdict(metric="", observed=obs.value, baseline=None, tolerance=None, rule=missing, status="new",
-                       direction=direction, noise=model.describe())
+        return Verdict(
+            metric="",
+            observed=obs.value,
+            baseline=None,
+            tolerance=None,
+            rule=missing,
+            status="new",
+            direction=direction,
+            noise=model.describe(),
+        )
     v = model.verdict(entry, obs, direction)
     if threshold is None or v.p_value is None or v.status != "REGRESSED":
         return v
     if v.p_value <= threshold:
         return replace(v, rule=f"{v.rule}; p={fmt_p(v.p_value)} ≤ budget {fmt_p(threshold)}")
-    return replace(v, status="pass", rule=f"{v.rule}; beyond the band but p={fmt_p(v.p_value)} > budget "
-                                          f"{fmt_p(threshold)}: within the suite's error budget")
+    return replace(
+        v,
+        status="pass",
+        rule=f"{v.rule}; beyond the band but p={fmt_p(v.p_value)} > budget "
+        f"{fmt_p(threshold)}: within the suite's error budget",
+    )
 
 
 def beyond_band(v: Verdict) -> bool:

@@ -25,8 +25,20 @@ from typing import Any
 from pytest_llmbench.gate.runner import RunnerProfile
 
 #: Instruction sets llama.cpp, PyTorch and friends pick kernels by: a machine with another set runs other code.
-ISA_FLAGS = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8",
-             "asimd", "sve", "sve2")
+ISA_FLAGS = (
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_int8",
+    "asimd",
+    "sve",
+    "sve2",
+)
 KEYS = ("cpu", "isa", "cores", "memory_gib", "gpu")
 
 
@@ -59,13 +71,23 @@ def _memory_gib() -> int | None:
 def fingerprint(profile: RunnerProfile) -> dict[str, Any]:
     """This machine, as a timing entry records it (plain values, so it diffs in review)."""
     info = _cpuinfo()
-    cpu = " ".join(x for x in (info.get("vendor_id"), f"family {info['cpu family']}" if "cpu family" in info else "",
-                               f"model {info['model']}" if "model" in info else "",
-                               f"stepping {info['stepping']}" if "stepping" in info else "") if x)
+    cpu = " ".join(
+        x
+        for x in (
+            info.get("vendor_id"),
+            f"family {info['cpu family']}" if "cpu family" in info else "",
+            f"model {info['model']}" if "model" in info else "",
+            f"stepping {info['stepping']}" if "stepping" in info else "",
+        )
+        if x
+    )
     flags = set((info.get("flags") or info.get("Features") or "").split())
-    fp: dict[str, Any] = {"cpu": f"{profile.cpu_model} ({cpu})" if cpu else profile.cpu_model,
-                          "isa": " ".join(f for f in ISA_FLAGS if f in flags) or None,
-                          "cores": profile.cpu_cores, "memory_gib": _memory_gib()}
+    fp: dict[str, Any] = {
+        "cpu": f"{profile.cpu_model} ({cpu})" if cpu else profile.cpu_model,
+        "isa": " ".join(f for f in ISA_FLAGS if f in flags) or None,
+        "cores": profile.cpu_cores,
+        "memory_gib": _memory_gib(),
+    }
     if profile.gpu_count:
         power = f", {profile.power_limit_w} W" if profile.power_limit_w else ""
         fp["gpu"] = f"{profile.gpu_count}× {profile.gpu_name}{power}"
@@ -75,8 +97,10 @@ def fingerprint(profile: RunnerProfile) -> dict[str, Any]:
 def differences(recorded: Mapping[str, Any] | None, now: Mapping[str, Any]) -> str | None:
     """Why an entry recorded on ``recorded`` is not comparable here, or None when it is."""
     if not recorded:
-        return ("the entry has no machine record (recorded before timing entries carried one, or by hand): "
-                "re-record it on this machine (--update-baselines or --llmbench-record N)")
+        return (
+            "the entry has no machine record (recorded before timing entries carried one, or by hand): "
+            "re-record it on this machine (--update-baselines or --llmbench-record N)"
+        )
     diff = [f"{k} {recorded.get(k)!r} there, {now.get(k)!r} here" for k in KEYS if recorded.get(k) != now.get(k)]
     if not diff:
         return None

@@ -125,14 +125,18 @@ def _merge_yaml(rel: str, base: Path, sources: list[Path]) -> tuple[str | None, 
                 continue
             if key in changed and changed[key][0] != entry:
                 c = Change(rel, key, Path(s))
-                raise BaselineMergeError(f"{c.describe()}: changed differently by {changed[key][1]} and {s}; "
-                                         f"a config's baselines should come from the one shard that ran it")
+                raise BaselineMergeError(
+                    f"{c.describe()}: changed differently by {changed[key][1]} and {s}; "
+                    f"a config's baselines should come from the one shard that ran it"
+                )
             changed[key] = (entry, Path(s))
     if not changed:
         return None, []
     for (runner, test, metric), (entry, _) in changed.items():
         merged.put(runner, test, metric, entry)
-    return dumps(merged), [Change(rel, key, src) for key, (_, src) in sorted(changed.items(), key=lambda kv: str(kv[0]))]
+    return dumps(merged), [
+        Change(rel, key, src) for key, (_, src) in sorted(changed.items(), key=lambda kv: str(kv[0]))
+    ]
 
 
 def _merge_file(rel: str, base: Path, sources: list[Path]) -> tuple[Path | None, list[Change]]:
@@ -143,8 +147,7 @@ def _merge_file(rel: str, base: Path, sources: list[Path]) -> tuple[Path | None,
         if not path.is_file() or (original.is_file() and filecmp.cmp(original, path, shallow=False)):
             continue
         if pick is not None and not filecmp.cmp(pick, path, shallow=False):
-            raise BaselineMergeError(f"{rel}: changed differently by {pick.parents[len(Path(rel).parts) - 1]} "
-                                     f"and {s}")
+            raise BaselineMergeError(f"{rel}: changed differently by {pick.parents[len(Path(rel).parts) - 1]} and {s}")
         pick = pick or path
     if pick is None:
         return None, []

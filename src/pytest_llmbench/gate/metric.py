@@ -18,20 +18,66 @@ from scipy import stats
 from pytest_llmbench.gate.cases import clean_cases
 from pytest_llmbench.gate.verdict import Direction
 
-_HIGHER = frozenset({
-    "throughput", "tps", "accept", "acceptance", "accuracy", "acc", "passed", "pass", "score", "correct",
-    "completed", "agreement", "hits", "speedup",
-})
-_LOWER = frozenset({
-    "ttft", "tpot", "itl", "latency", "e2e", "failed", "fail", "failures", "errors", "error", "memory",
-    "mem", "loss", "ece", "brier", "kl", "duration", "startup", "ms",
-})
+_HIGHER = frozenset(
+    {
+        "throughput",
+        "tps",
+        "accept",
+        "acceptance",
+        "accuracy",
+        "acc",
+        "passed",
+        "pass",
+        "score",
+        "correct",
+        "completed",
+        "agreement",
+        "hits",
+        "speedup",
+    }
+)
+_LOWER = frozenset(
+    {
+        "ttft",
+        "tpot",
+        "itl",
+        "latency",
+        "e2e",
+        "failed",
+        "fail",
+        "failures",
+        "errors",
+        "error",
+        "memory",
+        "mem",
+        "loss",
+        "ece",
+        "brier",
+        "kl",
+        "duration",
+        "startup",
+        "ms",
+    }
+)
 _HIGHER_PHRASES = ("per_s", "per_sec")
 # Metrics whose value depends on the machine: keyed by runner profile in the baseline file.
-_HARDWARE = frozenset({
-    "throughput", "tps", "ttft", "tpot", "itl", "latency", "e2e", "memory", "mem", "startup", "duration",
-    "ms", "speedup",
-})
+_HARDWARE = frozenset(
+    {
+        "throughput",
+        "tps",
+        "ttft",
+        "tpot",
+        "itl",
+        "latency",
+        "e2e",
+        "memory",
+        "mem",
+        "startup",
+        "duration",
+        "ms",
+        "speedup",
+    }
+)
 
 
 def _tokens(metric: str) -> set[str]:
@@ -78,8 +124,9 @@ class Observation:
     cases: Mapping[str, float] | None = None  # per-case values keyed by case id (paired gates)
 
     @classmethod
-    def of(cls, observed: object = None, *, n: object = None, se: object = None,
-           cases: Mapping[str, object] | None = None) -> "Observation":
+    def of(
+        cls, observed: object = None, *, n: object = None, se: object = None, cases: Mapping[str, object] | None = None
+    ) -> Observation:
         """A number, a sequence of per-sample values (mean, SE, n from them), or a count ``k`` with ``n``.
 
         ``se`` and ``n`` are checked here, not where they are used: a NaN or negative SE would make the
@@ -109,8 +156,12 @@ class Observation:
             if not np.all(np.isfinite(arr)):
                 raise ValueError(f"observed values contain {int(np.sum(~np.isfinite(arr)))} non-finite entries")
             sem = float(stats.sem(arr)) if arr.size > 1 else None
-            return cls(value=float(np.mean(arr)), se=sem if se_f is None else se_f,
-                       n=int(arr.size) if n_i is None else n_i, samples=int(arr.size))
+            return cls(
+                value=float(np.mean(arr)),
+                se=sem if se_f is None else se_f,
+                n=int(arr.size) if n_i is None else n_i,
+                samples=int(arr.size),
+            )
         raise TypeError(f"observed must be a number or a sequence of numbers, not {type(observed).__name__}")
 
 

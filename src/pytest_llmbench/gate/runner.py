@@ -14,9 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-_NOISE_WORDS = re.compile(
-    r"\((r|tm)\)|\b(cpu|processor|\d+-core|with radeon graphics)\b|@.*$", re.IGNORECASE
-)
+_NOISE_WORDS = re.compile(r"\((r|tm)\)|\b(cpu|processor|\d+-core|with radeon graphics)\b|@.*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -61,8 +59,14 @@ def check_name(name: str) -> str:
 def detect(name: str | None = None) -> RunnerProfile:
     cpu_model, cores = _cpu()
     gpu_name, count, power = _gpus()
-    return RunnerProfile(cpu_model=cpu_model, cpu_cores=cores, gpu_name=gpu_name, gpu_count=count,
-                         power_limit_w=power, name=check_name(name) if name else None)
+    return RunnerProfile(
+        cpu_model=cpu_model,
+        cpu_cores=cores,
+        gpu_name=gpu_name,
+        gpu_count=count,
+        power_limit_w=power,
+        name=check_name(name) if name else None,
+    )
 
 
 def _cpu() -> tuple[str, int]:
@@ -130,8 +134,13 @@ def _gpus_smi() -> tuple[str | None, int, int | None]:
     exe = shutil.which("nvidia-smi")
     if not exe:
         return None, 0, None
-    out = subprocess.run([exe, "--query-gpu=index,name,power.limit", "--format=csv,noheader,nounits"],
-                         capture_output=True, text=True, timeout=10, check=True).stdout
+    out = subprocess.run(
+        [exe, "--query-gpu=index,name,power.limit", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    ).stdout
     rows = [[c.strip() for c in line.split(",")] for line in out.splitlines() if line.strip()]
     by_index = {int(r[0]): r for r in rows if len(r) >= 3 and r[0].isdigit()}
     idx = _visible(sorted(by_index))

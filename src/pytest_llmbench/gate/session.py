@@ -99,10 +99,21 @@ class GateSession:
 
     # --- the check --------------------------------------------------------------------------------------
 
-    def check(self, bench: Any, metric: str, observed: float | Sequence[float] | None = None, *,
-              noise: NoiseModel | None = None, n: int | None = None, direction: str | None = None,
-              hardware_bound: bool | None = None, se: float | None = None, family: str | None = None,
-              reference: float | None = None, cases: Mapping[str, float] | None = None) -> Verdict:
+    def check(
+        self,
+        bench: Any,
+        metric: str,
+        observed: float | Sequence[float] | None = None,
+        *,
+        noise: NoiseModel | None = None,
+        n: int | None = None,
+        direction: str | None = None,
+        hardware_bound: bool | None = None,
+        se: float | None = None,
+        family: str | None = None,
+        reference: float | None = None,
+        cases: Mapping[str, float] | None = None,
+    ) -> Verdict:
         """Gate one metric of ``bench``'s test against its baseline; never stops the test.
 
         ``observed`` is a number, a sequence of per-sample values (mean, SE and n come from them), or a
@@ -141,25 +152,45 @@ class GateSession:
             model = noise or (noise_from_dict(entry.noise) if entry else None) or default_noise(obs)
         except ValueError as e:
             pytest.fail(f"{call}: {where}: noise: {e}", pytrace=False)
-        missing = (f"no baseline ({f'runner {runner}' if runner else 'shared'}) in {path}; "
-                   f"record one with --update-baselines")
+        missing = (
+            f"no baseline ({f'runner {runner}' if runner else 'shared'}) in {path}; record one with --update-baselines"
+        )
         busy = bench.host_busy() if hw and hasattr(bench, "host_busy") else None
         why = busy or (self._not_comparable(entry, config_name) if hw and reference is None else None)
         if reference is not None:
-            entry = BaselineEntry(value=float(reference), direction=dirn, noise=model.to_dict(),
-                                  provenance={"source": "reference measured in this run"})
+            entry = BaselineEntry(
+                value=float(reference),
+                direction=dirn,
+                noise=model.to_dict(),
+                provenance={"source": "reference measured in this run"},
+            )
         fam = family_of(test_key, hw, family)
         threshold = self.budget.threshold(fam) if self.budget else None
         if why:
-            v = Verdict(metric="", observed=obs.value, baseline=entry.value if entry else None, tolerance=None,
-                        rule=why, status="not comparable", direction=dirn, noise=model.describe())
+            v = Verdict(
+                metric="",
+                observed=obs.value,
+                baseline=entry.value if entry else None,
+                tolerance=None,
+                rule=why,
+                status="not comparable",
+                direction=dirn,
+                noise=model.describe(),
+            )
         else:
             try:
                 v = judge(entry, obs, model, dirn, threshold=threshold, missing=missing)
             except NoiseModelError as e:
                 pytest.fail(f"{call[:-1]}, noise={model.describe()}): {e}", pytrace=False)
-        v = replace(v, metric=metric, config=config_name, test_key=test_key, runner=runner, family=fam,
-                    recorded=self.recording and reference is None)
+        v = replace(
+            v,
+            metric=metric,
+            config=config_name,
+            test_key=test_key,
+            runner=runner,
+            family=fam,
+            recorded=self.recording and reference is None,
+        )
         self._record(bench, v)
         if self.update and reference is None:
             if busy:
@@ -170,7 +201,8 @@ class GateSession:
             self._failing.setdefault(bench.item.nodeid, []).append(v.message())
         if v.status == "new" and self.strict and not self.update:
             self._failing.setdefault(bench.item.nodeid, []).append(
-                f"{v.message()} — --strict-baselines makes a missing baseline a failure")
+                f"{v.message()} — --strict-baselines makes a missing baseline a failure"
+            )
         return v
 
     def _not_comparable(self, entry: BaselineEntry | None, config_name: str) -> str | None:
@@ -190,16 +222,25 @@ class GateSession:
         if self.is_worker:
             transport.send_check(self.config, bench.item.nodeid, v)
 
-    def _measure(self, bench: Any, v: Verdict, obs: Observation, model: NoiseModel, hw: bool,
-                 config_name: str) -> None:
+    def _measure(self, bench: Any, v: Verdict, obs: Observation, model: NoiseModel, hw: bool, config_name: str) -> None:
         provenance = self._provenance(bench, hw)
         if hw and config_name != NO_SERVER:
             provenance["machine"] = self.machine
-        m = Measurement(config=v.config, runner=v.runner, test_key=v.test_key, metric=v.metric,
-                        value=obs.value, direction=v.direction, noise=model.to_dict(), n=obs.n, se=obs.se,
-                        provenance=provenance, status=v.status,
-                        cases=dict(obs.cases) if obs.cases else None,  # the sidecar's content
-                        nodeid=bench.item.nodeid)
+        m = Measurement(
+            config=v.config,
+            runner=v.runner,
+            test_key=v.test_key,
+            metric=v.metric,
+            value=obs.value,
+            direction=v.direction,
+            noise=model.to_dict(),
+            n=obs.n,
+            se=obs.se,
+            provenance=provenance,
+            status=v.status,
+            cases=dict(obs.cases) if obs.cases else None,  # the sidecar's content
+            nodeid=bench.item.nodeid,
+        )
         self.measurements.append(m)
         if self.is_worker:
             transport.send_measurement(self.config, m)
@@ -224,10 +265,15 @@ class GateSession:
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         update = f", update baselines: {self.update}" if self.update else ""
-        budget = "off (each gate at its own level)" if self.budget is None else \
-            " ".join(f"{f} α={a:g}" for f, a in self.budget.alphas.items()) + " (Holm per family)"
-        return [f"llmbench gate: baselines {self.store.dir}, runner {self.runner.slug}{update}",
-                f"llmbench error budget: {budget}"]
+        budget = (
+            "off (each gate at its own level)"
+            if self.budget is None
+            else " ".join(f"{f} α={a:g}" for f, a in self.budget.alphas.items()) + " (Holm per family)"
+        )
+        return [
+            f"llmbench gate: baselines {self.store.dir}, runner {self.runner.slug}{update}",
+            f"llmbench error budget: {budget}",
+        ]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -294,8 +340,11 @@ class GateSession:
             status = {(nodeid, v.metric): v.status for nodeid, v in self.checks}
             ms = [replace(m, status=status.get((m.nodeid, m.metric), m.status)) for m in self.measurements]
             self.written, self.errors = self.store.write(ms, self.update)
-        failed = (self.errors or any(not v.recorded for _, v in self.suite_regressed)
-                  or any(w.regressed for w in self.written))
+        failed = (
+            self.errors
+            or any(not v.recorded for _, v in self.suite_regressed)
+            or any(w.regressed for w in self.written)
+        )
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -306,12 +355,15 @@ class GateSession:
         for fam in FAMILIES:
             idx = [i for i, (_, v) in enumerate(self.checks) if v.family == fam and v.p_value is not None]
             alpha = self.budget.alphas[fam]
-            for i, q in zip(idx, holm(self.checks[i][1].p_value for i in idx)):
+            for i, q in zip(idx, holm(self.checks[i][1].p_value for i in idx), strict=True):
                 nodeid, v = self.checks[i]
                 v = replace(v, q_value=q)
                 if q <= alpha and beyond_band(v) and v.status not in ("REGRESSED", "learning", "not comparable"):
-                    v = replace(v, status="REGRESSED", rule=f"{v.rule}; Holm q={fmt_p(q)} ≤ α={alpha:g}: "
-                                                            f"REGRESSED at suite level")
+                    v = replace(
+                        v,
+                        status="REGRESSED",
+                        rule=f"{v.rule}; Holm q={fmt_p(q)} ≤ α={alpha:g}: REGRESSED at suite level",
+                    )
                     self.suite_regressed.append((nodeid, v))
                 self.checks[i] = (nodeid, v)
 
@@ -321,10 +373,18 @@ class GateSession:
         for nodeid, v in self.checks:
             emit(self.config, {"record": "verdict", "nodeid": nodeid, **v.as_dict()})
         if self.budget is not None:
-            emit(self.config, {"record": "gate_budget", "method": "holm", "alphas": dict(self.budget.alphas),
-                           "counted": dict(self.budget.counts),
-                           "judged": {f: sum(v.family == f and v.p_value is not None for v in self.verdicts)
-                                      for f in FAMILIES}})
+            emit(
+                self.config,
+                {
+                    "record": "gate_budget",
+                    "method": "holm",
+                    "alphas": dict(self.budget.alphas),
+                    "counted": dict(self.budget.counts),
+                    "judged": {
+                        f: sum(v.family == f and v.p_value is not None for v in self.verdicts) for f in FAMILIES
+                    },
+                },
+            )
 
     def untouched(self) -> dict[Path, list[Key]]:
         """Entries this runner could have checked but this run did not (kept, never deleted)."""
@@ -348,11 +408,15 @@ class GateSession:
             tr.write_line(line)
         tr.write_line(self._budget_line())
         if self.recording and any(v.status == "REGRESSED" for v in self.verdicts):
-            tr.write_line("recording (--update-baselines=all): the REGRESSED rows are shown and recorded, and fail "
-                          "nothing; judge a change with a plain run, or accept nightlies with =accept")
+            tr.write_line(
+                "recording (--update-baselines=all): the REGRESSED rows are shown and recorded, and fail "
+                "nothing; judge a change with a plain run, or accept nightlies with =accept"
+            )
         for nodeid, v in self.suite_regressed:
-            tr.write_line(f"REGRESSED at suite level (test {nodeid} passed; Holm across the {v.family} family): "
-                          f"{v.message()}", red=not v.recorded)
+            tr.write_line(
+                f"REGRESSED at suite level (test {nodeid} passed; Holm across the {v.family} family): {v.message()}",
+                red=not v.recorded,
+            )
         if self.not_recorded:
             tr.write_line(f"{len(self.not_recorded)} value(s) not recorded (measured on a busy host):")
             for line in self.not_recorded[:_UNTOUCHED_SHOWN]:
@@ -361,9 +425,11 @@ class GateSession:
             values = f", {w.values} values" if w.values > w.entries else ""
             tr.write_line(f"baselines written: {_rel(w.path, self.config)} ({w.entries} entries{values})")
             if w.regressed:
-                tr.write_line(f"  {len(w.regressed)} REGRESSED value(s) written as the new baseline (history "
-                              f"restarted; the run fails so the change is reviewed): {', '.join(w.regressed)}",
-                              red=True)
+                tr.write_line(
+                    f"  {len(w.regressed)} REGRESSED value(s) written as the new baseline (history "
+                    f"restarted; the run fails so the change is reviewed): {', '.join(w.regressed)}",
+                    red=True,
+                )
         for err in self.errors:
             tr.write_line(f"ERROR {err}", red=True)
         self._summary_untouched(tr)
@@ -373,8 +439,11 @@ class GateSession:
             return "error budget off (each gate at its own level)"
         judged = {f: sum(v.family == f and v.p_value is not None for v in self.verdicts) for f in FAMILIES}
         parts = [f"{f} α={self.budget.alphas[f]:g} over {judged[f]} gates" for f in FAMILIES if judged[f]]
-        return "error budget: " + (", ".join(parts) if parts else "no gate with a p-value") + \
-            " (Holm per family; a test fails at p ≤ α/gates counted up front)"
+        return (
+            "error budget: "
+            + (", ".join(parts) if parts else "no gate with a p-value")
+            + " (Holm per family; a test fails at p ≤ α/gates counted up front)"
+        )
 
     def _summary_untouched(self, tr: Any) -> None:
         untouched = self.untouched()

@@ -27,9 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, Key, config_filename, dumps, load, \
-    write_atomic
 from pytest_llmbench.gate import cases as case_files
+from pytest_llmbench.gate.baselines import (
+    BaselineFile,
+    BaselineFileError,
+    Key,
+    config_filename,
+    dumps,
+    load,
+    write_atomic,
+)
 from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
 from pytest_llmbench.gate.machine import differences
 from pytest_llmbench.gate.noise import noise_from_dict
@@ -175,15 +182,27 @@ def machine_changed(old: BaselineEntry, m: Measurement) -> bool:
 
 def updated(old: BaselineEntry | None, m: Measurement, mode: str = "all") -> BaselineEntry:
     """The entry after accepting ``m``: see the module docstring for when the history restarts."""
-    restart = (old is None or bool(old.provenance.get("refresh")) or machine_changed(old, m)
-               or (mode == "accept" and m.status == "REGRESSED"))
+    restart = (
+        old is None
+        or bool(old.provenance.get("refresh"))
+        or machine_changed(old, m)
+        or (mode == "accept" and m.status == "REGRESSED")
+    )
     history = ((() if restart else old.accepted) + (m.value,))[-HISTORY_LEN:]  # type: ignore[union-attr]
     try:
         spread = noise_from_dict(m.noise).stored_spread(history)
     except ValueError:  # a model of the user's that this process never saw defined: the spread is informative
         spread = None
-    return BaselineEntry(value=m.value, direction=m.direction, noise=m.noise, n=m.n, se=m.se,  # type: ignore[arg-type]
-                         spread=spread, history=history, provenance=m.provenance)
+    return BaselineEntry(
+        value=m.value,
+        direction=m.direction,
+        noise=m.noise,
+        n=m.n,
+        se=m.se,  # type: ignore[arg-type]
+        spread=spread,
+        history=history,
+        provenance=m.provenance,
+    )
 
 
 __all__ = ["BaselineStore", "Key", "Measurement", "Written", "updated"]

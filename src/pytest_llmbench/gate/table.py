@@ -6,16 +6,20 @@ across its family by Holm at session end; a REGRESSED row has p at or under its 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pytest_llmbench.gate.verdict import JUDGED, STATUSES, Verdict, fmt, fmt_p
 
 COLUMNS = ("config", "test", "metric", "baseline", "observed", "delta", "delta %", "tolerance", "p", "q", "verdict")
-_LABEL = {"REGRESSED": "REGRESSED", "improved": "improved — consider --update-baselines", "new": "new",
-          "pass": "pass", "learning": "learning", "not comparable": "not comparable"}
+_LABEL = {
+    "REGRESSED": "REGRESSED",
+    "improved": "improved — consider --update-baselines",
+    "new": "new",
+    "pass": "pass",
+    "learning": "learning",
+    "not comparable": "not comparable",
+}
 
 
 def ordered(verdicts: Iterable[Verdict]) -> list[Verdict]:
@@ -25,8 +29,19 @@ def ordered(verdicts: Iterable[Verdict]) -> list[Verdict]:
 
 def row(v: Verdict) -> tuple[str, ...]:
     pct = "-" if v.delta_pct is None else f"{v.delta_pct:+.1f}%"
-    return (v.config, v.test_key, v.metric, fmt(v.baseline), fmt(v.observed), fmt(v.delta, sign=True), pct,
-            fmt(v.tolerance), fmt_p(v.p_value), fmt_p(v.q_value), label(v))
+    return (
+        v.config,
+        v.test_key,
+        v.metric,
+        fmt(v.baseline),
+        fmt(v.observed),
+        fmt(v.delta, sign=True),
+        pct,
+        fmt(v.tolerance),
+        fmt_p(v.p_value),
+        fmt_p(v.q_value),
+        label(v),
+    )
 
 
 def label(v: Verdict) -> str:
@@ -47,7 +62,7 @@ def render(verdicts: Iterable[Verdict]) -> list[str]:
     numeric = {3, 4, 5, 6, 7, 8, 9}
     lines = []
     for r in rows:
-        cells = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        cells = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
         lines.append("  ".join(cells).rstrip())
     return lines
 

@@ -39,6 +39,8 @@ def receive(node: Any) -> tuple[list[tuple[str, Verdict]], list[Measurement], di
     data = getattr(node, "workeroutput", {}).get(WIRE)
     if not data:
         return [], [], {}
-    checks = [(c["nodeid"], Verdict(**{k: v for k, v in c["verdict"].items() if k in _VERDICT_FIELDS}))
-              for c in data["checks"]]
+    checks = [
+        (c["nodeid"], Verdict(**{k: v for k, v in c["verdict"].items() if k in _VERDICT_FIELDS}))
+        for c in data["checks"]
+    ]
     return checks, [Measurement(**d) for d in data["measurements"]], dict(data.get("counts") or {})

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_llmbench.launchers.base import Handle, LaunchRequest, Launcher, stop_all
+from pytest_llmbench.launchers.base import Handle, Launcher, LaunchRequest, stop_all
 from pytest_llmbench.launchers.docker import DockerLauncher
 from pytest_llmbench.launchers.docker import add_options as _docker_options
 from pytest_llmbench.launchers.gpus import add_options as _gpu_options

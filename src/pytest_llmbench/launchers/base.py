@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 class LaunchRequest:
     """Everything a launcher needs to start one server."""
 
-    config: "ServerConfig"
-    engine: "Engine"
+    config: ServerConfig
+    engine: Engine
     host: str
     port: int
     log_path: Path
@@ -80,7 +80,7 @@ class Launcher(Protocol):
     #: without it runs a program on this host (``--llmbench-reference-bin`` swaps that program).
     runs_images: bool
 
-    def validate(self, cfg: "ServerConfig") -> tuple[str, str] | None:
+    def validate(self, cfg: ServerConfig) -> tuple[str, str] | None:
         """(key, message) when this launcher cannot start ``cfg`` (checked before any server starts)."""
         ...
 

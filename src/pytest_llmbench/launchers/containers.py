@@ -41,8 +41,14 @@ SESSION_ID = uuid.uuid4().hex[:12]
 CONTAINER_HF_HOME = "/root/.cache/huggingface"
 CONTAINER_LLAMA_CACHE = "/root/.cache/llama.cpp"
 #: Host variables a container inherits when set (model downloads need the token; offline flags).
-PASS_THROUGH = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_ENABLE_HF_TRANSFER",
-                "TRANSFORMERS_OFFLINE", "HF_ENDPOINT")
+PASS_THROUGH = (
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_HUB_OFFLINE",
+    "HF_HUB_ENABLE_HF_TRANSFER",
+    "TRANSFORMERS_OFFLINE",
+    "HF_ENDPOINT",
+)
 DEFAULT_SHM = "16g"
 
 
@@ -84,10 +90,17 @@ def _model_mounts(req: LaunchRequest) -> dict[str, dict[str, str]]:
     return mounts
 
 
-def container_spec(req: LaunchRequest, *, command: list[str], session_id: str = SESSION_ID,
-                   owner_pid: int | None = None, environ: Mapping[str, str] | None = None,
-                   home: Path | None = None, gpu_driver: str | None = None,
-                   shm_size: str = DEFAULT_SHM) -> ContainerSpec:
+def container_spec(
+    req: LaunchRequest,
+    *,
+    command: list[str],
+    session_id: str = SESSION_ID,
+    owner_pid: int | None = None,
+    environ: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    gpu_driver: str | None = None,
+    shm_size: str = DEFAULT_SHM,
+) -> ContainerSpec:
     """Everything ``docker run`` needs for ``req``; pure (no Docker, no filesystem writes).
 
     ``command`` is the engine's command line built for host 0.0.0.0 (the server must accept the
@@ -101,15 +114,18 @@ def container_spec(req: LaunchRequest, *, command: list[str], session_id: str = 
     gpu_driver = gpu_driver if gpu_driver is not None else environ.get("LLMBENCH_DOCKER_GPU_DRIVER", "")
     image = req.image or cfg.image
     if not image:
-        raise ValueError(f"config {cfg.name} ({cfg.source}): the docker launcher needs an image "
-                         "(key 'image' or --llmbench-image)")
+        raise ValueError(
+            f"config {cfg.name} ({cfg.source}): the docker launcher needs an image (key 'image' or --llmbench-image)"
+        )
     if cfg.gpus and len(req.gpu_ids) < cfg.gpus:
         raise ValueError(f"config {cfg.name} needs {cfg.gpus} GPU(s) but was assigned {list(req.gpu_ids)}")
 
     hf_home = Path(environ.get("HF_HOME") or home / ".cache" / "huggingface")
     llama_cache = Path(environ.get("LLAMA_CACHE") or home / ".cache" / "llama.cpp")
-    volumes = {str(hf_home): {"bind": CONTAINER_HF_HOME, "mode": "rw"},
-               str(llama_cache): {"bind": CONTAINER_LLAMA_CACHE, "mode": "rw"}}
+    volumes = {
+        str(hf_home): {"bind": CONTAINER_HF_HOME, "mode": "rw"},
+        str(llama_cache): {"bind": CONTAINER_LLAMA_CACHE, "mode": "rw"},
+    }
     volumes.update(_model_mounts(req))
 
     env = {k: environ[k] for k in PASS_THROUGH if environ.get(k)}
@@ -134,9 +150,13 @@ def container_spec(req: LaunchRequest, *, command: list[str], session_id: str = 
         environment=env,
         ports={f"{req.port}/tcp": ("127.0.0.1", req.port)},
         volumes=volumes,
-        labels={LABEL_SESSION: session_id, LABEL_OWNER_PID: str(owner_pid),
-                LABEL_OWNER_START: _owner_start_time(owner_pid), LABEL_HOST: socket.gethostname(),
-                LABEL_CONFIG: cfg.name},
+        labels={
+            LABEL_SESSION: session_id,
+            LABEL_OWNER_PID: str(owner_pid),
+            LABEL_OWNER_START: _owner_start_time(owner_pid),
+            LABEL_HOST: socket.gethostname(),
+            LABEL_CONFIG: cfg.name,
+        },
         device_requests=device_requests,
     )
     if req.engine.docker_host_ipc:
@@ -158,8 +178,9 @@ def docker_client(config_name: str = "", source: Any = "") -> Any:
         client = docker.from_env()
         client.ping()
     except Exception as e:
-        raise RuntimeError(f"{who}, but no Docker engine is reachable ({type(e).__name__}: {e}); "
-                           "start Docker or set DOCKER_HOST") from None
+        raise RuntimeError(
+            f"{who}, but no Docker engine is reachable ({type(e).__name__}: {e}); start Docker or set DOCKER_HOST"
+        ) from None
     return client
 
 
@@ -192,8 +213,9 @@ def remove_leftovers(client: Any, *, log: TextIO | None = None) -> list[str]:
             removed.append(c.name)
         except Exception as e:
             if log is not None:
-                log.write(f"[llmbench] could not remove leftover container {c.name} ({e}); "
-                          f"run `docker rm -f {c.name}`\n")
+                log.write(
+                    f"[llmbench] could not remove leftover container {c.name} ({e}); run `docker rm -f {c.name}`\n"
+                )
     if removed and log is not None:
         log.write(f"[llmbench] removed leftover containers of dead sessions: {', '.join(removed)}\n")
     return removed

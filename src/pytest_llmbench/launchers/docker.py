@@ -18,8 +18,18 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.launchers.base import Handle, LaunchRequest, track, untrack
 from pytest_llmbench.launchers.containers import (  # noqa: F401  (the names tests and users reach through here)
-    CONTAINER_HF_HOME, DEFAULT_SHM, LABEL_CONFIG, LABEL_HOST, LABEL_OWNER_PID, LABEL_OWNER_START, LABEL_SESSION,
-    SESSION_ID, ContainerSpec, container_spec, docker_client, remove_leftovers,
+    CONTAINER_HF_HOME,
+    DEFAULT_SHM,
+    LABEL_CONFIG,
+    LABEL_HOST,
+    LABEL_OWNER_PID,
+    LABEL_OWNER_START,
+    LABEL_SESSION,
+    SESSION_ID,
+    ContainerSpec,
+    container_spec,
+    docker_client,
+    remove_leftovers,
 )
 
 if TYPE_CHECKING:
@@ -28,13 +38,23 @@ if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
 
 
-def add_options(parser: "pytest.Parser") -> None:
+def add_options(parser: pytest.Parser) -> None:
     """The docker launcher's command-line options (the launchers' ``pytest_addoption``)."""
     group = parser.getgroup("llmbench")
-    group.addoption("--llmbench-image", dest="llmbench_image", default=None, metavar="IMAGE",
-                    help="container image for every docker-launched config (overrides the configs' 'image')")
-    group.addoption("--no-pull", dest="llmbench_no_pull", action="store_true", default=False,
-                    help="never pull a missing container image; fail with the docker pull command instead")
+    group.addoption(
+        "--llmbench-image",
+        dest="llmbench_image",
+        default=None,
+        metavar="IMAGE",
+        help="container image for every docker-launched config (overrides the configs' 'image')",
+    )
+    group.addoption(
+        "--no-pull",
+        dest="llmbench_no_pull",
+        action="store_true",
+        default=False,
+        help="never pull a missing container image; fail with the docker pull command instead",
+    )
 
 
 def _split_image(image: str) -> tuple[str, str | None]:
@@ -56,8 +76,9 @@ def ensure_image(client: Any, image: str, *, no_pull: bool, log: TextIO, config_
     except docker.errors.ImageNotFound:
         pass
     if no_pull:
-        raise RuntimeError(f"config {config_name}: image {image} is not present and --no-pull is set; "
-                           f"run `docker pull {image}` first")
+        raise RuntimeError(
+            f"config {config_name}: image {image} is not present and --no-pull is set; run `docker pull {image}` first"
+        )
     repo, tag = _split_image(image)
     say = lambda line: (print(line, file=sys.stderr, flush=True), log.write(line + "\n"), log.flush())  # noqa: E731
     say(f"[llmbench] pulling {image} for config {config_name}")
@@ -138,7 +159,8 @@ class DockerHandle:
                 if not self._removed:
                     raise ContainerCleanupError(
                         f"container {self.container.name} could not be removed ({'; '.join(failures)}); it may still "
-                        f"hold its GPUs: run `docker rm -f {self.container.name}`")
+                        f"hold its GPUs: run `docker rm -f {self.container.name}`"
+                    )
             if self.log_thread is not None:
                 self.log_thread.join(timeout=5)
         finally:
@@ -191,13 +213,14 @@ class DockerLauncher:
         self.image = image  # --llmbench-image: replaces every config's image
 
     @classmethod
-    def from_options(cls, config: "pytest.Config | None") -> "DockerLauncher":
+    def from_options(cls, config: pytest.Config | None) -> DockerLauncher:
         if config is None:
             return cls()
-        return cls(no_pull=bool(config.getoption("llmbench_no_pull", False)),
-                   image=config.getoption("llmbench_image", None))
+        return cls(
+            no_pull=bool(config.getoption("llmbench_no_pull", False)), image=config.getoption("llmbench_image", None)
+        )
 
-    def validate(self, cfg: "ServerConfig") -> tuple[str, str] | None:
+    def validate(self, cfg: ServerConfig) -> tuple[str, str] | None:
         if not cfg.image:
             return "image", "the docker launcher needs an image"
         return None
@@ -224,7 +247,10 @@ class DockerLauncher:
 
             run_kwargs["device_requests"] = [docker.types.DeviceRequest(**d) for d in run_kwargs["device_requests"]]
         container = client.containers.run(**run_kwargs)
-        handle = DockerHandle(container, f"container {container.name} ({spec['image']}): {' '.join(command)}",
-                              _follow_logs(container, req.log_path))
+        handle = DockerHandle(
+            container,
+            f"container {container.name} ({spec['image']}): {' '.join(command)}",
+            _follow_logs(container, req.log_path),
+        )
         track(handle)
         return handle

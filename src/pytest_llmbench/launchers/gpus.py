@@ -28,9 +28,14 @@ class GPUAssignmentError(LlmbenchError, RuntimeError):
 def add_options(parser: Any) -> None:
     """The GPU runner's command-line options (call from the plugin's pytest_addoption)."""
     group = parser.getgroup("llmbench")
-    group.addoption("--llmbench-gpus", dest="llmbench_gpus", default=None, metavar="IDS",
-                    help="comma-separated GPU ids the run may use (default: $LLMBENCH_GPUS, "
-                         "$CUDA_VISIBLE_DEVICES, else every GPU NVML sees); split across xdist workers")
+    group.addoption(
+        "--llmbench-gpus",
+        dest="llmbench_gpus",
+        default=None,
+        metavar="IDS",
+        help="comma-separated GPU ids the run may use (default: $LLMBENCH_GPUS, "
+        "$CUDA_VISIBLE_DEVICES, else every GPU NVML sees); split across xdist workers",
+    )
 
 
 def parse_ids(text: str) -> tuple[str, ...]:
@@ -62,8 +67,9 @@ def _smi_count() -> int | None:
     return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
 
 
-def visible_gpus(pytest_config: Any = None, environ: Mapping[str, str] | None = None,
-                 detect: bool = True) -> tuple[str, ...]:
+def visible_gpus(
+    pytest_config: Any = None, environ: Mapping[str, str] | None = None, detect: bool = True
+) -> tuple[str, ...]:
     """The GPU ids this run may use (see the module docstring for the order)."""
     environ = os.environ if environ is None else environ
     opt = pytest_config.getoption("llmbench_gpus", None) if pytest_config is not None else None
@@ -93,7 +99,7 @@ def worker_slot(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
 def worker_gpus(visible: tuple[str, ...], index: int, count: int) -> tuple[str, ...]:
     """Worker ``index`` of ``count``'s disjoint slice of ``visible`` (leftovers stay unused)."""
     per = len(visible) // count
-    return visible[index * per:(index + 1) * per]
+    return visible[index * per : (index + 1) * per]
 
 
 def pick(cfg: Any, visible: tuple[str, ...], index: int = 0, count: int = 1) -> tuple[str, ...]:
@@ -104,12 +110,14 @@ def pick(cfg: Any, visible: tuple[str, ...], index: int = 0, count: int = 1) -> 
     if need > len(visible):
         raise GPUAssignmentError(
             f"config {cfg.name} ({cfg.source}) needs {need} GPU(s), this machine has "
-            f"{len(visible)}{' ' + str(list(visible)) if visible else ''}; set --llmbench-gpus or deselect it")
+            f"{len(visible)}{' ' + str(list(visible)) if visible else ''}; set --llmbench-gpus or deselect it"
+        )
     mine = worker_gpus(visible, index, count)
     if need > len(mine):
         raise GPUAssignmentError(
             f"config {cfg.name} needs {need} GPU(s) but xdist worker gw{index} has {len(mine)} "
-            f"({len(visible)} GPUs split over {count} workers); run with -n {max(1, len(visible) // need)} or fewer")
+            f"({len(visible)} GPUs split over {count} workers); run with -n {max(1, len(visible) // need)} or fewer"
+        )
     return mine[:need]
 
 
@@ -120,8 +128,9 @@ def assign_gpus(pytest_config: Any, server_config: Any) -> tuple[str, ...]:
     return pick(server_config, visible, index, count)
 
 
-def check_gpu_requests(pytest_config: Any, configs: Iterable[Any],
-                       visible: tuple[str, ...] | None = None, workers: int | None = None) -> list[str]:
+def check_gpu_requests(
+    pytest_config: Any, configs: Iterable[Any], visible: tuple[str, ...] | None = None, workers: int | None = None
+) -> list[str]:
     """Errors before any start, one line per selected config that cannot get its GPUs: more than the
     machine has, or (split over ``workers`` xdist workers) more than one worker's slice."""
     configs = [c for c in configs if int(getattr(c, "gpus", 0) or 0)]
@@ -134,9 +143,13 @@ def check_gpu_requests(pytest_config: Any, configs: Iterable[Any],
     for cfg in configs:
         need = int(cfg.gpus)
         if need > len(visible):
-            errors.append(f"config {cfg.name} ({cfg.source}) needs {need} GPU(s), this machine has {len(visible)}"
-                          f"{' ' + str(list(visible)) if visible else ''}")
+            errors.append(
+                f"config {cfg.name} ({cfg.source}) needs {need} GPU(s), this machine has {len(visible)}"
+                f"{' ' + str(list(visible)) if visible else ''}"
+            )
         elif need > per:
-            errors.append(f"config {cfg.name} needs {need} GPU(s) but each of {count} xdist workers gets {per} "
-                          f"of the {len(visible)} GPUs; run with -n {max(1, len(visible) // need)} or fewer")
+            errors.append(
+                f"config {cfg.name} needs {need} GPU(s) but each of {count} xdist workers gets {per} "
+                f"of the {len(visible)} GPUs; run with -n {max(1, len(visible) // need)} or fewer"
+            )
     return errors

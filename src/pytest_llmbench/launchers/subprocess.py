@@ -104,8 +104,13 @@ class SubprocessLauncher:
         log = open(req.log_path, "ab")
         try:
             proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                start_new_session=True, preexec_fn=_die_with_parent,
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         except FileNotFoundError as e:
             raise RuntimeError(f"cannot start {cmd[0]}: {e.strerror}") from e

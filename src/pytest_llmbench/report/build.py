@@ -17,8 +17,9 @@ class Written:
     step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY, when the summary was appended to it
 
 
-def write_report(results_dir: Path | str, baselines_dir: Path | str | None = None, *,
-                 step_summary: bool = True) -> Written:
+def write_report(
+    results_dir: Path | str, baselines_dir: Path | str | None = None, *, step_summary: bool = True
+) -> Written:
     """summary.md always; report.html when matplotlib and jinja2 are installed; append to CI's summary."""
     folder = read_folder(results_dir)
     md = summary.write(folder)

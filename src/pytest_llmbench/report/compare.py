@@ -61,8 +61,9 @@ class Comparison:
     only_b: list[str]
 
 
-def judge_items(metric: str, a: Sequence[float], b: Sequence[float], *, higher_is_better: bool,
-                pass_fail: bool = False) -> Any:
+def judge_items(
+    metric: str, a: Sequence[float], b: Sequence[float], *, higher_is_better: bool, pass_fail: bool = False
+) -> Any:
     """The in-session comparison's test on paired items of two runs (None with too few items)."""
     if len(a) < MIN_ITEMS or len(a) != len(b):
         return None
@@ -87,8 +88,7 @@ def _per_request(scenario: dict[str, Any], field: str, scale: float) -> dict[int
     return out
 
 
-def _items(a: dict[Any, tuple[Any, float]], b: dict[Any, tuple[Any, float]]
-           ) -> tuple[list[float], list[float]] | None:
+def _items(a: dict[Any, tuple[Any, float]], b: dict[Any, tuple[Any, float]]) -> tuple[list[float], list[float]] | None:
     """Paired values when both runs measured the same items (same keys, same prompt), else None."""
     common = sorted(set(a) & set(b), key=str)
     if common and all(a[k][0] == b[k][0] for k in common):
@@ -96,16 +96,25 @@ def _items(a: dict[Any, tuple[Any, float]], b: dict[Any, tuple[Any, float]]
     return None
 
 
-def _row(config: str, item: str, metric: str, a_value: Any, b_value: Any,
-         per_a: dict | None = None, per_b: dict | None = None, pass_fail: bool = False) -> Row:
+def _row(
+    config: str,
+    item: str,
+    metric: str,
+    a_value: Any,
+    b_value: Any,
+    per_a: dict | None = None,
+    per_b: dict | None = None,
+    pass_fail: bool = False,
+) -> Row:
     row = Row(config, item, metric, a_value, b_value, _ratio(a_value, b_value))
     pairs = _items(per_a, per_b) if per_a and per_b else None
     higher = metric in ("accept_length", "passed")
     c = judge_items(metric, *pairs, higher_is_better=higher, pass_fail=pass_fail) if pairs else None
     if c is None:
         return row
-    return Row(config, item, metric, a_value, b_value, row.ratio, c.ci_low, c.ci_high, True, c.n, c.kind,
-               c.estimate, c.verdict)
+    return Row(
+        config, item, metric, a_value, b_value, row.ratio, c.ci_low, c.ci_high, True, c.n, c.kind, c.estimate, c.verdict
+    )
 
 
 def _scenarios(folder: ResultsFolder) -> dict[tuple[str, str], dict[str, Any]]:
@@ -137,14 +146,29 @@ def compare(a: ResultsFolder, b: ResultsFolder) -> Comparison:
         config, kind, name = key
         ra, rb = ea[key], eb[key]
         if kind == "accept_length":
-            per = [{(p.get("id"), p.get("turn")): (None, p["accept_length"]) for p in r.get("per_request") or []
-                    if isinstance(p.get("accept_length"), (int, float))} for r in (ra, rb)]
-            rows.append(_row(config, f"accept length · {name}", "accept_length", (ra.get("accept_length") or {}).get("mean"),
-                             (rb.get("accept_length") or {}).get("mean"), *per))
+            per = [
+                {
+                    (p.get("id"), p.get("turn")): (None, p["accept_length"])
+                    for p in r.get("per_request") or []
+                    if isinstance(p.get("accept_length"), (int, float))
+                }
+                for r in (ra, rb)
+            ]
+            rows.append(
+                _row(
+                    config,
+                    f"accept length · {name}",
+                    "accept_length",
+                    (ra.get("accept_length") or {}).get("mean"),
+                    (rb.get("accept_length") or {}).get("mean"),
+                    *per,
+                )
+            )
         else:
             per = [{c.get("id"): (None, float(bool(c.get("passed")))) for c in r.get("cases") or []} for r in (ra, rb)]
-            rows.append(_row(config, f"BFCL · {name}", "passed", ra.get("passed"), rb.get("passed"), *per,
-                             pass_fail=True))
+            rows.append(
+                _row(config, f"BFCL · {name}", "passed", ra.get("passed"), rb.get("passed"), *per, pass_fail=True)
+            )
     ka = set(sa) | {(k[0], f"{k[1]} {k[2]}") for k in ea}
     kb = set(sb) | {(k[0], f"{k[1]} {k[2]}") for k in eb}
     return Comparison(a, b, rows, sorted(" · ".join(k) for k in ka - kb), sorted(" · ".join(k) for k in kb - ka))
@@ -162,17 +186,37 @@ def _estimate(r: Row) -> str:
 
 
 def table_rows(c: Comparison) -> list[list[str]]:
-    return [[r.config, r.item, r.metric, fmt(r.a), fmt(r.b), "-" if r.ratio is None else f"{r.ratio:.3f}",
-             _estimate(r), "-" if r.n is None else str(r.n), r.verdict or "-"] for r in c.rows]
+    return [
+        [
+            r.config,
+            r.item,
+            r.metric,
+            fmt(r.a),
+            fmt(r.b),
+            "-" if r.ratio is None else f"{r.ratio:.3f}",
+            _estimate(r),
+            "-" if r.n is None else str(r.n),
+            r.verdict or "-",
+        ]
+        for r in c.rows
+    ]
 
 
 def markdown(c: Comparison) -> str:
-    lines = ["## llmbench compare", "", f"A: `{c.a.path}`  ", f"B: `{c.b.path}`", "",
-             f"{len(c.rows)} metrics on the scenarios and evals both runs have; ratio B / A, and where both kept "
-             f"the same requests/cases the paired estimate with its {CONFIDENCE:.0%} interval and the verdict of "
-             f"the in-session comparison's test (compare/stats.py; sizes of compare/margins.py). Two sessions: a "
-             f"host shift between them is in these numbers.", "",
-             "| " + " | ".join(HEADER) + " |", "|" + "|".join("---" for _ in HEADER) + "|"]
+    lines = [
+        "## llmbench compare",
+        "",
+        f"A: `{c.a.path}`  ",
+        f"B: `{c.b.path}`",
+        "",
+        f"{len(c.rows)} metrics on the scenarios and evals both runs have; ratio B / A, and where both kept "
+        f"the same requests/cases the paired estimate with its {CONFIDENCE:.0%} interval and the verdict of "
+        f"the in-session comparison's test (compare/stats.py; sizes of compare/margins.py). Two sessions: a "
+        f"host shift between them is in these numbers.",
+        "",
+        "| " + " | ".join(HEADER) + " |",
+        "|" + "|".join("---" for _ in HEADER) + "|",
+    ]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table_rows(c)]
     for label, names in (("only in A", c.only_a), ("only in B", c.only_b)):
         if names:
@@ -185,12 +229,26 @@ def html_page(c: Comparison) -> str:
     from pytest_llmbench.report.rows import Table
 
     kinds = [r.verdict if r.verdict in ("regressed", "improved") else "" for r in c.rows]
-    table = Table("Comparison", HEADER, table_rows(c), kinds,
-                  note=f"A: {c.a.path} · B: {c.b.path} · ratio B / A; paired estimate with its {CONFIDENCE:.0%} "
-                       f"interval and verdict (compare/stats.py)")
+    table = Table(
+        "Comparison",
+        HEADER,
+        table_rows(c),
+        kinds,
+        note=f"A: {c.a.path} · B: {c.b.path} · ratio B / A; paired estimate with its {CONFIDENCE:.0%} "
+        f"interval and verdict (compare/stats.py)",
+    )
     sections = [html.Section("comparison", "B / A", table, plots.ratio_forest(c.rows))]
-    extra = [f"only in A: {', '.join(c.only_a)}" if c.only_a else "", f"only in B: {', '.join(c.only_b)}" if c.only_b else ""]
-    return html.render_page(f"{c.a.path.name} vs {c.b.path.name}", f"{c.a.path} vs {c.b.path}", sections,
-                            banner=f"{sum(bool(k) for k in kinds)} of {len(c.rows)} rows regressed or improved. " + ("; ".join(e for e in extra if e) or "Every scenario is in both."),
-                            bad=False,
-                            configs=sorted({r.config for r in c.rows}), n_records=len(c.a.records) + len(c.b.records))
+    extra = [
+        f"only in A: {', '.join(c.only_a)}" if c.only_a else "",
+        f"only in B: {', '.join(c.only_b)}" if c.only_b else "",
+    ]
+    return html.render_page(
+        f"{c.a.path.name} vs {c.b.path.name}",
+        f"{c.a.path} vs {c.b.path}",
+        sections,
+        banner=f"{sum(bool(k) for k in kinds)} of {len(c.rows)} rows regressed or improved. "
+        + ("; ".join(e for e in extra if e) or "Every scenario is in both."),
+        bad=False,
+        configs=sorted({r.config for r in c.rows}),
+        n_records=len(c.a.records) + len(c.b.records),
+    )

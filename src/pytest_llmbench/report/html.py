@@ -12,10 +12,35 @@ from pathlib import Path
 from pytest_llmbench.report import rows as R
 from pytest_llmbench.report.folder import ResultsFolder
 
-NUMERIC = {"baseline", "observed", "delta %", "tolerance", "p", "q", "reference", "candidate", "ratio", "interval",
-           "rounds", "ok/n", "prompt tok", "accept len", "startup s", "out tok/s", "req/s", "TTFT med ms",
-           "TTFT p99 ms", "TPOT med ms", "ITL p99 ms", "A", "B", "B / A", "95% interval", "rules out",
-           "could catch"}
+NUMERIC = {
+    "baseline",
+    "observed",
+    "delta %",
+    "tolerance",
+    "p",
+    "q",
+    "reference",
+    "candidate",
+    "ratio",
+    "interval",
+    "rounds",
+    "ok/n",
+    "prompt tok",
+    "accept len",
+    "startup s",
+    "out tok/s",
+    "req/s",
+    "TTFT med ms",
+    "TTFT p99 ms",
+    "TPOT med ms",
+    "ITL p99 ms",
+    "A",
+    "B",
+    "B / A",
+    "95% interval",
+    "rules out",
+    "could catch",
+}
 INSTALL_HINT = "report.html needs matplotlib and jinja2: pip install 'pytest-llmbench[report]'"
 
 
@@ -33,19 +58,41 @@ def _environment():
         import matplotlib  # noqa: F401  (fail here, with the hint, rather than mid-render)
     except ImportError as e:
         raise RuntimeError(f"{INSTALL_HINT} ({e})") from None
-    return jinja2.Environment(loader=jinja2.PackageLoader("pytest_llmbench.report", "templates"),
-                              autoescape=True, trim_blocks=False, lstrip_blocks=False)
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("pytest_llmbench.report", "templates"),
+        autoescape=True,
+        trim_blocks=False,
+        lstrip_blocks=False,
+    )
 
 
-def render_page(title: str, folder_label: str, sections: list[Section], *, banner: str, bad: bool,
-                configs: list[str], n_records: int, baselines: str | None = None) -> str:
+def render_page(
+    title: str,
+    folder_label: str,
+    sections: list[Section],
+    *,
+    banner: str,
+    bad: bool,
+    configs: list[str],
+    n_records: int,
+    baselines: str | None = None,
+) -> str:
     """The page shell shared by ``report`` and ``compare --html``."""
     from pytest_llmbench import __version__
 
     template = _environment().get_template("report.html.j2")
-    return template.render(title=title, folder=folder_label, sections=[s for s in sections if s.table or s.plots],
-                           banner=banner, bad=bad, configs=configs, n_records=n_records,
-                           baselines=baselines, numeric=NUMERIC, version=__version__)
+    return template.render(
+        title=title,
+        folder=folder_label,
+        sections=[s for s in sections if s.table or s.plots],
+        banner=banner,
+        bad=bad,
+        configs=configs,
+        n_records=n_records,
+        baselines=baselines,
+        numeric=NUMERIC,
+        version=__version__,
+    )
 
 
 def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
@@ -56,18 +103,29 @@ def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
     sections = [
         Section("verdicts", "Verdicts (regressions first)", verdicts if verdicts.rows else None),
         Section("comparisons", "Comparisons", R.comparison_table(folder), P.comparison_forest(folder)),
-        Section("serving", "Serving", R.scenario_table(folder),
-                [*P.throughput_vs_prompt(folder), *P.ttft_vs_decode(folder)]),
-        Section("quality", "Quality", R.eval_table(folder),
-                [*P.accept_length(folder), *P.bfcl_categories(folder), *P.reliability(folder)]),
+        Section(
+            "serving", "Serving", R.scenario_table(folder), [*P.throughput_vs_prompt(folder), *P.ttft_vs_decode(folder)]
+        ),
+        Section(
+            "quality",
+            "Quality",
+            R.eval_table(folder),
+            [*P.accept_length(folder), *P.bfcl_categories(folder), *P.reliability(folder)],
+        ),
         Section("history", "Baseline history", None, P.history(folder, baselines_dir)),
         Section("servers", "Servers and provenance", R.facts_table(folder)),
     ]
     regressed = any(k == "REGRESSED" for k in verdicts.kinds)
-    return render_page(folder.path.name, str(folder.path), sections,
-                       banner=f"{'Regressions' if regressed else 'No regressions'}: {verdicts.note}", bad=regressed,
-                       configs=folder.configs, n_records=len(folder.records),
-                       baselines=str(baselines_dir) if baselines_dir else None)
+    return render_page(
+        folder.path.name,
+        str(folder.path),
+        sections,
+        banner=f"{'Regressions' if regressed else 'No regressions'}: {verdicts.note}",
+        bad=regressed,
+        configs=folder.configs,
+        n_records=len(folder.records),
+        baselines=str(baselines_dir) if baselines_dir else None,
+    )
 
 
 def write(folder: ResultsFolder, baselines_dir: Path | None = None, path: Path | None = None) -> Path:

@@ -21,12 +21,17 @@ def properties(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
     kind = record.get("record")
     if kind == "scenario":
         scenario = record.get("scenario")
-        return [(f"{PREFIX}.{scenario}.{k}", v) for k, v in (record.get("metrics") or {}).items()
-                if isinstance(v, (int, float))]
+        return [
+            (f"{PREFIX}.{scenario}.{k}", v)
+            for k, v in (record.get("metrics") or {}).items()
+            if isinstance(v, (int, float))
+        ]
     if kind == "check":
         metric = record.get("metric")
-        props: list[tuple[str, Any]] = [(f"{PREFIX}.verdict.{metric}", record.get("status")),
-                                        (f"{PREFIX}.verdict.{metric}.message", record.get("message"))]
+        props: list[tuple[str, Any]] = [
+            (f"{PREFIX}.verdict.{metric}", record.get("status")),
+            (f"{PREFIX}.verdict.{metric}.message", record.get("message")),
+        ]
         if record.get("p_value") is not None:
             props.append((f"{PREFIX}.verdict.{metric}.p_value", record["p_value"]))
         return props

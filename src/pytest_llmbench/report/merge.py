@@ -84,8 +84,10 @@ def merge_results(out: Path, folders: list[Path]) -> dict[str, Any]:
     for src in sources:
         for name in sorted(src.owned):
             if name in owner:
-                raise MergeError(f"config {name!r} is in both {owner[name]} and {src.dir}: the shards overlap "
-                                 f"(same --llmbench-shard twice, or different configs/-m/-k per shard?)")
+                raise MergeError(
+                    f"config {name!r} is in both {owner[name]} and {src.dir}: the shards overlap "
+                    f"(same --llmbench-shard twice, or different configs/-m/-k per shard?)"
+                )
             owner[name] = src.dir
     top_files: dict[str, Path] = {}
     for src in sources:
@@ -116,7 +118,9 @@ def _is_results(path: Path) -> bool:
 
 def _describe(src: Source) -> dict[str, Any]:
     return {
-        "dir": str(src.dir), "records": len(src.records), "configs": sorted(src.owned),
+        "dir": str(src.dir),
+        "records": len(src.records),
+        "configs": sorted(src.owned),
         "origins": [{"profile": p, "host": h, "shard": s} for p, h, s in sorted(src.origins, key=str)],
     }
 

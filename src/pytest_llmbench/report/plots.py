@@ -19,8 +19,14 @@ from typing import Any
 from pytest_llmbench.report.folder import ResultsFolder
 from pytest_llmbench.report.rows import mean_prompt_tokens
 
-STATUS_COLOR = {"REGRESSED": "#d62728", "improved": "#2ca02c", "new": "#7f7f7f", "pass": "#1f77b4",
-                "learning": "#9467bd", "not comparable": "#8c564b"}
+STATUS_COLOR = {
+    "REGRESSED": "#d62728",
+    "improved": "#2ca02c",
+    "new": "#7f7f7f",
+    "pass": "#1f77b4",
+    "learning": "#9467bd",
+    "not comparable": "#8c564b",
+}
 
 
 @dataclass(frozen=True)
@@ -45,9 +51,9 @@ def _svg(fig, plot_id: str) -> str:
     with matplotlib.rc_context({"svg.hashsalt": plot_id, "svg.fonttype": "path"}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
-    text = text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: the SVG is inlined in HTML
+    text = text[text.index("<svg") :]  # drop the XML prolog and DOCTYPE: the SVG is inlined in HTML
     # matplotlib numbers its groups per figure (figure_1, axes_1 …): prefix every id and reference
-    for old, new in (('id="', f'id="{plot_id}-'), ('url(#', f'url(#{plot_id}-'), ('href="#', f'href="#{plot_id}-')):
+    for old, new in (('id="', f'id="{plot_id}-'), ("url(#", f"url(#{plot_id}-"), ('href="#', f'href="#{plot_id}-')):
         text = text.replace(old, new)
     return text
 
@@ -65,6 +71,7 @@ def _hex(rgba: tuple[float, ...]) -> str:
 
 # --- serving -------------------------------------------------------------------------------------------
 
+
 def throughput_vs_prompt(folder: ResultsFolder) -> list[Plot]:
     """Output tok/s and median TPOT against mean prompt length, one line per config and concurrency."""
     series: dict[tuple[str, Any], list[tuple[float, float | None, float | None]]] = defaultdict(list)
@@ -73,7 +80,8 @@ def throughput_vs_prompt(folder: ResultsFolder) -> list[Plot]:
         if x is None:
             continue
         series[(s.get("config"), s.get("max_concurrency"))].append(
-            (x, m.get("output_throughput"), m.get("median_tpot_ms")))
+            (x, m.get("output_throughput"), m.get("median_tpot_ms"))
+        )
     if not series:
         return []
     colors = _colors(folder)
@@ -98,17 +106,26 @@ def throughput_vs_prompt(folder: ResultsFolder) -> list[Plot]:
     ax_tput.set_ylim(bottom=0)
     ax_tpot.set_ylim(bottom=0)
     ax_tput.legend(fontsize=7)
-    return [Plot("plot-throughput", "Output tok/s and TPOT against prompt length",
-                 "Each point is one scenario (mean prompt length of its successful requests); "
-                 "one line per config and concurrency.", _svg(fig, "plot-throughput"))]
+    return [
+        Plot(
+            "plot-throughput",
+            "Output tok/s and TPOT against prompt length",
+            "Each point is one scenario (mean prompt length of its successful requests); "
+            "one line per config and concurrency.",
+            _svg(fig, "plot-throughput"),
+        )
+    ]
 
 
 def ttft_vs_decode(folder: ResultsFolder) -> list[Plot]:
     """Mean time to first token and mean decode time (E2E − TTFT) per scenario, stacked."""
     bars = []
     for s in folder.kind("scenario"):
-        ok = [r for r in s.get("requests") or [] if r.get("ok") and r.get("ttft_s") is not None
-              and r.get("e2e_s") is not None]
+        ok = [
+            r
+            for r in s.get("requests") or []
+            if r.get("ok") and r.get("ttft_s") is not None and r.get("e2e_s") is not None
+        ]
         if ok:
             ttft = 1000 * sum(r["ttft_s"] for r in ok) / len(ok)
             decode = 1000 * sum(r["e2e_s"] - r["ttft_s"] for r in ok) / len(ok)
@@ -120,18 +137,31 @@ def ttft_vs_decode(folder: ResultsFolder) -> list[Plot]:
     ax = fig.subplots()
     ys = list(range(len(bars)))[::-1]
     ax.barh(ys, [b[2] for b in bars], color=[colors.get(b[1]) for b in bars], label="TTFT (prefill + queue)")
-    ax.barh(ys, [b[3] for b in bars], left=[b[2] for b in bars], color=[colors.get(b[1]) for b in bars],
-            alpha=0.35, hatch="//", label="decode (E2E − TTFT)")
+    ax.barh(
+        ys,
+        [b[3] for b in bars],
+        left=[b[2] for b in bars],
+        color=[colors.get(b[1]) for b in bars],
+        alpha=0.35,
+        hatch="//",
+        label="decode (E2E − TTFT)",
+    )
     ax.set_yticks(ys, [b[0] for b in bars], fontsize=8)
     ax.set_xlabel("mean per request (ms)")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
-    return [Plot("plot-ttft-decode", "TTFT split from decode",
-                 "Solid: mean time to first token; hatched: mean decode time of the same requests.",
-                 _svg(fig, "plot-ttft-decode"))]
+    return [
+        Plot(
+            "plot-ttft-decode",
+            "TTFT split from decode",
+            "Solid: mean time to first token; hatched: mean decode time of the same requests.",
+            _svg(fig, "plot-ttft-decode"),
+        )
+    ]
 
 
 # --- quality -------------------------------------------------------------------------------------------
+
 
 def accept_length(folder: ResultsFolder) -> list[Plot]:
     """Mean accept length ± SE per prompt set (and per serving scenario), one bar per config."""
@@ -155,16 +185,28 @@ def accept_length(folder: ResultsFolder) -> list[Plot]:
     for i, config in enumerate(configs):
         xs = [j + (i - (len(configs) - 1) / 2) * width for j, name in enumerate(sets) if config in values[name]]
         got = [values[name][config] for name in sets if config in values[name]]
-        ax.bar(xs, [g[0] for g in got], width * 0.95, yerr=[g[1] for g in got], capsize=3,
-               color=colors.get(config), label=config)
+        ax.bar(
+            xs,
+            [g[0] for g in got],
+            width * 0.95,
+            yerr=[g[1] for g in got],
+            capsize=3,
+            color=colors.get(config),
+            label=config,
+        )
     ax.set_xticks(range(len(sets)), sets, fontsize=8)
     ax.set_ylabel("accept length (tokens / verify step)")
     ax.axhline(1.0, color="#444", lw=0.8, ls=":")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7)
-    return [Plot("plot-accept-length", "Accept length per set (± 1 SE)",
-                 "Per-request accept length averaged per prompt set; the dotted line is 1 (no draft accepted).",
-                 _svg(fig, "plot-accept-length"))]
+    return [
+        Plot(
+            "plot-accept-length",
+            "Accept length per set (± 1 SE)",
+            "Per-request accept length averaged per prompt set; the dotted line is 1 (no draft accepted).",
+            _svg(fig, "plot-accept-length"),
+        )
+    ]
 
 
 def bfcl_categories(folder: ResultsFolder) -> list[Plot]:
@@ -184,13 +226,19 @@ def bfcl_categories(folder: ResultsFolder) -> list[Plot]:
         color = colors.get(str(r.get("config")))
         ax.barh(ys, totals, height * 0.9, facecolor="none", edgecolor=color)
         ax.barh(ys, passed, height * 0.9, color=color, label=f"{r.get('config')} ({r.get('passed')}/{r.get('total')})")
-        for y, p, t in zip(ys, passed, totals):
+        for y, p, t in zip(ys, passed, totals, strict=True):
             ax.text(t + 0.1, y, f"{p}/{t}", va="center", fontsize=7)
     ax.set_yticks(range(len(cats))[::-1], cats, fontsize=8)
     ax.set_xlabel("cases (filled: passed, outline: total)")
     ax.legend(fontsize=7, loc="lower right")
-    return [Plot("plot-bfcl", "BFCL passes per category", "Filled bars: cases passed; outlines: cases run.",
-                 _svg(fig, "plot-bfcl"))]
+    return [
+        Plot(
+            "plot-bfcl",
+            "BFCL passes per category",
+            "Filled bars: cases passed; outlines: cases run.",
+            _svg(fig, "plot-bfcl"),
+        )
+    ]
 
 
 def calibration_curves(folder: ResultsFolder) -> list[tuple[str, str, list[tuple[str, Any]]]]:
@@ -246,9 +294,9 @@ def reliability(folder: ResultsFolder, bins: int | None = None) -> list[Plot]:
     fig = _figure(4.2 * len(panels) + 0.5, 3.8)
     axes = np.atleast_1d(fig.subplots(1, len(panels)))
     edges = np.linspace(0, 1, bins + 1)
-    for ax, (config, dataset, curves) in zip(axes, panels):
+    for ax, (config, dataset, curves) in zip(axes, panels, strict=True):
         ax.plot([0, 1], [0, 1], color="#999", lw=0.8, ls="--", label="perfect calibration")
-        for (name, arr), color in zip(curves, ("#d62728", "#1f77b4")):
+        for (name, arr), color in zip(curves, ("#d62728", "#1f77b4"), strict=True):
             idx = np.clip(np.digitize(arr[:, 0], edges[1:-1], right=True), 0, bins - 1)
             xs, ys, ns = [], [], []
             for b in range(bins):
@@ -266,12 +314,19 @@ def reliability(folder: ResultsFolder, bins: int | None = None) -> list[Plot]:
         ax.set_title(f"{config} · {dataset}", fontsize=9)
         ax.legend(fontsize=7, loc="upper left")
         ax.grid(alpha=0.3)
-    return [Plot("plot-calibration", "Decision calibration (reliability diagram)",
-                 f"Accuracy per confidence bin ({bins} equal-width bins), raw answers and after the "
-                 "cross-fitted per-type temperatures.", _svg(fig, "plot-calibration"))]
+    return [
+        Plot(
+            "plot-calibration",
+            "Decision calibration (reliability diagram)",
+            f"Accuracy per confidence bin ({bins} equal-width bins), raw answers and after the "
+            "cross-fitted per-type temperatures.",
+            _svg(fig, "plot-calibration"),
+        )
+    ]
 
 
 # --- baselines -----------------------------------------------------------------------------------------
+
 
 def history(folder: ResultsFolder, baselines_dir: Path | None) -> list[Plot]:
     """Per config: each gated metric's accepted history, the tolerance band and today's value."""
@@ -293,7 +348,7 @@ def history(folder: ResultsFolder, baselines_dir: Path | None) -> list[Plot]:
         nrows = math.ceil(len(verdicts) / ncols)
         fig = _figure(2.6 * ncols, 1.9 * nrows + 0.3)
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-        for ax, v in zip(axes, verdicts):
+        for ax, v in zip(axes, verdicts, strict=True):
             entry = bf.get(v.get("runner"), str(v.get("test_key")), str(v.get("metric"))) if bf else None
             hist = list(entry.accepted) if entry else [v["baseline"]]
             xs = list(range(1, len(hist) + 1))
@@ -304,17 +359,22 @@ def history(folder: ResultsFolder, baselines_dir: Path | None) -> list[Plot]:
             ax.plot(xs, hist, "o-", color="#555", markersize=3)
             today = len(hist) + 1
             ax.plot([today], [v["observed"]], "D", color=STATUS_COLOR.get(v.get("status"), "#000"), markersize=6)
-            ax.set_xticks(xs + [today], [str(x) for x in xs] + ["today"], fontsize=6)
+            ax.set_xticks([*xs, today], [str(x) for x in xs] + ["today"], fontsize=6)
             ax.tick_params(axis="y", labelsize=6)
             test = str(v.get("test_key", "")).split("::")[-1]
             ax.set_title(f"{test}\n{v.get('metric')}", fontsize=7)
-        for ax in axes[len(verdicts):]:
+        for ax in axes[len(verdicts) :]:
             ax.set_visible(False)
         pid = f"plot-history-{_slug(config)}"
-        plots.append(Plot(pid, f"Baseline history: {config}",
-                          "Grey: accepted values, oldest first; line and band: the baseline ± today's tolerance; "
-                          "diamond: today's value (red regressed, green improved, blue within noise).",
-                          _svg(fig, pid)))
+        plots.append(
+            Plot(
+                pid,
+                f"Baseline history: {config}",
+                "Grey: accepted values, oldest first; line and band: the baseline ± today's tolerance; "
+                "diamond: today's value (red regressed, green improved, blue within noise).",
+                _svg(fig, pid),
+            )
+        )
     return plots
 
 
@@ -325,17 +385,24 @@ def _slug(text: str) -> str:
 def comparison_forest(folder: ResultsFolder) -> list[Plot]:
     """The in-session comparisons: each ratio with its 95% interval, on the bands of what its metric may
     ignore (grey) and must catch (the dotted lines at ± detect), worse to the left for every metric."""
-    comps = [c for c in folder.kind("comparison") if isinstance(c.get("ratio"), (int, float))
-             and isinstance(c.get("ci_low"), (int, float)) and isinstance(c.get("ci_high"), (int, float))]
+    comps = [
+        c
+        for c in folder.kind("comparison")
+        if isinstance(c.get("ratio"), (int, float))
+        and isinstance(c.get("ci_low"), (int, float))
+        and isinstance(c.get("ci_high"), (int, float))
+    ]
     if not comps:
         return []
     fig = _figure(10, 1.0 + 0.3 * len(comps))
     ax = fig.subplots()
     ys = list(range(len(comps)))[::-1]
     colors = {"regressed": "#d62728", "improved": "#2ca02c", "equivalent": "#1f77b4", "inconclusive": "#7f7f7f"}
-    for y, c in zip(ys, comps):
+    for y, c in zip(ys, comps, strict=True):
         flip = not c.get("higher_is_better", True)  # latency: a rise is worse, drawn to the left like a slowdown
-        ratio, low, high = (1 / c["ratio"], 1 / c["ci_high"], 1 / c["ci_low"]) if flip else (c["ratio"], c["ci_low"], c["ci_high"])
+        ratio, low, high = (
+            (1 / c["ratio"], 1 / c["ci_high"], 1 / c["ci_low"]) if flip else (c["ratio"], c["ci_low"], c["ci_high"])
+        )
         color = colors.get(str(c.get("verdict")), "#7f7f7f")
         ax.plot([low, high], [y, y], color=color, lw=2)
         ax.plot([ratio], [y], "o", color=color, markersize=4)
@@ -344,20 +411,34 @@ def comparison_forest(folder: ResultsFolder) -> list[Plot]:
         for x in (1 - detect, 1 + detect):
             ax.plot([x, x], [y - 0.4, y + 0.4], color="#444", lw=0.8, ls=":")
     ax.axvline(1.0, color="#444", lw=0.6)
-    ax.set_yticks(ys, [f"{c.get('config')} · {c.get('scenario') or c.get('test_key')} · {c.get('metric')}"
-                       for c in comps], fontsize=7)
+    ax.set_yticks(
+        ys,
+        [f"{c.get('config')} · {c.get('scenario') or c.get('test_key')} · {c.get('metric')}" for c in comps],
+        fontsize=7,
+    )
     ax.set_xlabel("candidate / reference, oriented so that worse is left (latency inverted); 95% interval")
     ax.grid(axis="x", alpha=0.3)
-    return [Plot("plot-comparisons", "Comparisons (reference vs candidate)",
-                 "Dot: the estimate; bar: its 95% interval, coloured by verdict (red regressed, blue equivalent, "
-                 "grey inconclusive, green improved); grey band: ± ignore; dotted: ± detect.",
-                 _svg(fig, "plot-comparisons"))]
+    return [
+        Plot(
+            "plot-comparisons",
+            "Comparisons (reference vs candidate)",
+            "Dot: the estimate; bar: its 95% interval, coloured by verdict (red regressed, blue equivalent, "
+            "grey inconclusive, green improved); grey band: ± ignore; dotted: ± detect.",
+            _svg(fig, "plot-comparisons"),
+        )
+    ]
 
 
 def all_plots(folder: ResultsFolder, baselines_dir: Path | None = None) -> list[Plot]:
     """Every figure the folder has data for, in report order."""
-    return [*throughput_vs_prompt(folder), *ttft_vs_decode(folder), *accept_length(folder),
-            *bfcl_categories(folder), *reliability(folder), *history(folder, baselines_dir)]
+    return [
+        *throughput_vs_prompt(folder),
+        *ttft_vs_decode(folder),
+        *accept_length(folder),
+        *bfcl_categories(folder),
+        *reliability(folder),
+        *history(folder, baselines_dir),
+    ]
 
 
 def ratio_forest(rows: Sequence[Any]) -> list[Plot]:
@@ -368,7 +449,7 @@ def ratio_forest(rows: Sequence[Any]) -> list[Plot]:
     fig = _figure(10, 0.8 + 0.24 * len(got))
     ax = fig.subplots()
     ys = list(range(len(got)))[::-1]
-    for y, r in zip(ys, got):
+    for y, r in zip(ys, got, strict=True):
         color = "#1f77b4" if r.paired else "#7f7f7f"
         if r.low is not None and r.high is not None:
             ax.plot([r.low, r.high], [y, y], color=color, lw=2)
@@ -378,5 +459,11 @@ def ratio_forest(rows: Sequence[Any]) -> list[Plot]:
     ax.set_xscale("log")
     ax.set_xlabel("B / A (log scale; blue: paired interval, grey: unpaired or none)")
     ax.grid(axis="x", alpha=0.3)
-    return [Plot("plot-ratios", "Ratios B / A", "Dot: the ratio of the two runs' values; bar: the 95% interval of "
-                 "the paired estimate (compare/stats.py).", _svg(fig, "plot-ratios"))]
+    return [
+        Plot(
+            "plot-ratios",
+            "Ratios B / A",
+            "Dot: the ratio of the two runs' values; bar: the 95% interval of the paired estimate (compare/stats.py).",
+            _svg(fig, "plot-ratios"),
+        )
+    ]

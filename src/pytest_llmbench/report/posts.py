@@ -25,9 +25,15 @@ from scipy import stats
 from pytest_llmbench.report.results import iter_records
 
 SCENARIOS = ("chat-1u", "chat-4u", "prompt20k-1u", "prompt20k-4u", "prompt40k-1u", "prompt80k-1u", "prompt120k-1u")
-ROW_LABELS = {"chat-1u": "chat, 1 user", "chat-4u": "chat, 4 users", "prompt20k-1u": "20k, 1 user",
-              "prompt20k-4u": "20k, 4 users", "prompt40k-1u": "40k, 1 user", "prompt80k-1u": "80k, 1 user",
-              "prompt120k-1u": "120k, 1 user"}
+ROW_LABELS = {
+    "chat-1u": "chat, 1 user",
+    "chat-4u": "chat, 4 users",
+    "prompt20k-1u": "20k, 1 user",
+    "prompt20k-4u": "20k, 4 users",
+    "prompt40k-1u": "40k, 1 user",
+    "prompt80k-1u": "80k, 1 user",
+    "prompt120k-1u": "120k, 1 user",
+}
 
 
 @dataclass(frozen=True)
@@ -70,34 +76,77 @@ class PostTable:
     ratio: Ratio | None = None
 
 
-_SPEC_COLS = (("stock-nvfp4-nospec", "no drafter"), ("stock-nvfp4-mtp3", "MTP 3"), ("stock-nvfp4-mtp7", "MTP 7"),
-              ("stock-nvfp4-dflash4", "DFlash2 4"), ("stock-nvfp4-dflash8", "DFlash2 8"),
-              ("stock-nvfp4-dspark", "DSpark"))
+_SPEC_COLS = (
+    ("stock-nvfp4-nospec", "no drafter"),
+    ("stock-nvfp4-mtp3", "MTP 3"),
+    ("stock-nvfp4-mtp7", "MTP 7"),
+    ("stock-nvfp4-dflash4", "DFlash2 4"),
+    ("stock-nvfp4-dflash8", "DFlash2 8"),
+    ("stock-nvfp4-dspark", "DSpark"),
+)
 _ONE_USER = ("chat-1u", "prompt20k-1u", "prompt40k-1u", "prompt80k-1u", "prompt120k-1u")
 _FOUR = ("chat-1u", "chat-4u", "prompt20k-1u", "prompt20k-4u")
-_FN_COLS = (("stock-nvfp4-nospec", "27B, no drafter"), ("stock-nvfp4-dflash8", "27B, DFlash2 8"),
-            ("flash-next-nvfp4-nospec", "Flash-Next"))
+_FN_COLS = (
+    ("stock-nvfp4-nospec", "27B, no drafter"),
+    ("stock-nvfp4-dflash8", "27B, DFlash2 8"),
+    ("flash-next-nvfp4-nospec", "Flash-Next"),
+)
 
 POST_TABLES: tuple[PostTable, ...] = (
-    PostTable("spec", "Output tok/s (one run per config)", "output_throughput", _SPEC_COLS,
-              ratio=Ratio("stock-nvfp4-dflash8", "stock-nvfp4-nospec", "DFlash2 8 vs no drafter")),
-    PostTable("spec", "Median time per output token", "median_tpot_ms", _SPEC_COLS,
-              ratio=Ratio("stock-nvfp4-dflash8", "stock-nvfp4-nospec", "DFlash2 8 decode vs no drafter")),
-    PostTable("spec", "Mean accept length (tokens per verify step, 1 user)", "accept_length", _SPEC_COLS[1:],
-              rows=_ONE_USER),
-    PostTable("fp8", "Output tok/s, DFlash2 8", "output_throughput",
-              (("stock-fp8-dflash8", "FP8"), ("stock-nvfp4-dflash8", "NVFP4")), rows=_FOUR,
-              ratio=Ratio("stock-nvfp4-dflash8", "stock-fp8-dflash8", "NVFP4 vs FP8", style="%")),
-    PostTable("swift", "Output tok/s, DFlash2 8", "output_throughput",
-              (("stock-nvfp4-dflash8", "stock"), ("swift-nvfp4-dflash8", "Swift 1.5")), rows=_FOUR,
-              ratio=Ratio("swift-nvfp4-dflash8", "stock-nvfp4-dflash8", "Swift vs stock", style="%")),
-    PostTable("flashnext", "Whole card, output tok/s", "output_throughput", _FN_COLS,
-              ratio=Ratio("flash-next-nvfp4-nospec", "stock-nvfp4-dflash8", "Flash-Next vs 27B DFlash2 8")),
-    PostTable("flashnext", "Whole card, median TTFT", "median_ttft_ms", _FN_COLS,
-              ratio=Ratio("flash-next-nvfp4-nospec", "stock-nvfp4-dflash8", "Flash-Next TTFT vs 27B DFlash2 8")),
-    PostTable("flashnext", "At 44 GB, output tok/s", "output_throughput",
-              (("stock-nvfp4-dflash8", "27B, DFlash2 8"), ("flash-next-gguf-q4-44gb", "Flash-Next Q4, llama.cpp")),
-              ratio=Ratio("flash-next-gguf-q4-44gb", "stock-nvfp4-dflash8", "llama.cpp 44 GB vs 27B", style="%")),
+    PostTable(
+        "spec",
+        "Output tok/s (one run per config)",
+        "output_throughput",
+        _SPEC_COLS,
+        ratio=Ratio("stock-nvfp4-dflash8", "stock-nvfp4-nospec", "DFlash2 8 vs no drafter"),
+    ),
+    PostTable(
+        "spec",
+        "Median time per output token",
+        "median_tpot_ms",
+        _SPEC_COLS,
+        ratio=Ratio("stock-nvfp4-dflash8", "stock-nvfp4-nospec", "DFlash2 8 decode vs no drafter"),
+    ),
+    PostTable(
+        "spec", "Mean accept length (tokens per verify step, 1 user)", "accept_length", _SPEC_COLS[1:], rows=_ONE_USER
+    ),
+    PostTable(
+        "fp8",
+        "Output tok/s, DFlash2 8",
+        "output_throughput",
+        (("stock-fp8-dflash8", "FP8"), ("stock-nvfp4-dflash8", "NVFP4")),
+        rows=_FOUR,
+        ratio=Ratio("stock-nvfp4-dflash8", "stock-fp8-dflash8", "NVFP4 vs FP8", style="%"),
+    ),
+    PostTable(
+        "swift",
+        "Output tok/s, DFlash2 8",
+        "output_throughput",
+        (("stock-nvfp4-dflash8", "stock"), ("swift-nvfp4-dflash8", "Swift 1.5")),
+        rows=_FOUR,
+        ratio=Ratio("swift-nvfp4-dflash8", "stock-nvfp4-dflash8", "Swift vs stock", style="%"),
+    ),
+    PostTable(
+        "flashnext",
+        "Whole card, output tok/s",
+        "output_throughput",
+        _FN_COLS,
+        ratio=Ratio("flash-next-nvfp4-nospec", "stock-nvfp4-dflash8", "Flash-Next vs 27B DFlash2 8"),
+    ),
+    PostTable(
+        "flashnext",
+        "Whole card, median TTFT",
+        "median_ttft_ms",
+        _FN_COLS,
+        ratio=Ratio("flash-next-nvfp4-nospec", "stock-nvfp4-dflash8", "Flash-Next TTFT vs 27B DFlash2 8"),
+    ),
+    PostTable(
+        "flashnext",
+        "At 44 GB, output tok/s",
+        "output_throughput",
+        (("stock-nvfp4-dflash8", "27B, DFlash2 8"), ("flash-next-gguf-q4-44gb", "Flash-Next Q4, llama.cpp")),
+        ratio=Ratio("flash-next-gguf-q4-44gb", "stock-nvfp4-dflash8", "llama.cpp 44 GB vs 27B", style="%"),
+    ),
 )
 
 
@@ -130,12 +179,27 @@ def scenario_cells(records: Iterable[Mapping[str, Any]], metric: str) -> dict[tu
 def _bootstrap(rec: Mapping[str, Any], spec: Metric) -> tuple[float | None, float | None]:
     if spec.per_request is None:
         return None, None
-    xs = np.array([r[spec.per_request] for r in rec.get("requests") or []
-                   if r.get("ok", True) and isinstance(r.get(spec.per_request), (int, float))], dtype=float) * spec.scale
+    xs = (
+        np.array(
+            [
+                r[spec.per_request]
+                for r in rec.get("requests") or []
+                if r.get("ok", True) and isinstance(r.get(spec.per_request), (int, float))
+            ],
+            dtype=float,
+        )
+        * spec.scale
+    )
     if len(xs) < 3 or np.ptp(xs) == 0:
         return None, None
-    ci = stats.bootstrap((xs,), spec.statistic, confidence_level=0.95, n_resamples=2000, method="percentile",
-                         random_state=np.random.default_rng(0)).confidence_interval
+    ci = stats.bootstrap(
+        (xs,),
+        spec.statistic,
+        confidence_level=0.95,
+        n_resamples=2000,
+        method="percentile",
+        random_state=np.random.default_rng(0),
+    ).confidence_interval
     return float(ci.low), float(ci.high)
 
 
@@ -203,24 +267,38 @@ def ratio_summary(ratio: Ratio, ratios: Sequence[tuple[str, float]]) -> str:
             span = f"{100 * (lo - 1):+.0f}% to {100 * (hi - 1):+.0f}%"
         return f"{ratio.label}: {span} over {len(values)} rows."
     (first_row, first), (last_row, last) = ratios[0], ratios[-1]
-    return (f"{ratio.label}: {first:.2f}x on {ROW_LABELS.get(first_row, first_row)}, {last:.2f}x at "
-            f"{ROW_LABELS.get(last_row, last_row)} (range {lo:.2f}–{hi:.2f}x).")
+    return (
+        f"{ratio.label}: {first:.2f}x on {ROW_LABELS.get(first_row, first_row)}, {last:.2f}x at "
+        f"{ROW_LABELS.get(last_row, last_row)} (range {lo:.2f}–{hi:.2f}x)."
+    )
 
 
 # The decisions post's Typed Decisions table: one row per config, the dataset scorer's columns.
-DECISION_CONFIGS = (("stock-bf16-nospec", "stock BF16"), ("stock-fp8-nospec", "stock FP8"),
-                    ("stock-nvfp4-nospec", "stock NVFP4"), ("swift-bf16-nospec", "Swift BF16"),
-                    ("swift-fp8-nospec", "Swift FP8"), ("swift-nvfp4-nospec", "Swift NVFP4"),
-                    ("stock-nvfp4-dflash8", "stock NVFP4 + DFlash2"))
-DECISION_COLUMNS = (("accuracy", "agreement", "higher"), ("kl", "KL", "lower"), ("brier", "Brier", "lower"),
-                    ("log_loss", "log loss", "lower"))
+DECISION_CONFIGS = (
+    ("stock-bf16-nospec", "stock BF16"),
+    ("stock-fp8-nospec", "stock FP8"),
+    ("stock-nvfp4-nospec", "stock NVFP4"),
+    ("swift-bf16-nospec", "Swift BF16"),
+    ("swift-fp8-nospec", "Swift FP8"),
+    ("swift-nvfp4-nospec", "Swift NVFP4"),
+    ("stock-nvfp4-dflash8", "stock NVFP4 + DFlash2"),
+)
+DECISION_COLUMNS = (
+    ("accuracy", "agreement", "higher"),
+    ("kl", "KL", "lower"),
+    ("brier", "Brier", "lower"),
+    ("log_loss", "log loss", "lower"),
+)
 
 
 def render_decisions(records: Iterable[Mapping[str, Any]], dataset: str = "typed-decisions.pass1") -> str:
     """The decisions post's table for ``dataset``: agreement, KL, Brier and log loss per config, best in bold
     (the last record of a config wins when a folder holds several)."""
-    latest = {r.get("config"): (r.get("metrics") or {}).get("all") or {} for r in records
-              if r.get("record") == "decisions" and r.get("dataset") == dataset}
+    latest = {
+        r.get("config"): (r.get("metrics") or {}).get("all") or {}
+        for r in records
+        if r.get("record") == "decisions" and r.get("dataset") == dataset
+    }
     rows = [(c, label) for c, label in DECISION_CONFIGS if c in latest]
     rows += [(c, c) for c in latest if c not in dict(DECISION_CONFIGS)]
     header = ["", *[label for _, label, _ in DECISION_COLUMNS]]
@@ -256,5 +334,18 @@ def render_all(results_dir: Path | str) -> str:
     return "\n".join(f"## {post}\n\n{render_post(results_dir, post)}" for post in posts)
 
 
-__all__ = ["METRICS", "POST_TABLES", "Cell", "Metric", "PostTable", "Ratio", "ratio_of", "ratio_summary",
-           "render_all", "render_decisions", "render_post", "render_table", "scenario_cells"]
+__all__ = [
+    "METRICS",
+    "POST_TABLES",
+    "Cell",
+    "Metric",
+    "PostTable",
+    "Ratio",
+    "ratio_of",
+    "ratio_summary",
+    "render_all",
+    "render_decisions",
+    "render_post",
+    "render_table",
+    "scenario_cells",
+]

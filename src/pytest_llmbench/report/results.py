@@ -15,7 +15,7 @@ import json
 import os
 import threading
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
     from pytest_llmbench.server import LLMServer
     from pytest_llmbench.workload.scenario import ScenarioResult
+
 
 class ResultsWriter:
     """The results.jsonl sink (registered as a plugin: it implements ``pytest_llmbench_record``) and the
@@ -85,34 +86,60 @@ class ResultsWriter:
 
 
 # ---- plain records: what each kind of line holds ----------------------------------------------------
-def server_line(server: "LLMServer") -> dict[str, Any]:
+def server_line(server: LLMServer) -> dict[str, Any]:
     """A server started: what it runs and how (secrets masked)."""
     cfg = server.config
     return {
-        "record": "server", "config": server.name, "engine": cfg.engine, "launcher": cfg.launcher,
-        "model": cfg.model.describe(), "server_args": redact.args(cfg.args), "env": redact.env(cfg.env),
-        "startup_s": server.startup_s, "server_info": server.info, "gpu_ids": list(server.gpu_ids),
-        "pids": server.handle.pids(), "time": _now(),
+        "record": "server",
+        "config": server.name,
+        "engine": cfg.engine,
+        "launcher": cfg.launcher,
+        "model": cfg.model.describe(),
+        "server_args": redact.args(cfg.args),
+        "env": redact.env(cfg.env),
+        "startup_s": server.startup_s,
+        "server_info": server.info,
+        "gpu_ids": list(server.gpu_ids),
+        "pids": server.handle.pids(),
+        "time": _now(),
     }
 
 
-def scenario_line(result: "ScenarioResult", cfg: "ServerConfig | None") -> dict[str, Any]:
+def scenario_line(result: ScenarioResult, cfg: ServerConfig | None) -> dict[str, Any]:
     """One scenario: its parameters, metrics (bench_serving names) and every request's timings."""
     sc = result.scenario
     return {
-        "record": "scenario", "scenario": sc.name, "scenario_params": sc.as_dict(),
-        "engine": cfg.engine if cfg else None, "model": cfg.model.describe() if cfg else None,
-        "server_args": redact.args(cfg.args) if cfg else [], "server_info": result.server_info,
-        "backend": cfg.engine if cfg else None, "dataset_name": sc.dataset,
-        "max_concurrency": sc.concurrency, "random_input_len": sc.input_len, "random_output_len": sc.output_len,
-        "num_prompts": sc.num_prompts, "notes": result.notes, "errors": result.errors[:20],
-        "metrics": result.metrics, "time": _now(),
+        "record": "scenario",
+        "scenario": sc.name,
+        "scenario_params": sc.as_dict(),
+        "engine": cfg.engine if cfg else None,
+        "model": cfg.model.describe() if cfg else None,
+        "server_args": redact.args(cfg.args) if cfg else [],
+        "server_info": result.server_info,
+        "backend": cfg.engine if cfg else None,
+        "dataset_name": sc.dataset,
+        "max_concurrency": sc.concurrency,
+        "random_input_len": sc.input_len,
+        "random_output_len": sc.output_len,
+        "num_prompts": sc.num_prompts,
+        "notes": result.notes,
+        "errors": result.errors[:20],
+        "metrics": result.metrics,
+        "time": _now(),
         "host_load": result.host_load.as_dict() if result.host_load else None,
         "requests": [
-            {"index": r.index, "ok": r.ok, "error": r.error, "prompt_tokens": r.prompt_tokens,
-             "completion_tokens": r.completion_tokens, "ttft_s": r.ttft_s, "e2e_s": r.e2e_s,
-             "tpot_s": r.tpot_s, "finish_reason": r.finish_reason,
-             "accept_length": r.spec.accept_length if r.spec else None}
+            {
+                "index": r.index,
+                "ok": r.ok,
+                "error": r.error,
+                "prompt_tokens": r.prompt_tokens,
+                "completion_tokens": r.completion_tokens,
+                "ttft_s": r.ttft_s,
+                "e2e_s": r.e2e_s,
+                "tpot_s": r.tpot_s,
+                "finish_reason": r.finish_reason,
+                "accept_length": r.spec.accept_length if r.spec else None,
+            }
             for r in result.records
         ],
     }
@@ -120,9 +147,11 @@ def scenario_line(result: "ScenarioResult", cfg: "ServerConfig | None") -> dict[
 
 def end_of_test_line(measurements: Mapping[str, Any]) -> dict[str, Any]:
     """Everything a test recorded (long per-sample lists left out), at its end."""
-    return {"record": "test", "time": _now(),
-            "measurements": {k: v for k, v in measurements.items()
-                             if not isinstance(v, (list, tuple)) or len(v) <= 1000}}
+    return {
+        "record": "test",
+        "time": _now(),
+        "measurements": {k: v for k, v in measurements.items() if not isinstance(v, (list, tuple)) or len(v) <= 1000},
+    }
 
 
 def facts_line(config_name: str, facts: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,7 +159,7 @@ def facts_line(config_name: str, facts: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def iter_records(results_dir: Path | str, kind: str | None = None):
@@ -145,7 +174,7 @@ def iter_records(results_dir: Path | str, kind: str | None = None):
                 yield obj
 
 
-def load_results(results_dir: Path | str) -> "pd.DataFrame":
+def load_results(results_dir: Path | str) -> pd.DataFrame:
     """One row per measured scenario: config, test, scenario, engine, and every metric as a column."""
     import pandas as pd
 

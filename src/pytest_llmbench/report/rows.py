@@ -13,8 +13,14 @@ from typing import Any
 from pytest_llmbench.gate.verdict import fmt
 from pytest_llmbench.report.folder import ResultsFolder
 
-STATUS_LABEL = {"REGRESSED": "REGRESSED", "improved": "improved", "not comparable": "not comparable",
-                "learning": "learning", "new": "new", "pass": "pass"}
+STATUS_LABEL = {
+    "REGRESSED": "REGRESSED",
+    "improved": "improved",
+    "not comparable": "not comparable",
+    "learning": "learning",
+    "new": "new",
+    "pass": "pass",
+}
 
 
 @dataclass
@@ -45,21 +51,48 @@ def _p(x: Any) -> str:
 
 def verdict_table(folder: ResultsFolder) -> Table:
     verdicts = folder.verdicts()
-    extra = [(key, title, show) for key, title, show in (
-        ("p_value", "p", _p), ("q_value", "q", _p),
-        ("paired", "paired", lambda v: "-" if v is None else ("yes" if v else "no")),
-        ("family", "family", lambda v: "-" if v is None else str(v)),
-    ) if any(v.get(key) is not None for v in verdicts)]
-    header = ["verdict", "config", "test", "metric", "baseline", "observed", "delta %", "tolerance",
-              *(t for _, t, _ in extra), "rule"]
+    extra = [
+        (key, title, show)
+        for key, title, show in (
+            ("p_value", "p", _p),
+            ("q_value", "q", _p),
+            ("paired", "paired", lambda v: "-" if v is None else ("yes" if v else "no")),
+            ("family", "family", lambda v: "-" if v is None else str(v)),
+        )
+        if any(v.get(key) is not None for v in verdicts)
+    ]
+    header = [
+        "verdict",
+        "config",
+        "test",
+        "metric",
+        "baseline",
+        "observed",
+        "delta %",
+        "tolerance",
+        *(t for _, t, _ in extra),
+        "rule",
+    ]
     rows, kinds = [], []
     for v in verdicts:
         status = str(v.get("status", "?"))
-        label = STATUS_LABEL.get(status, status) + (" (recorded)" if v.get("recorded") and status in
-                                                     ("REGRESSED", "improved") else "")
-        rows.append([label, str(v.get("config") or "-"), str(v.get("test_key") or "-"),
-                     str(v.get("metric")), _num(v.get("baseline")), _num(v.get("observed")), _pct(v.get("delta_pct")),
-                     _num(v.get("tolerance")), *(show(v.get(k)) for k, _, show in extra), str(v.get("rule") or "")])
+        label = STATUS_LABEL.get(status, status) + (
+            " (recorded)" if v.get("recorded") and status in ("REGRESSED", "improved") else ""
+        )
+        rows.append(
+            [
+                label,
+                str(v.get("config") or "-"),
+                str(v.get("test_key") or "-"),
+                str(v.get("metric")),
+                _num(v.get("baseline")),
+                _num(v.get("observed")),
+                _pct(v.get("delta_pct")),
+                _num(v.get("tolerance")),
+                *(show(v.get(k)) for k, _, show in extra),
+                str(v.get("rule") or ""),
+            ]
+        )
         kinds.append(status)
     return Table("Verdicts", header, rows, kinds, note=counts(verdicts))
 
@@ -81,22 +114,46 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
         return None
     from pytest_llmbench.compare import table as T
 
-    header = ["verdict", "config", "metric", "reference", "candidate", "estimate", "95% interval", "p", "q",
-              "rounds", "rules out", "could catch", "stop"]
+    header = [
+        "verdict",
+        "config",
+        "metric",
+        "reference",
+        "candidate",
+        "estimate",
+        "95% interval",
+        "p",
+        "q",
+        "rounds",
+        "rules out",
+        "could catch",
+        "stop",
+    ]
     rows, kinds = [], []
     for c in sorted(comps, key=T.sort_key):
         lo, hi = c.get("ci_low"), c.get("ci_high")
         interval = f"[{_num(lo, '.3f')}, {_num(hi, '.3f')}]" if lo is not None and hi is not None else "-"
         verdict = str(c.get("suite_verdict") or c.get("verdict") or "-")
         estimate = c.get("ratio") if c.get("ratio") is not None else c.get("difference")
-        rows.append([verdict, str(c.get("config") or "-"), str(c.get("metric") or "-"),
-                     _num(c.get("reference")), _num(c.get("candidate")), _num(estimate, ".3f"), interval,
-                     _num(c.get("p_value"), ".3g"), _num(c.get("q_value"), ".3g"), _num(c.get("rounds")),
-                     T.size_text(c, c.get("rules_out")), T.size_text(c, c.get("detectable")),
-                     str(c.get("stop_reason") or c.get("stop") or "-")])
+        rows.append(
+            [
+                verdict,
+                str(c.get("config") or "-"),
+                str(c.get("metric") or "-"),
+                _num(c.get("reference")),
+                _num(c.get("candidate")),
+                _num(estimate, ".3f"),
+                interval,
+                _num(c.get("p_value"), ".3g"),
+                _num(c.get("q_value"), ".3g"),
+                _num(c.get("rounds")),
+                T.size_text(c, c.get("rules_out")),
+                T.size_text(c, c.get("detectable")),
+                str(c.get("stop_reason") or c.get("stop") or "-"),
+            ]
+        )
         kinds.append(verdict)
-    return Table("Comparisons (candidate / reference)", header, rows, kinds,
-                 note=T.counts(comps))
+    return Table("Comparisons (candidate / reference)", header, rows, kinds, note=T.counts(comps))
 
 
 SCENARIO_COLUMNS = (
@@ -120,18 +177,31 @@ def scenario_table(folder: ResultsFolder) -> Table | None:
         ok, failed = m.get("completed", 0) or 0, m.get("failed", 0) or 0
         prompt = mean_prompt_tokens(s)
         acc = m.get("accept_length")
-        acc_s = "-" if acc is None else (f"{acc:.2f} ± {m['accept_length_se']:.2f}"
-                                         if m.get("accept_length_se") is not None else f"{acc:.2f}")
-        rows.append([str(s.get("config") or "-"), str(s.get("scenario") or "-"), f"{ok}/{ok + failed}",
-                     "-" if prompt is None else f"{prompt:,.0f}",
-                     *(_num(m.get(key), spec) for _, key, spec in SCENARIO_COLUMNS), acc_s])
+        acc_s = (
+            "-"
+            if acc is None
+            else (f"{acc:.2f} ± {m['accept_length_se']:.2f}" if m.get("accept_length_se") is not None else f"{acc:.2f}")
+        )
+        rows.append(
+            [
+                str(s.get("config") or "-"),
+                str(s.get("scenario") or "-"),
+                f"{ok}/{ok + failed}",
+                "-" if prompt is None else f"{prompt:,.0f}",
+                *(_num(m.get(key), spec) for _, key, spec in SCENARIO_COLUMNS),
+                acc_s,
+            ]
+        )
     return Table("Serving scenarios", header, rows)
 
 
 def mean_prompt_tokens(scenario: dict[str, Any]) -> float | None:
     """Mean prompt length of a scenario's successful requests (what the x axis of the plots shows)."""
-    got = [r["prompt_tokens"] for r in scenario.get("requests") or []
-           if r.get("ok") and isinstance(r.get("prompt_tokens"), (int, float))]
+    got = [
+        r["prompt_tokens"]
+        for r in scenario.get("requests") or []
+        if r.get("ok") and isinstance(r.get("prompt_tokens"), (int, float))
+    ]
     return sum(got) / len(got) if got else None
 
 
@@ -140,12 +210,21 @@ def eval_table(folder: ResultsFolder) -> Table | None:
     rows = []
     for r in folder.kind("accept_length"):
         a = r.get("accept_length") or {}
-        rows.append([str(r.get("config")), "accept length", str(r.get("set") or "-"),
-                     f"{_num(a.get('mean'), '.3f')} ± {_num(a.get('se'), '.3f')} (n={a.get('n')})"])
+        rows.append(
+            [
+                str(r.get("config")),
+                "accept length",
+                str(r.get("set") or "-"),
+                f"{_num(a.get('mean'), '.3f')} ± {_num(a.get('se'), '.3f')} (n={a.get('n')})",
+            ]
+        )
     for r in folder.kind("bfcl"):
-        cats = ", ".join(f"{c} {v.get('passed')}/{v.get('total')}" for c, v in sorted((r.get("per_category") or {}).items()))
-        rows.append([str(r.get("config")), "BFCL", str(r.get("mode") or "-"),
-                     f"{r.get('passed')}/{r.get('total')} ({cats})"])
+        cats = ", ".join(
+            f"{c} {v.get('passed')}/{v.get('total')}" for c, v in sorted((r.get("per_category") or {}).items())
+        )
+        rows.append(
+            [str(r.get("config")), "BFCL", str(r.get("mode") or "-"), f"{r.get('passed')}/{r.get('total')} ({cats})"]
+        )
     for r in folder.kind("decisions"):
         m = r.get("metrics") or {}
         parts = []
@@ -157,9 +236,15 @@ def eval_table(folder: ResultsFolder) -> Table | None:
             rows.append([str(r.get("config")), "decisions", str(r.get("dataset") or "-"), "; ".join(parts)])
     for r in folder.kind("tokens_per_answer"):
         total, think = r.get("total_tokens") or {}, r.get("thinking_tokens") or {}
-        rows.append([str(r.get("config")), "tokens per answer", "-",
-                     f"total {_num(total.get('mean'), '.1f')} ± {_num(total.get('se'), '.1f')}, thinking "
-                     f"{_num(think.get('mean'), '.1f')}; {r.get('answers')} answers, {r.get('cut')} cut at max_tokens"])
+        rows.append(
+            [
+                str(r.get("config")),
+                "tokens per answer",
+                "-",
+                f"total {_num(total.get('mean'), '.1f')} ± {_num(total.get('se'), '.1f')}, thinking "
+                f"{_num(think.get('mean'), '.1f')}; {r.get('answers')} answers, {r.get('cut')} cut at max_tokens",
+            ]
+        )
     if not rows:
         return None
     return Table("Evals", ["config", "eval", "set", "result"], rows)
@@ -191,9 +276,13 @@ def facts_table(folder: ResultsFolder) -> Table | None:
             continue
         info = server.get("server_info") or {}
         build = info.get("build_info") or info.get("version") or facts.get("engine_build")
-        cells = [name, str(server.get("engine") or facts.get("engine") or "-"),
-                 str(server.get("image") or facts.get("image") or build or "-"), str(server.get("model") or "-"),
-                 runners.get(name, "-")]
+        cells = [
+            name,
+            str(server.get("engine") or facts.get("engine") or "-"),
+            str(server.get("image") or facts.get("image") or build or "-"),
+            str(server.get("model") or "-"),
+            runners.get(name, "-"),
+        ]
         for _, keys in FACT_KEYS:
             val = next((facts[k] for k in keys if facts.get(k) is not None), None)
             if val is None and keys[0] == "startup_s":

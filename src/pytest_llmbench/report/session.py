@@ -27,9 +27,14 @@ from pytest_llmbench.jsonl import iter_jsonl
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("llmbench-report", "llmbench reports")
-    group.addoption("--llmbench-report", dest="llmbench_report", action="store_true", default=False,
-                    help="at the end of the session write report.html and summary.md into the results folder "
-                         "(and append the summary to $GITHUB_STEP_SUMMARY when it is set)")
+    group.addoption(
+        "--llmbench-report",
+        dest="llmbench_report",
+        action="store_true",
+        default=False,
+        help="at the end of the session write report.html and summary.md into the results folder "
+        "(and append the summary to $GITHUB_STEP_SUMMARY when it is set)",
+    )
 
 
 class ReportSession:
@@ -64,7 +69,9 @@ class ReportSession:
         if self.error:
             tr.write_line(f"llmbench report failed: {self.error}", red=True)
         elif self.written is not None:
-            tr.write_line(f"llmbench report: {self.written.html or '(no report.html: ' + str(self.written.html_error) + ')'}")
+            tr.write_line(
+                f"llmbench report: {self.written.html or '(no report.html: ' + str(self.written.html_error) + ')'}"
+            )
             tr.write_line(f"llmbench summary: {self.written.summary}")
             if self.written.step_summary:
                 tr.write_line(f"llmbench summary appended to $GITHUB_STEP_SUMMARY ({self.written.step_summary})")
@@ -74,8 +81,11 @@ class ReportSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
         report = yield
-        if report.when == "call" and "bench" in getattr(item, "funcargs", {}) \
-                and item.config.pluginmanager.has_plugin("html"):
+        if (
+            report.when == "call"
+            and "bench" in getattr(item, "funcargs", {})
+            and item.config.pluginmanager.has_plugin("html")
+        ):
             try:
                 extras = bench_extras(item, item.funcargs["bench"])
             except Exception as e:  # extras decorate a report; they never fail a test
@@ -97,14 +107,19 @@ def bench_extras(item: pytest.Item, bench: Any) -> list[dict[str, Any]]:
     from pytest_llmbench.gate.options import baselines_dir
     from pytest_llmbench.report import plots as P
     from pytest_llmbench.report.folder import ResultsFolder
+
     results = item.config.stash[stash.RESULTS]
     records = []
     if results.path.is_file():
         records = [r for _, r in iter_jsonl(results.path) if item.nodeid in (r.get("test"), r.get("nodeid"))]
     out = [extras.html(metrics_table(bench.measurements, [r for r in records if r.get("record") == "verdict"]))]
     folder = ResultsFolder(Path(results.dir), records)
-    figures = [*P.ttft_vs_decode(folder), *P.accept_length(folder), *P.bfcl_categories(folder),
-               *P.history(folder, baselines_dir(item.config))]
+    figures = [
+        *P.ttft_vs_decode(folder),
+        *P.accept_length(folder),
+        *P.bfcl_categories(folder),
+        *P.history(folder, baselines_dir(item.config)),
+    ]
     for fig in figures:
         out.append(extras.svg(base64.b64encode(fig.svg.encode("utf-8")).decode("ascii"), name=fig.title))
     return out
@@ -120,8 +135,12 @@ def metrics_table(measurements: dict[str, Any], verdicts: list[dict[str, Any]]) 
         shown = fmt(value) if isinstance(value, float) else str(value)
         cells.append(f"<tr><td>{esc(name)}</td><td>{esc(shown)}</td><td></td></tr>")
     for v in verdicts:
-        cells.append(f"<tr><td>{esc(str(v.get('metric')))}</td><td>{esc(fmt(v.get('observed')))} vs "
-                     f"{esc(fmt(v.get('baseline')))} ± {esc(fmt(v.get('tolerance')))}</td>"
-                     f"<td>{esc(str(v.get('status')))}</td></tr>")
-    return ('<table class="llmbench-metrics"><thead><tr><th>metric</th><th>value</th><th>verdict</th></tr></thead>'
-            f"<tbody>{''.join(cells)}</tbody></table>")
+        cells.append(
+            f"<tr><td>{esc(str(v.get('metric')))}</td><td>{esc(fmt(v.get('observed')))} vs "
+            f"{esc(fmt(v.get('baseline')))} ± {esc(fmt(v.get('tolerance')))}</td>"
+            f"<td>{esc(str(v.get('status')))}</td></tr>"
+        )
+    return (
+        '<table class="llmbench-metrics"><thead><tr><th>metric</th><th>value</th><th>verdict</th></tr></thead>'
+        f"<tbody>{''.join(cells)}</tbody></table>"
+    )

@@ -5,5 +5,17 @@ from pytest_llmbench.transport.http import RawResponse, StreamClient, StreamErro
 from pytest_llmbench.transport.kinds import KINDS, JsonReply, RequestKind, call_json, get_kind, register
 from pytest_llmbench.transport.sse import SSEEvent, parse_sse, parse_sse_columns
 
-__all__ = ["KINDS", "JsonReply", "RawResponse", "RequestKind", "SSEEvent", "StreamClient", "StreamError",
-           "call_json", "get_kind", "parse_sse", "parse_sse_columns", "register"]
+__all__ = [
+    "KINDS",
+    "JsonReply",
+    "RawResponse",
+    "RequestKind",
+    "SSEEvent",
+    "StreamClient",
+    "StreamError",
+    "call_json",
+    "get_kind",
+    "parse_sse",
+    "parse_sse_columns",
+    "register",
+]

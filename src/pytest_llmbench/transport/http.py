@@ -48,8 +48,24 @@ class RawResponse:
 class _StreamProtocol(asyncio.Protocol):
     """One HTTP/1.1 exchange at a time on one connection."""
 
-    __slots__ = ("transport", "done", "status", "headers", "times", "chunks", "_head", "_mode", "_left", "_pending",
-                 "_skip", "_trail", "got_bytes", "last_t", "keep_alive", "closed")
+    __slots__ = (
+        "_head",
+        "_left",
+        "_mode",
+        "_pending",
+        "_skip",
+        "_trail",
+        "chunks",
+        "closed",
+        "done",
+        "got_bytes",
+        "headers",
+        "keep_alive",
+        "last_t",
+        "status",
+        "times",
+        "transport",
+    )
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -206,8 +222,14 @@ class _Disconnected(StreamError):
         self.got_bytes = got_bytes
         self.answered = answered  # a status line arrived: the server took the request
         why = f": {exc}" if exc else ""
-        super().__init__(("server closed the connection mid-response" if got_bytes
-                          else "server disconnected without sending a response") + why)
+        super().__init__(
+            (
+                "server closed the connection mid-response"
+                if got_bytes
+                else "server disconnected without sending a response"
+            )
+            + why
+        )
 
 
 @dataclass
@@ -231,14 +253,23 @@ class StreamClient:
         _, proto = await loop.create_connection(_StreamProtocol, self.host, self.port)
         return proto
 
-    async def post(self, path: str, body: dict[str, Any] | bytes, *, timeout: float = 600.0,
-                   stall_timeout: float = 120.0, headers: dict[str, str] | None = None,
-                   accept: str = "text/event-stream") -> RawResponse:
+    async def post(
+        self,
+        path: str,
+        body: dict[str, Any] | bytes,
+        *,
+        timeout: float = 600.0,
+        stall_timeout: float = 120.0,
+        headers: dict[str, str] | None = None,
+        accept: str = "text/event-stream",
+    ) -> RawResponse:
         """POST and read the whole (streamed) response; raise StreamError on any failure."""
         payload = body if isinstance(body, bytes) else json.dumps(body).encode()
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        request = (f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nContent-Type: application/json\r\n"
-                   f"Accept: {accept}\r\n{extra}Content-Length: {len(payload)}\r\n\r\n").encode() + payload
+        request = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nContent-Type: application/json\r\n"
+            f"Accept: {accept}\r\n{extra}Content-Length: {len(payload)}\r\n\r\n"
+        ).encode() + payload
         for attempt in (0, 1):
             reused = bool(self._idle)
             proto = self._idle.pop() if reused else None

@@ -41,20 +41,33 @@ class JsonReply:
         return self.error is None
 
 
-async def send_stream(client: StreamClient, path: str, body: dict[str, Any] | bytes, *, timeout_s: float = 600.0,
-                      stall_timeout_s: float = 120.0) -> RawResponse:
+async def send_stream(
+    client: StreamClient,
+    path: str,
+    body: dict[str, Any] | bytes,
+    *,
+    timeout_s: float = 600.0,
+    stall_timeout_s: float = 120.0,
+) -> RawResponse:
     """POST ``body`` and keep the streamed answer with its arrival times; raises StreamError."""
     return await client.post(path, body, timeout=timeout_s, stall_timeout=stall_timeout_s)
 
 
-async def send_json(client: StreamClient, path: str, body: dict[str, Any] | bytes, *, timeout_s: float = 120.0,
-                    stall_timeout_s: float | None = None) -> JsonReply:
+async def send_json(
+    client: StreamClient,
+    path: str,
+    body: dict[str, Any] | bytes,
+    *,
+    timeout_s: float = 120.0,
+    stall_timeout_s: float | None = None,
+) -> JsonReply:
     """POST ``body`` and parse the JSON answer; a transport failure, an HTTP error or a body that is not JSON
     becomes ``JsonReply.error`` (the request's reason), never an exception."""
     t0 = perf_counter()
     try:
-        raw = await client.post(path, body, timeout=timeout_s, stall_timeout=stall_timeout_s or timeout_s,
-                                accept="application/json")
+        raw = await client.post(
+            path, body, timeout=timeout_s, stall_timeout=stall_timeout_s or timeout_s, accept="application/json"
+        )
     except StreamError as e:
         return JsonReply(None, f"transport: {e}"[:300], perf_counter() - t0)
     dt = raw.t_end - raw.t_start
@@ -75,9 +88,9 @@ class RequestKind:
     name: str
     send: Callable[..., Awaitable[Any]]
     stream: bool
-    route: Callable[["Engine"], str] | None = None
+    route: Callable[[Engine], str] | None = None
 
-    def path(self, engine: "Engine", path: str | None = None) -> str:
+    def path(self, engine: Engine, path: str | None = None) -> str:
         """The route to send to: ``path`` when given, else the engine's route for this kind."""
         if path:
             return path

@@ -27,7 +27,7 @@ def parse_sse(pieces: list[tuple[float, bytes]]) -> list[SSEEvent]:
     Raises StreamError on a non-JSON ``data:`` payload (naming the first bytes of it).
     """
     times, datas = parse_sse_columns([t for t, _ in pieces], [b for _, b in pieces])
-    return [SSEEvent(t, d) for t, d in zip(times, datas)]
+    return [SSEEvent(t, d) for t, d in zip(times, datas, strict=True)]
 
 
 _scan_once = json.JSONDecoder().scan_once  # the C scanner: one value at an index, no json.loads wrapper work
@@ -49,12 +49,13 @@ def parse_sse_columns(arrivals: list[float], chunks: list[bytes]) -> tuple[list[
         fast = _parse_fast(arrivals, chunks, body)
         if fast is not None:
             return fast
-    events = _parse_general(list(zip(arrivals, chunks)), body)
+    events = _parse_general(list(zip(arrivals, chunks, strict=True)), body)
     return [e.t for e in events], [e.data for e in events]
 
 
-def _parse_fast(arrivals: list[float], chunks: list[bytes],
-                body: bytes) -> tuple[list[float], list[dict[str, Any]]] | None:
+def _parse_fast(
+    arrivals: list[float], chunks: list[bytes], body: bytes
+) -> tuple[list[float], list[dict[str, Any]]] | None:
     ends = list(accumulate(map(len, chunks)))
     last = len(chunks) - 1
     scan = _scan_once

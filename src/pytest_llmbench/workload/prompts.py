@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["Prompt", "exact_length_prompts"]
 
 
-def exact_length_prompts(server: "LLMServer", n: int, input_len: int, seed: int,
-                         *, path: Path | None = None) -> list[Prompt]:
+def exact_length_prompts(
+    server: LLMServer, n: int, input_len: int, seed: int, *, path: Path | None = None
+) -> list[Prompt]:
     """``n`` prompts of exactly ``input_len`` tokens: one ShareGPT prompt repeated, each rotated
     differently so they do not share a prefix, then checked (and trimmed) with the server's /tokenize."""
     base_text = sharegpt_prompts(1, seed, min_chars=200, path=path)[0].text

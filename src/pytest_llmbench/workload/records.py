@@ -72,7 +72,7 @@ def _tool_call_merge(acc: list[dict[str, Any]], deltas: list[dict[str, Any]]) ->
             acc[idx]["id"] = d["id"]
 
 
-def record_from_response(index: int, raw: RawResponse, engine: "Engine") -> RequestRecord:
+def record_from_response(index: int, raw: RawResponse, engine: Engine) -> RequestRecord:
     """Turn a finished raw response into a record; any protocol problem becomes ``error``."""
     rec = RequestRecord(index=index, started_at=raw.t_start, e2e_s=raw.t_end - raw.t_start)
     if raw.status != 200:
@@ -99,8 +99,9 @@ def record_from_response(index: int, raw: RawResponse, engine: "Engine") -> Requ
 _NO: dict[str, Any] = {}
 
 
-def fill_from_columns(rec: RequestRecord, times: list[float], datas: list[dict[str, Any]], t_start: float,
-                      engine: "Engine") -> RequestRecord:
+def fill_from_columns(
+    rec: RequestRecord, times: list[float], datas: list[dict[str, Any]], t_start: float, engine: Engine
+) -> RequestRecord:
     """Fill ``rec`` from the stream's events (arrival times and objects, in order).
 
     This runs once per event on the client's event loop, so it binds locals and looks each key up once.
@@ -113,7 +114,7 @@ def fill_from_columns(rec: RequestRecord, times: list[float], datas: list[dict[s
     last_cum = 0
     ttft = None
     finish = rec.finish_reason
-    for t, d in zip(times, datas):
+    for t, d in zip(times, datas, strict=True):
         if "error" in d:
             err = d["error"]
             rec.error = f"server error in stream: {err.get('message', err) if isinstance(err, dict) else err}"

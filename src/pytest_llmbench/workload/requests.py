@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pytest_llmbench.server import LLMServer
 
 
-def streaming_body(server: "LLMServer", body: dict[str, Any]) -> dict[str, Any]:
+def streaming_body(server: LLMServer, body: dict[str, Any]) -> dict[str, Any]:
     """The request as sent: config-wide request fields, engine fields, then the caller's body."""
     out = {"model": server.config.name, **server.config.request, **server.engine.request_fields(server.config), **body}
     out["stream"] = True
@@ -30,10 +30,17 @@ def streaming_body(server: "LLMServer", body: dict[str, Any]) -> dict[str, Any]:
 WATCH_INTERVAL_S = 0.25
 
 
-async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any]], *, concurrency: int = 1,
-                             kind: str = "chat", path: str | None = None, timeout_s: float = 600.0,
-                             stall_timeout_s: float = 120.0,
-                             on_done: Callable[[RequestRecord], None] | None = None) -> list[RequestRecord]:
+async def run_requests_async(
+    server: LLMServer,
+    bodies: Sequence[dict[str, Any]],
+    *,
+    concurrency: int = 1,
+    kind: str = "chat",
+    path: str | None = None,
+    timeout_s: float = 600.0,
+    stall_timeout_s: float = 120.0,
+    on_done: Callable[[RequestRecord], None] | None = None,
+) -> list[RequestRecord]:
     """Every body gets a record, in order. ``kind`` is a streamed request kind (``chat``, ``completions``:
     :mod:`pytest_llmbench.transport.kinds`) and picks the engine's route unless ``path`` overrides it.
 
@@ -67,8 +74,13 @@ async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any
             try:
                 # The per-request stall limit sits just past the scenario's, so that when every connection
                 # is silent the scenario-level watch (which ends the whole run) fires first.
-                raw = await send(client, path, payloads[i], timeout_s=timeout_s,
-                                 stall_timeout_s=stall_timeout_s + 4 * WATCH_INTERVAL_S)
+                raw = await send(
+                    client,
+                    path,
+                    payloads[i],
+                    timeout_s=timeout_s,
+                    stall_timeout_s=stall_timeout_s + 4 * WATCH_INTERVAL_S,
+                )
                 rec = record_from_response(i, raw, server.engine)
             except asyncio.CancelledError:
                 if not gone:
@@ -86,8 +98,10 @@ async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any
             if not server.alive():
                 gone.append(f"server exited ({describe_exit(server.handle.exit_code())})")
             elif (quiet := client.quiet_for()) is not None and quiet >= stall_timeout_s:
-                gone.append(f"server not responding: no data on any connection for {quiet:.1f} s "
-                            f"(stall_timeout_s={stall_timeout_s:g})")
+                gone.append(
+                    f"server not responding: no data on any connection for {quiet:.1f} s "
+                    f"(stall_timeout_s={stall_timeout_s:g})"
+                )
             if gone:
                 for t in tasks:
                     t.cancel()
@@ -112,10 +126,27 @@ async def run_requests_async(server: "LLMServer", bodies: Sequence[dict[str, Any
     return [r for r in records if r is not None]
 
 
-def run_requests(server: "LLMServer", bodies: Sequence[dict[str, Any]], *, concurrency: int = 1,
-                 kind: str = "chat", path: str | None = None, timeout_s: float = 600.0,
-                 stall_timeout_s: float = 120.0,
-                 on_done: Callable[[RequestRecord], None] | None = None) -> list[RequestRecord]:
+def run_requests(
+    server: LLMServer,
+    bodies: Sequence[dict[str, Any]],
+    *,
+    concurrency: int = 1,
+    kind: str = "chat",
+    path: str | None = None,
+    timeout_s: float = 600.0,
+    stall_timeout_s: float = 120.0,
+    on_done: Callable[[RequestRecord], None] | None = None,
+) -> list[RequestRecord]:
     """Blocking wrapper: stream every body at ``concurrency`` and return their records in order."""
-    return asyncio.run(run_requests_async(server, bodies, concurrency=concurrency, kind=kind, path=path,
-                                          timeout_s=timeout_s, stall_timeout_s=stall_timeout_s, on_done=on_done))
+    return asyncio.run(
+        run_requests_async(
+            server,
+            bodies,
+            concurrency=concurrency,
+            kind=kind,
+            path=path,
+            timeout_s=timeout_s,
+            stall_timeout_s=stall_timeout_s,
+            on_done=on_done,
+        )
+    )

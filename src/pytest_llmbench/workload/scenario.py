@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_llmbench.datasets.prompt import Prompt
+from pytest_llmbench.datasets.sharegpt import sharegpt_prompts
 from pytest_llmbench.engines.base import SpecStats
 from pytest_llmbench.launchers.base import describe_exit
 from pytest_llmbench.metrics import scenario_metrics
 from pytest_llmbench.workload.progress import Progress
-from pytest_llmbench.datasets.prompt import Prompt
-from pytest_llmbench.datasets.sharegpt import sharegpt_prompts
 from pytest_llmbench.workload.prompts import exact_length_prompts
 from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.requests import run_requests
@@ -101,7 +101,7 @@ class ScenarioResult:
         return [f"request {r.index}: {r.error}" for r in self.records if not r.ok]
 
 
-def build_prompts(server: "LLMServer", sc: Scenario) -> list[Prompt]:
+def build_prompts(server: LLMServer, sc: Scenario) -> list[Prompt]:
     if sc.dataset == "sharegpt":
         max_chars = 4 * sc.input_len if sc.input_len else 4000
         return sharegpt_prompts(sc.num_prompts, sc.seed, max_chars=max_chars)
@@ -110,25 +110,37 @@ def build_prompts(server: "LLMServer", sc: Scenario) -> list[Prompt]:
     raise WorkloadError(f"scenario {sc.name!r}: dataset 'prompts' needs prompts=… passed to run_scenario")
 
 
-def run_scenario(server: "LLMServer", sc: Scenario, *, prompts: Sequence[Prompt | str] | None = None,
-                 reporter: Any = None) -> ScenarioResult:
+def run_scenario(
+    server: LLMServer, sc: Scenario, *, prompts: Sequence[Prompt | str] | None = None, reporter: Any = None
+) -> ScenarioResult:
     """Run ``sc`` against ``server``; failed requests are recorded, never raised.
 
     Interrupted (Ctrl-C, a failing control-plane call), the exception carries the requests that did
     finish as ``exc.llmbench_partial`` (a ScenarioResult), so the caller can still write them.
     """
     notes: list[str] = []
-    plist = [p if isinstance(p, Prompt) else Prompt(p) for p in prompts] if prompts is not None else build_prompts(server, sc)
+    plist = (
+        [p if isinstance(p, Prompt) else Prompt(p) for p in prompts]
+        if prompts is not None
+        else build_prompts(server, sc)
+    )
     if not plist:
         raise WorkloadError(f"scenario {sc.name!r}: no prompts")
     plist = plist[: sc.num_prompts]
 
     if sc.warmup:
-        warm = run_requests(server, [sc.body(plist[0], min(WARMUP_MAX_TOKENS, sc.output_len))] * sc.warmup,
-                            concurrency=1, timeout_s=sc.timeout_s, stall_timeout_s=sc.stall_timeout_s)
+        warm = run_requests(
+            server,
+            [sc.body(plist[0], min(WARMUP_MAX_TOKENS, sc.output_len))] * sc.warmup,
+            concurrency=1,
+            timeout_s=sc.timeout_s,
+            stall_timeout_s=sc.stall_timeout_s,
+        )
         if not any(r.ok for r in warm):
-            raise WorkloadError(f"scenario {sc.name!r}: all {sc.warmup} warmup requests failed: "
-                                f"{warm[0].error}\n--- server log tail ---\n{server.log_tail(20)}")
+            raise WorkloadError(
+                f"scenario {sc.name!r}: all {sc.warmup} warmup requests failed: "
+                f"{warm[0].error}\n--- server log tail ---\n{server.log_tail(20)}"
+            )
     if sc.flush_cache:
         note = server.flush_cache()
         if note:
@@ -144,20 +156,37 @@ def run_scenario(server: "LLMServer", sc: Scenario, *, prompts: Sequence[Prompt 
 
     t0 = time.perf_counter()
     try:
-        records = run_requests(server, [sc.body(p) for p in plist], concurrency=sc.concurrency,
-                               timeout_s=sc.timeout_s, stall_timeout_s=sc.stall_timeout_s, on_done=on_done)
+        records = run_requests(
+            server,
+            [sc.body(p) for p in plist],
+            concurrency=sc.concurrency,
+            timeout_s=sc.timeout_s,
+            stall_timeout_s=sc.stall_timeout_s,
+            on_done=on_done,
+        )
     except BaseException as exc:
         progress.close()
         kept = sorted(done, key=lambda r: r.index)
-        exc.llmbench_partial = _result(sc, kept, plist, time.perf_counter() - t0, None, [  # type: ignore[attr-defined]
-            *notes, f"interrupted ({type(exc).__name__}) after {len(kept)} of {len(plist)} requests"], {})
+        exc.llmbench_partial = _result(
+            sc,
+            kept,
+            plist,
+            time.perf_counter() - t0,
+            None,
+            [  # type: ignore[attr-defined]
+                *notes,
+                f"interrupted ({type(exc).__name__}) after {len(kept)} of {len(plist)} requests",
+            ],
+            {},
+        )
         raise
     duration = time.perf_counter() - t0
     progress.close()
     # A dying process resets its sockets before it can be reaped: failed requests wait for it to settle.
     alive = server.settled_alive() if any(not r.ok for r in records) else server.alive()
-    hung = alive and any((r.error or "").startswith(("server not responding", "not sent: server not responding"))
-                         for r in records)
+    hung = alive and any(
+        (r.error or "").startswith(("server not responding", "not sent: server not responding")) for r in records
+    )
     if not alive:
         notes.append(f"server exited during the scenario ({describe_exit(server.handle.exit_code())})")
     elif hung:
@@ -167,8 +196,15 @@ def run_scenario(server: "LLMServer", sc: Scenario, *, prompts: Sequence[Prompt 
     return _result(sc, records, plist, duration, spec_server, notes, server.server_info() if responding else {})
 
 
-def _result(sc: Scenario, records: list[RequestRecord], plist: list[Prompt], duration: float,
-            spec_server: SpecStats | None, notes: list[str], info: dict[str, Any]) -> ScenarioResult:
+def _result(
+    sc: Scenario,
+    records: list[RequestRecord],
+    plist: list[Prompt],
+    duration: float,
+    spec_server: SpecStats | None,
+    notes: list[str],
+    info: dict[str, Any],
+) -> ScenarioResult:
     for r in records:
         p = plist[r.index] if r.index < len(plist) else None
         if r.prompt_tokens is None and p is not None and p.input_tokens is not None:

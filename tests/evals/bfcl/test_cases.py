@@ -29,7 +29,8 @@ def test_committed_cpu_subset_is_the_single_turn_draw():
     assert cpu == bfcl.choose_subset(bfcl.QUOTAS_CPU, within=sorted(single_turn))
     # the 205's single-turn part is that draw without `multiple`
     assert set(bfcl.read_subset(bfcl.SUBSET_205)) - set(single_turn) == {
-        i for i in bfcl.read_subset(bfcl.SUBSET_205) if i.startswith("multi_turn")}
+        i for i in bfcl.read_subset(bfcl.SUBSET_205) if i.startswith("multi_turn")
+    }
 
 
 def test_unknown_case_id_is_an_error():

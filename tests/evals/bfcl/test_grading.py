@@ -30,8 +30,10 @@ def test_a_missing_call_fails_a_case_that_needs_one(cases):
 
 
 def test_parallel_calls_in_another_order_pass(cases):
-    calls = [{"spotify.play": {"artist": "Maroon 5", "duration": 15}},
-             {"spotify.play": {"artist": "Taylor Swift", "duration": 20}}]
+    calls = [
+        {"spotify.play": {"artist": "Maroon 5", "duration": 15}},
+        {"spotify.play": {"artist": "Taylor Swift", "duration": 20}},
+    ]
     assert bfcl.grade(cases["parallel_0"], calls).passed
     assert not bfcl.grade(cases["parallel_0"], calls[:1]).passed
 
@@ -40,15 +42,20 @@ def test_tools_mode_maps_legal_names_back_to_bfcls(cases):
     case = cases["parallel_0"]
     tools = bfcl.to_openai_tools(case.functions)
     assert tools[0]["function"]["name"] == "spotify_play"
-    tc = [{"name": "spotify_play", "arguments": json.dumps({"artist": "Taylor Swift", "duration": 20})},
-          {"name": "spotify_play", "arguments": '{"artist": "Maroon 5", "duration": 15}'}]
+    tc = [
+        {"name": "spotify_play", "arguments": json.dumps({"artist": "Taylor Swift", "duration": 20})},
+        {"name": "spotify_play", "arguments": '{"artist": "Maroon 5", "duration": 15}'},
+    ]
     v = bfcl.grade_record(case, record(tool_calls=tc), "tools")
     assert v.passed, v.error
 
 
 def test_tools_mode_broken_arguments_fail_the_case(cases):
-    v = bfcl.grade_record(cases["simple_python_0"],
-                          record(tool_calls=[{"name": "calculate_triangle_area", "arguments": "{base: 10"}]), "tools")
+    v = bfcl.grade_record(
+        cases["simple_python_0"],
+        record(tool_calls=[{"name": "calculate_triangle_area", "arguments": "{base: 10"}]),
+        "tools",
+    )
     assert not v.passed and "not JSON" in v.error
 
 
@@ -87,5 +94,7 @@ def test_checker_import_skips_bfcls_heavy_modules():
 
 
 def test_by_case_is_one_or_zero_per_case_id(cases):
-    res = bfcl.BFCLResult("tools", [bfcl.grade(cases["irrelevance_0"], None), bfcl.grade(cases["simple_python_0"], None)])
+    res = bfcl.BFCLResult(
+        "tools", [bfcl.grade(cases["irrelevance_0"], None), bfcl.grade(cases["simple_python_0"], None)]
+    )
     assert res.by_case() == {"irrelevance_0": 1.0, "simple_python_0": 0.0}

@@ -3,16 +3,16 @@
 import ast
 import json
 
-import pytest
-
 from pytest_llmbench.evals import bfcl
 from pytest_llmbench.evals.bfcl.prompts import _schema
 
 
 def test_qwen_fc_decoding_reads_tool_call_blocks_after_thinking():
-    text = ('<think>\nmaybe <tool_call>\n{"name": "wrong", "arguments": {}}\n</tool_call></think>\n\n'
-            '<tool_call>\n{"name": "spotify.play", "arguments": {"artist": "A", "duration": 1}}\n</tool_call>\n'
-            '<tool_call>\nnot json\n</tool_call>')
+    text = (
+        '<think>\nmaybe <tool_call>\n{"name": "wrong", "arguments": {}}\n</tool_call></think>\n\n'
+        '<tool_call>\n{"name": "spotify.play", "arguments": {"artist": "A", "duration": 1}}\n</tool_call>\n'
+        "<tool_call>\nnot json\n</tool_call>"
+    )
     assert bfcl.decode_qwen_fc(text) == [{"spotify.play": {"artist": "A", "duration": 1}}]
     assert bfcl.decode_qwen_fc("I can't help with that.") == []
 
@@ -36,4 +36,6 @@ def test_our_qwen_fc_prompt_equals_the_handlers_on_the_205_subset():
     exec(compile(ast.Module([fn], []), "qwen_fc._format_prompt", "exec"), ns)
     for case in bfcl.subset_cases():
         funcs = bfcl.with_python_hint(case.functions)
-        assert bfcl.qwen_fc_prompt(case.messages, funcs) == ns["_format_prompt"](None, [dict(m) for m in case.messages], funcs), case.id
+        assert bfcl.qwen_fc_prompt(case.messages, funcs) == ns["_format_prompt"](
+            None, [dict(m) for m in case.messages], funcs
+        ), case.id

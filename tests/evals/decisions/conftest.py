@@ -37,7 +37,7 @@ class DecisionRoutesDouble:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 double.requests.append((self.path, body))
                 if double.raw is not None or double.status != 200:
@@ -70,9 +70,17 @@ class DecisionRoutesDouble:
         elif path == "/v1/decisions":
             self._check(body, systemone=False)
         elif path == "/v1/chat/completions":
-            return {"choices": [{"index": 0, "message": {"role": "assistant", "content": "A"},
-                                 "logprobs": {"content": [{"token": "A", "logprob": -0.1,
-                                                           "top_logprobs": self.top_logprobs(body)}]}}]}
+            return {
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "A"},
+                        "logprobs": {
+                            "content": [{"token": "A", "logprob": -0.1, "top_logprobs": self.top_logprobs(body)}]
+                        },
+                    }
+                ]
+            }
         else:
             raise ValueError(f"no route {path}")
         answers = {}
@@ -80,8 +88,11 @@ class DecisionRoutesDouble:
             a = self.answer(path, qid, q)
             if a is not None:
                 answers[qid] = a
-        return {"model": body.get("model", "double"), "answers": answers,
-                "usage": {"input_tokens": 10, "output_tokens": 0}}
+        return {
+            "model": body.get("model", "double"),
+            "answers": answers,
+            "usage": {"input_tokens": 10, "output_tokens": 0},
+        }
 
     @staticmethod
     def _check(body: dict[str, Any], *, systemone: bool) -> None:
@@ -91,12 +102,23 @@ class DecisionRoutesDouble:
             t = q.get("type")
             crit = q.get("criteria")
             if systemone:
-                ok = (t == "noul" and crit is None) or (t == "choice" and isinstance(crit, dict)) or \
-                     (t == "score" and isinstance(crit, list) and all(isinstance(c, str) for c in crit))
+                ok = (
+                    (t == "noul" and crit is None)
+                    or (t == "choice" and isinstance(crit, dict))
+                    or (t == "score" and isinstance(crit, list) and all(isinstance(c, str) for c in crit))
+                )
             else:
-                ok = (t == "boolean" and crit is None) or \
-                     (t == "choice" and isinstance(crit, list) and all({"key", "description"} <= set(c) for c in crit)) or \
-                     (t == "score" and isinstance(crit, list) and all({"level", "description"} <= set(c) for c in crit))
+                ok = (
+                    (t == "boolean" and crit is None)
+                    or (
+                        t == "choice" and isinstance(crit, list) and all({"key", "description"} <= set(c) for c in crit)
+                    )
+                    or (
+                        t == "score"
+                        and isinstance(crit, list)
+                        and all({"level", "description"} <= set(c) for c in crit)
+                    )
+                )
             if not ok or not q.get("instructions"):
                 raise ValueError(f"question {qid}: malformed {t} question")
 
@@ -117,12 +139,30 @@ def make_cases(n: int = 3) -> list[Case]:
     cases = []
     for i in range(n):
         qs = {
-            "queue": Question("queue", "choice", "Which queue?", ("billing", "tech", "sales"),
-                              ("money", "bugs", None), (1.0, 0.0, 0.0) if i % 2 == 0 else (0.0, 1.0, 0.0)),
-            "urgency": Question("urgency", "score", "How urgent?", ("0", "1", "2", "3"),
-                                ("none", "low", "high", "now"), (0.0, 0.0, 1.0, 0.0)),
-            "angry": Question("angry", "noul", "Is the customer angry?", YES_NO_OPTIONS, (None, None),
-                              (1.0, 0.0) if i % 3 == 0 else (0.0, 1.0)),
+            "queue": Question(
+                "queue",
+                "choice",
+                "Which queue?",
+                ("billing", "tech", "sales"),
+                ("money", "bugs", None),
+                (1.0, 0.0, 0.0) if i % 2 == 0 else (0.0, 1.0, 0.0),
+            ),
+            "urgency": Question(
+                "urgency",
+                "score",
+                "How urgent?",
+                ("0", "1", "2", "3"),
+                ("none", "low", "high", "now"),
+                (0.0, 0.0, 1.0, 0.0),
+            ),
+            "angry": Question(
+                "angry",
+                "noul",
+                "Is the customer angry?",
+                YES_NO_OPTIONS,
+                (None, None),
+                (1.0, 0.0) if i % 3 == 0 else (0.0, 1.0),
+            ),
         }
         cases.append(Case(f"case{i}", {"subject": f"ticket {i}", "body": "help"}, qs, group="tickets"))
     return cases

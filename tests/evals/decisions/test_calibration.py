@@ -12,8 +12,9 @@ from pytest_llmbench.evals.decisions.metrics import summary
 from pytest_llmbench.evals.decisions.schema import Decision
 
 
-def synthetic(n: int, k: int, temperature: float, *, qtype="choice", seed=0, bias=None, group="w", qid="q",
-              case_prefix="c") -> list[Decision]:
+def synthetic(
+    n: int, k: int, temperature: float, *, qtype="choice", seed=0, bias=None, group="w", qid="q", case_prefix="c"
+) -> list[Decision]:
     """Labels drawn from true probabilities p; the model reports p^T renormalised (T > 1: overconfident),
     optionally times exp(bias) (a systematic lean toward some options)."""
     rng = np.random.default_rng(seed)
@@ -32,8 +33,9 @@ def synthetic(n: int, k: int, temperature: float, *, qtype="choice", seed=0, bia
 
 
 def test_recovers_one_temperature_per_question_type():
-    ds = synthetic(4000, 4, 2.5, qtype="choice", seed=1) + synthetic(4000, 2, 1.6, qtype="noul", seed=2,
-                                                                     case_prefix="n")
+    ds = synthetic(4000, 4, 2.5, qtype="choice", seed=1) + synthetic(
+        4000, 2, 1.6, qtype="noul", seed=2, case_prefix="n"
+    )
     cal = fit(ds)
     assert cal.temperatures["choice"] == pytest.approx(2.5, abs=0.2)
     assert cal.temperatures["noul"] == pytest.approx(1.6, abs=0.15)
@@ -93,7 +95,7 @@ def test_crossfit_never_scores_a_case_with_a_fit_that_saw_it():
         assert not f.train_cases & f.test_cases
         assert not set(f.calibration.priors) & f.test_cases  # no prior for any case it will score
     assert sorted(c for f in cf.folds for c in f.test_cases) == sorted(d.case_id for d in ds)
-    for raw, out in zip(ds, cf.decisions):
+    for raw, out in zip(ds, cf.decisions, strict=True):
         fold = cf.folds[out.meta["fold"]]
         assert raw.case_id in fold.test_cases and raw.case_id not in fold.train_cases
         temp_only = Calibration(fold.calibration.temperatures).transform(raw)

@@ -33,8 +33,10 @@ def test_cold_pass_flushes_and_disables_the_prompt_cache(decision_double, cases)
 
     def top(body):  # the "engine" answers B when the prefix came from its cache, A when computed fresh
         fresh = body.get("cache_prompt") is False
-        return [{"token": "A", "logprob": math.log(0.6 if fresh else 0.4)},
-                {"token": "B", "logprob": math.log(0.4 if fresh else 0.6)}]
+        return [
+            {"token": "A", "logprob": math.log(0.6 if fresh else 0.4)},
+            {"token": "B", "logprob": math.log(0.4 if fresh else 0.6)},
+        ]
 
     decision_double.top_logprobs = top
     cold, warm, _ = cold_warm(server, LogprobClient(decision_double.base_url), cases)

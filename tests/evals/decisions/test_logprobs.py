@@ -13,9 +13,13 @@ def test_logprob_fallback_reads_letters_and_renormalises(decision_double, cases)
 
     def top(body):
         seen.append(body)
-        return [{"token": "B", "logprob": math.log(0.5)}, {"token": " A", "logprob": math.log(0.2)},
-                {"token": "A", "logprob": math.log(0.1)}, {"token": "The", "logprob": math.log(0.15)},
-                {"token": "C.", "logprob": math.log(0.05)}]
+        return [
+            {"token": "B", "logprob": math.log(0.5)},
+            {"token": " A", "logprob": math.log(0.2)},
+            {"token": "A", "logprob": math.log(0.1)},
+            {"token": "The", "logprob": math.log(0.15)},
+            {"token": "C.", "logprob": math.log(0.05)},
+        ]
 
     decision_double.top_logprobs = top
     out = by_key(LogprobClient(decision_double.base_url, concurrency=2).run(cases[:1]))

@@ -12,8 +12,9 @@ from pytest_llmbench.evals.decisions.schema import Decision
 
 def dec(cid, qtype, probs, gold, ok=True):
     opts = ("yes", "no") if qtype == "noul" else tuple("abc"[: len(gold)])
-    return Decision(cid, "q", qtype, "g", opts, tuple(probs) if ok else None, tuple(gold), ok=ok,
-                    reason=None if ok else "HTTP 500")
+    return Decision(
+        cid, "q", qtype, "g", opts, tuple(probs) if ok else None, tuple(gold), ok=ok, reason=None if ok else "HTTP 500"
+    )
 
 
 DECISIONS = [
@@ -50,7 +51,9 @@ def test_summary_counts_failures_as_wrong_and_scores_the_answered():
     s = summary(DECISIONS)
     assert (s["n"], s["answered"], s["failed"]) == (4, 3, 1)
     assert s["accuracy"] == pytest.approx(2 / 4)
-    assert s["log_loss"] == pytest.approx((-math.log(0.7) - math.log(0.4) + (-0.5 * math.log(0.8) - 0.5 * math.log(0.2))) / 3)
+    assert s["log_loss"] == pytest.approx(
+        (-math.log(0.7) - math.log(0.4) + (-0.5 * math.log(0.8) - 0.5 * math.log(0.2))) / 3
+    )
     assert s["brier"] == pytest.approx((0.14 + 0.72 + 0.18) / 3)
     assert s["decision_score"] == pytest.approx((93 + 64 + 91) / 3)
     # three confidences in three different bins: mean of |0.7 − 1|, |0.6 − 0|, |0.8 − 0.5|
@@ -84,8 +87,10 @@ def test_latency_per_case_one_request_per_case_or_one_per_question():
     from pytest_llmbench.evals.decisions.metrics import case_latencies, latency_summary
 
     route = [Decision("c1", q, "noul", "g", ("yes", "no"), (0.5, 0.5), latency_s=0.166) for q in "abcde"]
-    fallback = [Decision("c2", q, "noul", "g", ("yes", "no"), (0.5, 0.5), latency_s=t)
-                for q, t in zip("ab", (0.1, 0.3))]
+    fallback = [
+        Decision("c2", q, "noul", "g", ("yes", "no"), (0.5, 0.5), latency_s=t)
+        for q, t in zip("ab", (0.1, 0.3), strict=True)
+    ]
     untimed = [Decision("c3", "a", "noul", "g", ("yes", "no"), None, ok=False, reason="HTTP 500")]
     lat = case_latencies(route + fallback + untimed)
     assert lat == pytest.approx({"c1": 0.166, "c2": 0.4})

@@ -113,7 +113,11 @@ def test_bootstrap_p_agrees_with_the_interval_and_the_per_question_gate():
     assert v.status == "REGRESSED" and v.paired and "in 20 clusters" in v.rule
     assert v.p_value == pytest.approx(gap.p_value, abs=0.01)
     same = model.verdict(entry, Observation.of(cases=base), "higher")
-    assert same.status == "pass" and same.p_value == 1.0 and paired_gap(answers(ref, per_case), answers(ref, per_case)).p_value == 1.0
+    assert (
+        same.status == "pass"
+        and same.p_value == 1.0
+        and paired_gap(answers(ref, per_case), answers(ref, per_case)).p_value == 1.0
+    )
 
 
 def test_gate_cases_key_case_and_question_and_leave_out_unanswered():

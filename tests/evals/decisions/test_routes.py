@@ -22,17 +22,18 @@ def test_systemone_sends_its_shapes_and_reads_every_answer(decision_double, case
     assert len(decision_double.requests) == 3  # one request per case
 
 
-@pytest.mark.parametrize("bad, reason", [
-    ({"queue": {"probabilities": {"billing": 0.5, "refunds": 0.5}}}, "unknown option 'refunds'"),
-    ({"queue": {"choice": "tech"}}, "no probabilities"),
-    ({"queue": {"probabilities": {"billing": float("nan"), "tech": 0.5, "sales": 0.5}}}, "NaN"),
-    ({"angry": {"noul": 1.7}}, "not a probability"),
-    ({"angry": {}}, "no P(yes)"),
-    ({"urgency": {"probabilities": {"0": 0.5, "7": 0.5}}}, "unknown option '7'"),
-    ({"urgency": None}, "no answer"),
-])
-
-
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        ({"queue": {"probabilities": {"billing": 0.5, "refunds": 0.5}}}, "unknown option 'refunds'"),
+        ({"queue": {"choice": "tech"}}, "no probabilities"),
+        ({"queue": {"probabilities": {"billing": float("nan"), "tech": 0.5, "sales": 0.5}}}, "NaN"),
+        ({"angry": {"noul": 1.7}}, "not a probability"),
+        ({"angry": {}}, "no P(yes)"),
+        ({"urgency": {"probabilities": {"0": 0.5, "7": 0.5}}}, "unknown option '7'"),
+        ({"urgency": None}, "no answer"),
+    ],
+)
 def test_systemone_malformed_answers_become_failed_decisions(decision_double, cases, bad, reason):
     answers = {**SYSTEMONE_GOOD, **bad}
     decision_double.answer = lambda route, qid, q: answers[qid]
@@ -48,8 +49,14 @@ def test_decisions_route_shapes_temperature_and_answers(decision_double, cases):
         if q["type"] == "boolean":
             return {"probability": 0.9}
         if q["type"] == "score":
-            return {"distribution": [{"level": 0, "probability": 0.0}, {"level": 1, "probability": 0.5},
-                                     {"level": 2, "probability": 0.5}, {"level": 3, "probability": 0.0}]}
+            return {
+                "distribution": [
+                    {"level": 0, "probability": 0.0},
+                    {"level": 1, "probability": 0.5},
+                    {"level": 2, "probability": 0.5},
+                    {"level": 3, "probability": 0.0},
+                ]
+            }
         return {"probabilities": {"billing": 1, "tech": 3}}  # unnormalised, one option left out
 
     decision_double.answer = answer

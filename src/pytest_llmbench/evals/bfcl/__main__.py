@@ -1,7 +1,16 @@
 """Regenerate the committed subset files: ``python -m pytest_llmbench.evals.bfcl``."""
 
-from pytest_llmbench.evals.bfcl.cases import (DATA, QUOTAS_205, QUOTAS_CPU, SINGLE_TURN_205, SUBSET_205, SUBSET_CPU,
-                                              SUBSET_SEED, choose_subset, write_subset)
+from pytest_llmbench.evals.bfcl.cases import (
+    DATA,
+    QUOTAS_205,
+    QUOTAS_CPU,
+    SINGLE_TURN_205,
+    SUBSET_205,
+    SUBSET_CPU,
+    SUBSET_SEED,
+    choose_subset,
+    write_subset,
+)
 
 if __name__ == "__main__":
     DATA.mkdir(exist_ok=True)

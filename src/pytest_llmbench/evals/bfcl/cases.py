@@ -28,15 +28,34 @@ SUBSET_SEED = 20261030
 # is a seeded draw with those four at 20 and the other six at the sizes below (the mix is inferred: it
 # is the earlier single-turn draw with multi_turn_base in place of `multiple`, the one category of 20).
 QUOTAS_205: dict[str, int] = {
-    "simple_python": 25, "multi_turn_base": 20, "parallel": 20, "parallel_multiple": 20, "irrelevance": 20,
-    "live_simple": 25, "live_multiple": 25, "live_parallel": 10, "live_parallel_multiple": 15,
+    "simple_python": 25,
+    "multi_turn_base": 20,
+    "parallel": 20,
+    "parallel_multiple": 20,
+    "irrelevance": 20,
+    "live_simple": 25,
+    "live_multiple": 25,
+    "live_parallel": 10,
+    "live_parallel_multiple": 15,
     "live_irrelevance": 25,
 }
 # The CPU subset stays single-turn: 5 of each category of the first (single-turn) 205 draw, drawn within it.
 SINGLE_TURN_205: dict[str, int] = {**{c: n for c, n in QUOTAS_205.items() if c != "multi_turn_base"}, "multiple": 20}
-QUOTAS_CPU: dict[str, int] = {c: 5 for c in ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance",
-                                             "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
-                                             "live_irrelevance")}
+QUOTAS_CPU: dict[str, int] = {
+    c: 5
+    for c in (
+        "simple_python",
+        "multiple",
+        "parallel",
+        "parallel_multiple",
+        "irrelevance",
+        "live_simple",
+        "live_multiple",
+        "live_parallel",
+        "live_parallel_multiple",
+        "live_irrelevance",
+    )
+}
 # The model name handed to the checker: its registry entry exists in the real config too, with
 # underscore_to_dot=False (names are mapped back to the originals before grading in tools mode).
 
@@ -93,8 +112,9 @@ def category_ids(category: str, root: Path | None = None) -> list[str]:
     return [r["id"] for r in category_rows(category, root or data_dir())]
 
 
-def load_cases(ids: Iterable[str] | None = None, categories: Iterable[str] | None = None,
-               root: Path | None = None) -> list[Case]:
+def load_cases(
+    ids: Iterable[str] | None = None, categories: Iterable[str] | None = None, root: Path | None = None
+) -> list[Case]:
     """Cases by id (in the given order) or whole categories; unknown ids are an error."""
     root = root or data_dir()
     if ids is None:
@@ -111,7 +131,9 @@ def load_cases(ids: Iterable[str] | None = None, categories: Iterable[str] | Non
     for i in ids:
         row, cat = by_id[i], category_of(i)
         if len(row["question"]) != 1:
-            raise ValueError(f"BFCL case {i} is multi-turn ({len(row['question'])} turns); only single-turn is supported")
+            raise ValueError(
+                f"BFCL case {i} is multi-turn ({len(row['question'])} turns); only single-turn is supported"
+            )
         gt = answers(cat, root).get(i)
         if gt is None and "relevance" not in cat:
             raise ValueError(f"BFCL case {i} has no possible answer in bfcl-eval's data")
@@ -119,8 +141,9 @@ def load_cases(ids: Iterable[str] | None = None, categories: Iterable[str] | Non
     return out
 
 
-def choose_subset(quotas: Mapping[str, int], seed: int = SUBSET_SEED, root: Path | None = None,
-                  within: Sequence[str] | None = None) -> list[str]:
+def choose_subset(
+    quotas: Mapping[str, int], seed: int = SUBSET_SEED, root: Path | None = None, within: Sequence[str] | None = None
+) -> list[str]:
     """``quotas[c]`` ids of each category, drawn by ``seed`` (from ``within`` when given, e.g. the CPU
     subset from the 205); the same list on every machine, in the wheel's order within a category."""
     out: list[str] = []
@@ -144,10 +167,12 @@ def read_subset(path: Path = SUBSET_205) -> list[str]:
 
 def write_subset(path: Path, ids: Sequence[str], quotas: Mapping[str, int], seed: int) -> None:
     kind = "BFCL subset" if any(category_of(i).startswith("multi_turn") for i in ids) else "BFCL single-turn subset"
-    header = (f"# {kind}: {len(ids)} cases of bfcl-eval 2026.3.23, drawn by "
-              f"pytest_llmbench.evals.bfcl.choose_subset(seed={seed}); regenerate with "
-              f"python -m pytest_llmbench.evals.bfcl\n"
-              f"# per category: {', '.join(f'{c} {n}' for c, n in quotas.items())}\n")
+    header = (
+        f"# {kind}: {len(ids)} cases of bfcl-eval 2026.3.23, drawn by "
+        f"pytest_llmbench.evals.bfcl.choose_subset(seed={seed}); regenerate with "
+        f"python -m pytest_llmbench.evals.bfcl\n"
+        f"# per category: {', '.join(f'{c} {n}' for c, n in quotas.items())}\n"
+    )
     Path(path).write_text(header + "\n".join(ids) + "\n")
 
 

@@ -61,8 +61,12 @@ class Verdict:
     latency_s: float | None = None
 
 
-def grade(case: Case, calls: Sequence[Mapping[str, Any]] | None, decode_error: str | None = None,
-          latency_s: float | None = None) -> Verdict:
+def grade(
+    case: Case,
+    calls: Sequence[Mapping[str, Any]] | None,
+    decode_error: str | None = None,
+    latency_s: float | None = None,
+) -> Verdict:
     """BFCL's verdict: irrelevance passes without a call, relevance with any, the rest by ast_checker."""
     calls = list(calls or [])
     made_call = decode_error is None and any(len(c) == 1 and next(iter(c.values())) is not None for c in calls)
@@ -75,8 +79,9 @@ def grade(case: Case, calls: Sequence[Mapping[str, Any]] | None, decode_error: s
         return Verdict(passed=False, error=f"decode failed: {decode_error}", **v)
     ast_checker, language = checker()
     try:
-        result = ast_checker(list(case.functions), calls, list(case.ground_truth or ()), language.PYTHON,
-                             case.category, CHECKER_MODEL)
+        result = ast_checker(
+            list(case.functions), calls, list(case.ground_truth or ()), language.PYTHON, case.category, CHECKER_MODEL
+        )
     except Exception as e:  # the checker assumes well-formed values; odd ones fail the case, not the run
         return Verdict(passed=False, error=f"checker raised {type(e).__name__}: {e}"[:300], **v)
     if result.get("valid"):
@@ -85,7 +90,7 @@ def grade(case: Case, calls: Sequence[Mapping[str, Any]] | None, decode_error: s
     return Verdict(passed=False, error="; ".join(map(str, errors))[:300] or result.get("error_type", "invalid"), **v)
 
 
-def grade_record(case: Case, rec: "RequestRecord", mode: Mode) -> Verdict:
+def grade_record(case: Case, rec: RequestRecord, mode: Mode) -> Verdict:
     """Decode one response in ``mode`` and grade it; a failed request fails the case."""
     if not rec.ok:
         return Verdict(case.id, case.category, False, f"request failed: {rec.error}", latency_s=rec.e2e_s)
@@ -127,16 +132,36 @@ class BFCLResult:
         return {v.id: "pass" if v.passed else "fail" for v in sorted(self.verdicts, key=lambda v: v.id)}
 
     def as_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "passed": self.passed, "total": self.total,
-                "per_category": {c: {"passed": p, "total": t} for c, (p, t) in self.per_category().items()},
-                "mean_latency_s": self.mean_latency_s(),
-                "cases": [{"id": v.id, "category": v.category, "passed": v.passed, "error": v.error,
-                           "calls": list(v.calls), "latency_s": v.latency_s} for v in self.verdicts]}
+        return {
+            "mode": self.mode,
+            "passed": self.passed,
+            "total": self.total,
+            "per_category": {c: {"passed": p, "total": t} for c, (p, t) in self.per_category().items()},
+            "mean_latency_s": self.mean_latency_s(),
+            "cases": [
+                {
+                    "id": v.id,
+                    "category": v.category,
+                    "passed": v.passed,
+                    "error": v.error,
+                    "calls": list(v.calls),
+                    "latency_s": v.latency_s,
+                }
+                for v in self.verdicts
+            ],
+        }
 
 
-def run_bfcl(server: "LLMServer", cases: Sequence[Case], mode: Mode = "tools", protocol: str = "bfcl-qwen-fc", *,
-             concurrency: int | None = None, run: Callable[..., list["RequestRecord"]] | None = None,
-             **overrides: Any) -> BFCLResult:
+def run_bfcl(
+    server: LLMServer,
+    cases: Sequence[Case],
+    mode: Mode = "tools",
+    protocol: str = "bfcl-qwen-fc",
+    *,
+    concurrency: int | None = None,
+    run: Callable[..., list[RequestRecord]] | None = None,
+    **overrides: Any,
+) -> BFCLResult:
     """Ask every case in ``mode`` under ``protocol`` and grade it with bfcl's checker."""
     if run is None:
         from pytest_llmbench.workload.requests import run_requests as run

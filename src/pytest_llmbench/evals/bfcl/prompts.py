@@ -22,8 +22,17 @@ MODES: tuple[Mode, ...] = ("tools", "qwen-fc")
 PYTHON_HINT = " Note that the provided function is in Python 3 syntax."
 # bfcl's parameter types → JSON Schema types, for the OpenAI ``tools`` format.
 JSON_TYPES = {
-    "integer": "integer", "number": "number", "float": "number", "string": "string", "boolean": "boolean",
-    "bool": "boolean", "array": "array", "list": "array", "tuple": "array", "dict": "object", "object": "object",
+    "integer": "integer",
+    "number": "number",
+    "float": "number",
+    "string": "string",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "array": "array",
+    "list": "array",
+    "tuple": "array",
+    "dict": "object",
+    "object": "object",
     "any": "string",
 }
 
@@ -61,8 +70,12 @@ def to_openai_tools(functions: Iterable[Mapping[str, Any]]) -> list[dict[str, An
         params = _schema(f.get("parameters") or {"type": "dict", "properties": {}})
         params["type"] = "object"
         params.setdefault("properties", {})
-        tools.append({"type": "function", "function": {"name": openai_name(f["name"]),
-                                                       "description": f["description"], "parameters": params}})
+        tools.append(
+            {
+                "type": "function",
+                "function": {"name": openai_name(f["name"]), "description": f["description"], "parameters": params},
+            }
+        )
     return tools
 
 
@@ -79,12 +92,15 @@ def qwen_fc_prompt(messages: Sequence[Mapping[str, Any]], functions: Sequence[Ma
         head = f"{system}\n\n" if system is not None else ""
         tool_lines = "".join(f"\n{json.dumps(f)}" for f in functions)
         parts.append(
-            "<|im_start|>system\n" + head
+            "<|im_start|>system\n"
+            + head
             + "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-            + "You are provided with function signatures within <tools></tools> XML tags:\n<tools>" + tool_lines
+            + "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+            + tool_lines
             + "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
             + "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-            + '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n')
+            + '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
+        )
     elif system is not None:
         parts.append(f"<|im_start|>system\n{system}<|im_end|>\n")
     for idx, m in enumerate(msgs):
@@ -96,7 +112,7 @@ def qwen_fc_prompt(messages: Sequence[Mapping[str, Any]], functions: Sequence[Ma
     return "".join(parts)
 
 
-def request_body(case: "Case", mode: Mode, sampling: Mapping[str, Any]) -> dict[str, Any]:
+def request_body(case: Case, mode: Mode, sampling: Mapping[str, Any]) -> dict[str, Any]:
     """The request for ``case`` in ``mode`` (chat+tools, or a raw completions prompt)."""
     if mode == "tools":
         body = {**sampling, "messages": [dict(m) for m in case.messages]}
@@ -144,7 +160,9 @@ def decode_qwen_fc(text: str) -> list[dict[str, dict[str, Any]]]:
     return calls
 
 
-def decode_tool_calls(tool_calls: Sequence[Mapping[str, Any]], functions: Sequence[Mapping[str, Any]]) -> list[dict[str, dict[str, Any]]]:
+def decode_tool_calls(
+    tool_calls: Sequence[Mapping[str, Any]], functions: Sequence[Mapping[str, Any]]
+) -> list[dict[str, dict[str, Any]]]:
     """The engine's parsed tool calls → [{original name: arguments}] (legal names mapped back)."""
     names = {openai_name(f["name"]): f["name"] for f in functions}
     calls = []

@@ -69,15 +69,27 @@ class Calibration:
         return [self.transform(d) for d in decisions]
 
     def to_json(self) -> dict[str, Any]:
-        return {"temperatures": self.temperatures, "priors": self.priors, "l2": self.l2,
-                "n_decisions": self.n_decisions, "n_cases": self.n_cases, "train_loss": self.train_loss,
-                "at_bound": self.at_bound}
+        return {
+            "temperatures": self.temperatures,
+            "priors": self.priors,
+            "l2": self.l2,
+            "n_decisions": self.n_decisions,
+            "n_cases": self.n_cases,
+            "train_loss": self.train_loss,
+            "at_bound": self.at_bound,
+        }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Calibration":
-        return cls(dict(d.get("temperatures", {})), dict(d.get("priors", {})), d.get("l2"),
-                   int(d.get("n_decisions", 0)), int(d.get("n_cases", 0)), d.get("train_loss"),
-                   list(d.get("at_bound", [])))
+    def from_json(cls, d: dict[str, Any]) -> Calibration:
+        return cls(
+            dict(d.get("temperatures", {})),
+            dict(d.get("priors", {})),
+            d.get("l2"),
+            int(d.get("n_decisions", 0)),
+            int(d.get("n_cases", 0)),
+            d.get("train_loss"),
+            list(d.get("at_bound", [])),
+        )
 
 
 def fit(decisions: Iterable[Decision], *, priors: bool = False, l2: float = 1.0) -> Calibration:
@@ -131,16 +143,25 @@ def fit(decisions: Iterable[Decision], *, priors: bool = False, l2: float = 1.0)
 
     theta0 = np.zeros(n_t + n_b)
     bounds = [LOG_T_BOUNDS] * n_t + [(None, None)] * n_b
-    res = minimize(loss_grad, theta0, jac=True, method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": 2000, "gtol": 1e-9, "ftol": 1e-12})
+    res = minimize(
+        loss_grad,
+        theta0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": 2000, "gtol": 1e-9, "ftol": 1e-12},
+    )
     u, b = res.x[:n_t], res.x[n_t:]
     table: dict[str, dict[str, dict[str, float]]] = {}
-    for (g, q, o), v in zip(prior_keys, b):
+    for (g, q, o), v in zip(prior_keys, b, strict=True):
         table.setdefault(g, {}).setdefault(q, {})[o] = float(v)
     return Calibration(
         temperatures={t: float(np.exp(u[i])) for i, t in enumerate(types)},
-        priors=table, l2=l2 if priors else None, n_decisions=n,
-        n_cases=len({d.case_id for d in ds}), train_loss=float(res.fun),
+        priors=table,
+        l2=l2 if priors else None,
+        n_decisions=n,
+        n_cases=len({d.case_id for d in ds}),
+        train_loss=float(res.fun),
         at_bound=[t for i, t in enumerate(types) if min(abs(u[i] - b) for b in LOG_T_BOUNDS) < 1e-6],
     )
 
@@ -161,9 +182,18 @@ class CrossFit:
     folds: list[Fold]
 
     def to_json(self) -> dict[str, Any]:
-        return {"method": f"{len(self.folds)}-fold cross-fitting over cases",
-                "folds": [{"fold": f.index, "train_cases": len(f.train_cases), "test_cases": len(f.test_cases),
-                           **f.calibration.to_json()} for f in self.folds]}
+        return {
+            "method": f"{len(self.folds)}-fold cross-fitting over cases",
+            "folds": [
+                {
+                    "fold": f.index,
+                    "train_cases": len(f.train_cases),
+                    "test_cases": len(f.test_cases),
+                    **f.calibration.to_json(),
+                }
+                for f in self.folds
+            ],
+        }
 
 
 def assign_folds(case_ids: Iterable[str], k: int, *, seed: int = 0) -> dict[str, int]:
@@ -186,7 +216,7 @@ def crossfit(decisions: Sequence[Decision], *, k: int = 5, seed: int = 0, **fit_
         cal = fit([d for d in decisions if d.case_id in train], **fit_kw)
         folds.append(Fold(f, train, test, cal))
     out = [folds[fold_of[d.case_id]].calibration.transform(d) for d in decisions]
-    for d_out, d_in in zip(out, decisions):
+    for d_out, d_in in zip(out, decisions, strict=True):
         if d_out is not d_in:
             d_out.meta["fold"] = fold_of[d_in.case_id]
     return CrossFit(out, folds)

@@ -12,10 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_llmbench.evals.decisions.logprobs import (LETTERS, LogprobClient, fallback_prompt, letter_probabilities,
-                                                      option_lines)
-from pytest_llmbench.evals.decisions.routes import (DecisionsClient, RouteClient, SystemOneClient, decisions_question,
-                                                    systemone_question)
+from pytest_llmbench.evals.decisions.logprobs import (
+    LETTERS,
+    LogprobClient,
+    fallback_prompt,
+    letter_probabilities,
+    option_lines,
+)
+from pytest_llmbench.evals.decisions.routes import (
+    DecisionsClient,
+    RouteClient,
+    SystemOneClient,
+    decisions_question,
+    systemone_question,
+)
 from pytest_llmbench.evals.decisions.runner import DecisionClient
 
 CLIENTS: dict[str, type[DecisionClient]] = {
@@ -36,8 +46,10 @@ def client_for(server: Any, kind: str | None = None, **kw: Any) -> DecisionClien
     """
     cfg, engine = server.config, server.engine
     if kind is None:
-        kind = next((name for name, cls in CLIENTS.items()
-                     if engine.decision_route and cls.route == engine.decision_route), "logprobs")
+        kind = next(
+            (name for name, cls in CLIENTS.items() if engine.decision_route and cls.route == engine.decision_route),
+            "logprobs",
+        )
     if kind not in CLIENTS:
         raise ValueError(f"unknown decision client {kind!r} (known: {sorted(CLIENTS)})")
     extra = {**dict(cfg.request or {}), **dict(kw.pop("extra_body", None) or {})}
@@ -51,6 +63,18 @@ def client_for(server: Any, kind: str | None = None, **kw: Any) -> DecisionClien
     return CLIENTS[kind](server.base_url, model=model, extra_body=extra, **kw)
 
 
-__all__ = ["CLIENTS", "LETTERS", "DecisionClient", "DecisionsClient", "LogprobClient", "RouteClient",
-           "SystemOneClient", "client_for", "decisions_question", "fallback_prompt",
-           "letter_probabilities", "option_lines", "systemone_question"]
+__all__ = [
+    "CLIENTS",
+    "LETTERS",
+    "DecisionClient",
+    "DecisionsClient",
+    "LogprobClient",
+    "RouteClient",
+    "SystemOneClient",
+    "client_for",
+    "decisions_question",
+    "fallback_prompt",
+    "letter_probabilities",
+    "option_lines",
+    "systemone_question",
+]

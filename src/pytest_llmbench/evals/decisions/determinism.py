@@ -35,8 +35,13 @@ class PassDiff:
     changed: list[tuple[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "answers_changed": self.answers_changed, "max_prob_shift": self.max_prob_shift,
-                "failed_a": self.failed_a, "failed_b": self.failed_b}
+        return {
+            "n": self.n,
+            "answers_changed": self.answers_changed,
+            "max_prob_shift": self.max_prob_shift,
+            "failed_a": self.failed_a,
+            "failed_b": self.failed_b,
+        }
 
 
 def compare_passes(a: Iterable[Decision], b: Iterable[Decision]) -> PassDiff:
@@ -51,7 +56,7 @@ def compare_passes(a: Iterable[Decision], b: Iterable[Decision]) -> PassDiff:
         if e is None or not d.ok or not e.ok or d.probs is None or e.probs is None:
             continue
         n += 1
-        shift = max(shift, max(abs(x - y) for x, y in zip(d.probs, e.probs)))
+        shift = max(shift, max(abs(x - y) for x, y in zip(d.probs, e.probs, strict=True)))
         if d.top != e.top:
             changed += 1
             keys.append(d.key)
@@ -71,7 +76,9 @@ def cold_pass(server: Any, client: DecisionClient, cases: Sequence[Case]) -> tup
     return _with_extra(client, dict(server.engine.uncached_fields)).run(cases), note
 
 
-def cold_warm(server: Any, client: DecisionClient, cases: Sequence[Case]) -> tuple[list[Decision], list[Decision], str | None]:
+def cold_warm(
+    server: Any, client: DecisionClient, cases: Sequence[Case]
+) -> tuple[list[Decision], list[Decision], str | None]:
     """(cold pass, warm pass, flush note): the cache is flushed before the cold pass only."""
     note = server.flush_cache()
     cold = _with_extra(client, dict(server.engine.uncached_fields)).run(cases)
@@ -91,10 +98,18 @@ class GreedyDiff:
         return {"n": self.n, "text_mismatches": self.mismatched, "failed": self.failed, "cache_hits": self.cache_hits}
 
 
-def _greedy(server: Any, prompt: str, max_tokens: int, extra: Mapping[str, Any]) -> tuple[str | None, int | None, str | None]:
+def _greedy(
+    server: Any, prompt: str, max_tokens: int, extra: Mapping[str, Any]
+) -> tuple[str | None, int | None, str | None]:
     """(text, cache_n, error) of one greedy non-streamed chat answer on the engine's chat route."""
-    body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0.0,
-            "seed": 0, "chat_template_kwargs": {"enable_thinking": False}, **extra}
+    body = {
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "seed": 0,
+        "chat_template_kwargs": {"enable_thinking": False},
+        **extra,
+    }
     reply = call_json(server.base_url, server.engine.chat_path, body, timeout_s=120.0)
     if not reply.ok:
         return None, None, reply.error

@@ -22,7 +22,7 @@ LETTERS = string.ascii_uppercase
 def option_lines(q: Question) -> list[str]:
     descs = q.option_descriptions()
     lines = []
-    for letter, opt, desc in zip(LETTERS, q.options, descs):
+    for letter, opt, desc in zip(LETTERS, q.options, descs, strict=False):
         if q.type == YES_NO:
             lines.append(f"{letter}. {opt}")
         elif q.type == "score":
@@ -34,8 +34,11 @@ def option_lines(q: Question) -> list[str]:
 
 def fallback_prompt(case: Case, q: Question) -> str:
     """The one user message of a fallback request: state, question, lettered options, answer format."""
-    return (f"{case.state_text()}\n\nQuestion: {q.instructions}\nOptions:\n" + "\n".join(option_lines(q))
-            + "\n\nAnswer with the letter of the best option only.")
+    return (
+        f"{case.state_text()}\n\nQuestion: {q.instructions}\nOptions:\n"
+        + "\n".join(option_lines(q))
+        + "\n\nAnswer with the letter of the best option only."
+    )
 
 
 def _letter_of(token: str) -> str | None:
@@ -43,7 +46,9 @@ def _letter_of(token: str) -> str | None:
     return t if len(t) == 1 and t in LETTERS else None
 
 
-def letter_probabilities(top: Iterable[Mapping[str, Any]], n_options: int) -> tuple[list[float] | None, str | None, int]:
+def letter_probabilities(
+    top: Iterable[Mapping[str, Any]], n_options: int
+) -> tuple[list[float] | None, str | None, int]:
     """First-token top_logprobs → (probabilities over the first ``n_options`` letters, reason, missing).
 
     Tokens that spell the same letter (``"A"``, ``" A"``, ``"A."``) add up. A letter absent from the
@@ -86,7 +91,10 @@ class LogprobClient(DecisionClient):
             raise ValueError(f"question {q.qid!r} has {len(q.options)} options; the fallback letters only go to 26")
         body: dict[str, Any] = {
             "messages": [{"role": "user", "content": fallback_prompt(case, q)}],
-            "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": self.top_logprobs,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": True,
+            "top_logprobs": self.top_logprobs,
             "chat_template_kwargs": {"enable_thinking": False},
         }
         if self.model:
@@ -109,8 +117,9 @@ class LogprobClient(DecisionClient):
             content = data["choices"][0]["logprobs"]["content"]
             top = content[0]["top_logprobs"]
         except (KeyError, IndexError, TypeError):
-            return Decision.failed(case, q, "no choices[0].logprobs.content[0].top_logprobs in the response",
-                                   latency_s=lat, raw=data)
+            return Decision.failed(
+                case, q, "no choices[0].logprobs.content[0].top_logprobs in the response", latency_s=lat, raw=data
+            )
         if not isinstance(top, list):
             return Decision.failed(case, q, "top_logprobs is not a list", latency_s=lat, raw=data)
         probs, reason, missing = letter_probabilities(top, len(q.options))

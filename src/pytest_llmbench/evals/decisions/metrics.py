@@ -89,8 +89,9 @@ def summary(decisions: Iterable[Decision], *, eps: float = EPS, bins: int = ECE_
     return out
 
 
-def summary_by(decisions: Iterable[Decision], key: Callable[[Decision], str] = lambda d: d.qtype,
-               **kw: Any) -> dict[str, dict[str, Any]]:
+def summary_by(
+    decisions: Iterable[Decision], key: Callable[[Decision], str] = lambda d: d.qtype, **kw: Any
+) -> dict[str, dict[str, Any]]:
     """``{"all": summary, <group>: summary, …}``; groups default to the question type."""
     ds = list(decisions)
     out = {"all": summary(ds, **kw)}
@@ -110,7 +111,9 @@ def flat(by_group: dict[str, dict[str, Any]], prefix: str = "") -> dict[str, flo
     return out
 
 
-def decision_values(decisions: Iterable[Decision], metric: str, eps: float = EPS) -> dict[tuple[str, str], float | None]:
+def decision_values(
+    decisions: Iterable[Decision], metric: str, eps: float = EPS
+) -> dict[tuple[str, str], float | None]:
     """Per-decision value of ``metric`` keyed by (case, question): a failure is 0 for ``correct``,
     None for a probability metric (left out of paired comparisons of that metric)."""
     if metric not in DIRECTIONS:
@@ -137,4 +140,4 @@ def latency_summary(decisions: Iterable[Decision]) -> dict[str, float | int | No
     ms = np.array(list(case_latencies(decisions).values()), dtype=float) * 1000.0
     if not len(ms):
         return {"cases": 0, "median_ms": None, "mean_ms": None}
-    return {"cases": int(len(ms)), "median_ms": float(np.median(ms)), "mean_ms": float(ms.mean())}
+    return {"cases": len(ms), "median_ms": float(np.median(ms)), "mean_ms": float(ms.mean())}

@@ -58,16 +58,19 @@ class PairedGap:
         return self.status == "worse"
 
     def describe(self) -> str:
-        return (f"{self.metric}: {self.candidate} − {self.reference} = {self.gap:+.4f} "
-                f"[{self.low:+.4f}, {self.high:+.4f}] ({self.confidence:.0%} paired bootstrap over "
-                f"{self.n_cases} cases, {self.n_decisions} decisions; {self.direction} is better) → {self.status}")
+        return (
+            f"{self.metric}: {self.candidate} − {self.reference} = {self.gap:+.4f} "
+            f"[{self.low:+.4f}, {self.high:+.4f}] ({self.confidence:.0%} paired bootstrap over "
+            f"{self.n_cases} cases, {self.n_decisions} decisions; {self.direction} is better) → {self.status}"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "status": self.status}
 
 
-def case_sums(values_a: Mapping[tuple[str, str], float | None], values_b: Mapping[tuple[str, str], float | None]
-              ) -> tuple[list[str], np.ndarray, np.ndarray]:
+def case_sums(
+    values_a: Mapping[tuple[str, str], float | None], values_b: Mapping[tuple[str, str], float | None]
+) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Per case: Σ(a − b) and the number of decisions both have a value for."""
     diff: dict[str, float] = defaultdict(float)
     count: dict[str, int] = defaultdict(int)
@@ -81,9 +84,15 @@ def case_sums(values_a: Mapping[tuple[str, str], float | None], values_b: Mappin
     return cases, np.array([diff[c] for c in cases]), np.array([count[c] for c in cases], dtype=float)
 
 
-def paired_bootstrap(case_diff: np.ndarray, case_count: np.ndarray, *, confidence: float = 0.95,
-                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                     method: str = "percentile") -> tuple[float, float, float]:
+def paired_bootstrap(
+    case_diff: np.ndarray,
+    case_count: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    method: str = "percentile",
+) -> tuple[float, float, float]:
     """(gap, low, high) of Σdiff / Σcount with cases resampled together (scipy.stats.bootstrap, paired)."""
     if case_count.sum() == 0:
         return float("nan"), float("nan"), float("nan")
@@ -96,13 +105,27 @@ def paired_bootstrap(case_diff: np.ndarray, case_count: np.ndarray, *, confidenc
     def ratio(d: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
         return d.sum(axis=axis) / c.sum(axis=axis)
 
-    res = stats.bootstrap((case_diff, case_count), ratio, paired=True, vectorized=True, n_resamples=resamples,
-                          confidence_level=confidence, method=method, random_state=np.random.default_rng(seed))
+    res = stats.bootstrap(
+        (case_diff, case_count),
+        ratio,
+        paired=True,
+        vectorized=True,
+        n_resamples=resamples,
+        confidence_level=confidence,
+        method=method,
+        random_state=np.random.default_rng(seed),
+    )
     return gap, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def bootstrap_p_worse(case_diff: np.ndarray, case_count: np.ndarray, direction: str, *,
-                      resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> float | None:
+def bootstrap_p_worse(
+    case_diff: np.ndarray,
+    case_count: np.ndarray,
+    direction: str,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> float | None:
     """One-sided p that the candidate is worse: the share of case resamples whose gap is not worse than 0
     (the level at which the one-sided percentile interval just touches 0), as ``(1 + k) / (B + 1)``."""
     if len(case_diff) < 2 or case_count.sum() == 0:
@@ -113,16 +136,30 @@ def bootstrap_p_worse(case_diff: np.ndarray, case_count: np.ndarray, direction: 
     def ratio(d: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
         return d.sum(axis=axis) / c.sum(axis=axis)
 
-    res = stats.bootstrap((case_diff, case_count), ratio, paired=True, vectorized=True, n_resamples=resamples,
-                          method="percentile", random_state=np.random.default_rng(seed))
+    res = stats.bootstrap(
+        (case_diff, case_count),
+        ratio,
+        paired=True,
+        vectorized=True,
+        n_resamples=resamples,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
     dist = res.bootstrap_distribution
     not_worse = int(np.sum(dist >= 0) if direction == "higher" else np.sum(dist <= 0))
     return float((1 + not_worse) / (resamples + 1))
 
 
-def paired_gap(candidate: Iterable[Decision], reference: Iterable[Decision], metric: str = "correct", *,
-               confidence: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-               names: tuple[str, str] = ("candidate", "reference")) -> PairedGap:
+def paired_gap(
+    candidate: Iterable[Decision],
+    reference: Iterable[Decision],
+    metric: str = "correct",
+    *,
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    names: tuple[str, str] = ("candidate", "reference"),
+) -> PairedGap:
     """The gap of ``metric`` (see :data:`metrics.DIRECTIONS`) between two answer sets, paired by
     (case, question), with a bootstrap interval over cases."""
     a = decision_values(candidate, metric)
@@ -130,8 +167,19 @@ def paired_gap(candidate: Iterable[Decision], reference: Iterable[Decision], met
     cases, diff, count = case_sums(a, b)
     gap, low, high = paired_bootstrap(diff, count, confidence=confidence, resamples=resamples, seed=seed)
     p = bootstrap_p_worse(diff, count, DIRECTIONS[metric], resamples=resamples, seed=seed)
-    return PairedGap(metric, DIRECTIONS[metric], gap, low, high, confidence, len(cases), int(count.sum()),
-                     candidate=names[0], reference=names[1], p_value=p)
+    return PairedGap(
+        metric,
+        DIRECTIONS[metric],
+        gap,
+        low,
+        high,
+        confidence,
+        len(cases),
+        int(count.sum()),
+        candidate=names[0],
+        reference=names[1],
+        p_value=p,
+    )
 
 
 CASE_SEP = "::"  # "<case id>::<question id>": the part before it is the cluster a paired gate resamples

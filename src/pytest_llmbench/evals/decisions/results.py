@@ -49,8 +49,9 @@ def decisions_dir(bench: Any) -> Path:
     return bench.artifact_dir("decisions")
 
 
-def save_run(bench: Any, name: str, decisions: list[Decision], metrics: dict[str, Any],
-             extra: dict[str, Any] | None = None) -> Path:
+def save_run(
+    bench: Any, name: str, decisions: list[Decision], metrics: dict[str, Any], extra: dict[str, Any] | None = None
+) -> Path:
     """Write the answers file and emit one ``"decisions"`` record; returns the answers path."""
     path = write_answers(answers_path(decisions_dir(bench), name), decisions)
     bench.emit({"record": "decisions", "dataset": name, "answers": str(path), "metrics": metrics, **(extra or {})})

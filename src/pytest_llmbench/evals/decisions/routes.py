@@ -29,8 +29,10 @@ class RouteClient(DecisionClient):
             return [Decision.failed(case, q, err, latency_s=lat) for q in case.questions.values()]
         answers = next((data[k] for k in self.answer_keys if isinstance(data.get(k), Mapping)), None)
         if answers is None:
-            return [Decision.failed(case, q, "no 'answers' object in the response", latency_s=lat, raw=data)
-                    for q in case.questions.values()]
+            return [
+                Decision.failed(case, q, "no 'answers' object in the response", latency_s=lat, raw=data)
+                for q in case.questions.values()
+            ]
         return [self.parse(case, q, answers.get(q.qid), lat) for q in case.questions.values()]
 
     def body(self, case: Case) -> dict[str, Any]:
@@ -42,39 +44,53 @@ class RouteClient(DecisionClient):
 
 # ---- SGLang /v1/systemone (TypeSafe System One shape) -------------------------------------------
 
+
 def systemone_question(q: Question) -> dict[str, Any]:
     if q.type == YES_NO:
         return {"type": YES_NO, "instructions": q.instructions}
     if q.type == "choice":
-        return {"type": "choice", "instructions": q.instructions,
-                "criteria": {o: d for o, d in zip(q.options, q.option_descriptions())}}
-    return {"type": "score", "instructions": q.instructions,
-            "criteria": [d if d is not None else f"level {o}" for o, d in zip(q.options, q.option_descriptions())]}
+        return {
+            "type": "choice",
+            "instructions": q.instructions,
+            "criteria": {o: d for o, d in zip(q.options, q.option_descriptions(), strict=True)},
+        }
+    return {
+        "type": "score",
+        "instructions": q.instructions,
+        "criteria": [
+            d if d is not None else f"level {o}" for o, d in zip(q.options, q.option_descriptions(), strict=True)
+        ],
+    }
 
 
 def _probability_map(case: Case, q: Question, dist: Any, keys: Sequence[str], lat: float, raw: Any) -> Decision:
     """A {key: p} map (or a list in option order) → Decision over q.options; keys[i] names option i."""
     if isinstance(dist, list) and dist and all(isinstance(x, Mapping) for x in dist):
         try:
-            dist = {str(x.get("key", x.get("level", x.get("option")))): x.get("probability", x.get("p"))
-                    for x in dist}
+            dist = {str(x.get("key", x.get("level", x.get("option")))): x.get("probability", x.get("p")) for x in dist}
         except AttributeError:
             return Decision.failed(case, q, "malformed probability list", latency_s=lat, raw=raw)
     if isinstance(dist, list):
         if len(dist) != len(keys):
-            return Decision.failed(case, q, f"{len(dist)} probabilities for {len(keys)} options", latency_s=lat, raw=raw)
+            return Decision.failed(
+                case, q, f"{len(dist)} probabilities for {len(keys)} options", latency_s=lat, raw=raw
+            )
         return normalise(case, q, dist, latency_s=lat, raw=raw)
     if not isinstance(dist, Mapping) or not dist:
         return Decision.failed(case, q, "no probabilities in the answer", latency_s=lat, raw=raw)
     unknown = [k for k in dist if str(k) not in keys]
     if unknown:
-        return Decision.failed(case, q, f"unknown option {unknown[0]!r} (options: {list(keys)})", latency_s=lat, raw=raw)
+        return Decision.failed(
+            case, q, f"unknown option {unknown[0]!r} (options: {list(keys)})", latency_s=lat, raw=raw
+        )
     missing = [k for k in keys if k not in {str(x) for x in dist}]
     by_key = {str(k): v for k, v in dist.items()}
     values = [by_key.get(k, 0.0) for k in keys]
     if any(v is None for v in values):
         return Decision.failed(case, q, "null probability", latency_s=lat, raw=raw)
-    return normalise(case, q, values, latency_s=lat, raw=raw, meta={"missing_options": len(missing)} if missing else None)
+    return normalise(
+        case, q, values, latency_s=lat, raw=raw, meta={"missing_options": len(missing)} if missing else None
+    )
 
 
 def _p_yes(case: Case, q: Question, p: Any, lat: float, raw: Any) -> Decision:
@@ -87,7 +103,9 @@ def _p_yes(case: Case, q: Question, p: Any, lat: float, raw: Any) -> Decision:
     if not math.isfinite(p) or not 0.0 <= p <= 1.0:
         return Decision.failed(case, q, f"P(yes) = {p} is not a probability", latency_s=lat, raw=raw)
     if q.options != YES_NO_OPTIONS:
-        return Decision.failed(case, q, f"yes/no answer for a question with options {q.options}", latency_s=lat, raw=raw)
+        return Decision.failed(
+            case, q, f"yes/no answer for a question with options {q.options}", latency_s=lat, raw=raw
+        )
     return normalise(case, q, [p, 1.0 - p], latency_s=lat, raw=raw)
 
 
@@ -97,7 +115,10 @@ class SystemOneClient(RouteClient):
     route = "/v1/systemone"
 
     def body(self, case: Case) -> dict[str, Any]:
-        body: dict[str, Any] = {"state": case.state, "questions": {q.qid: systemone_question(q) for q in case.questions.values()}}
+        body: dict[str, Any] = {
+            "state": case.state,
+            "questions": {q.qid: systemone_question(q) for q in case.questions.values()},
+        }
         if self.model:
             body["model"] = self.model
         return {**body, **self.extra_body}
@@ -116,6 +137,7 @@ class SystemOneClient(RouteClient):
 
 # ---- SGLang /v1/decisions (OpenRouter alpha shape) ----------------------------------------------
 
+
 def _level(option: str) -> Any:
     return int(option) if option.lstrip("-").isdigit() else option
 
@@ -124,10 +146,18 @@ def decisions_question(q: Question) -> dict[str, Any]:
     if q.type == YES_NO:
         return {"type": "boolean", "instructions": q.instructions}
     if q.type == "choice":
-        return {"type": "choice", "instructions": q.instructions,
-                "criteria": [{"key": o, "description": d} for o, d in zip(q.options, q.option_descriptions())]}
-    return {"type": "score", "instructions": q.instructions,
-            "criteria": [{"level": _level(o), "description": d} for o, d in zip(q.options, q.option_descriptions())]}
+        return {
+            "type": "choice",
+            "instructions": q.instructions,
+            "criteria": [{"key": o, "description": d} for o, d in zip(q.options, q.option_descriptions(), strict=True)],
+        }
+    return {
+        "type": "score",
+        "instructions": q.instructions,
+        "criteria": [
+            {"level": _level(o), "description": d} for o, d in zip(q.options, q.option_descriptions(), strict=True)
+        ],
+    }
 
 
 class DecisionsClient(RouteClient):
@@ -140,7 +170,10 @@ class DecisionsClient(RouteClient):
         self.temperature = temperature
 
     def body(self, case: Case) -> dict[str, Any]:
-        body: dict[str, Any] = {"state": case.state, "questions": {q.qid: decisions_question(q) for q in case.questions.values()}}
+        body: dict[str, Any] = {
+            "state": case.state,
+            "questions": {q.qid: decisions_question(q) for q in case.questions.values()},
+        }
         if self.model:
             body["model"] = self.model
         if self.temperature is not None:

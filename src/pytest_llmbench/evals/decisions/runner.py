@@ -24,8 +24,16 @@ class DecisionClient:
 
     route: str = ""
 
-    def __init__(self, base_url: str, *, model: str | None = None, concurrency: int = 4,
-                 timeout_s: float = 120.0, extra_body: Mapping[str, Any] | None = None, route: str | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        extra_body: Mapping[str, Any] | None = None,
+        route: str | None = None,
+    ):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.concurrency = max(1, int(concurrency))
@@ -37,7 +45,9 @@ class DecisionClient:
     async def decide_case(self, client: StreamClient, case: Case) -> list[Decision]:
         raise NotImplementedError
 
-    async def arun(self, cases: Sequence[Case], *, progress: Callable[[int, int], None] | None = None) -> list[Decision]:
+    async def arun(
+        self, cases: Sequence[Case], *, progress: Callable[[int, int], None] | None = None
+    ) -> list[Decision]:
         sem = asyncio.Semaphore(self.concurrency)
         done = 0
         client = client_for_url(self.base_url)
@@ -48,8 +58,10 @@ class DecisionClient:
                 try:
                     out = await self.decide_case(client, case)
                 except Exception as e:  # a bug or an unexpected error: fail the case, not the run
-                    out = [Decision.failed(case, q, f"client error: {type(e).__name__}: {e}"[:300])
-                           for q in case.questions.values()]
+                    out = [
+                        Decision.failed(case, q, f"client error: {type(e).__name__}: {e}"[:300])
+                        for q in case.questions.values()
+                    ]
             done += 1
             if progress is not None:
                 progress(done, len(cases))

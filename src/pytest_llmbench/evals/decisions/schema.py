@@ -50,7 +50,9 @@ class Question:
         if len(set(self.options)) != len(self.options):
             raise ValueError(f"question {self.qid!r}: duplicate options {self.options!r}")
         if self.gold is not None and len(self.gold) != len(self.options):
-            raise ValueError(f"question {self.qid!r}: gold has {len(self.gold)} entries for {len(self.options)} options")
+            raise ValueError(
+                f"question {self.qid!r}: gold has {len(self.gold)} entries for {len(self.options)} options"
+            )
 
     @property
     def hard_gold(self) -> bool:
@@ -114,35 +116,74 @@ class Decision:
         return self.options[max(range(len(self.probs)), key=self.probs.__getitem__)]
 
     @classmethod
-    def failed(cls, case: Case, q: Question, reason: str, *, latency_s: float | None = None,
-               raw: Any = None) -> "Decision":
-        return cls(case.case_id, q.qid, q.type, case.group, q.options, None, q.gold, ok=False,
-                   reason=reason, latency_s=latency_s, raw=raw)
+    def failed(
+        cls, case: Case, q: Question, reason: str, *, latency_s: float | None = None, raw: Any = None
+    ) -> Decision:
+        return cls(
+            case.case_id,
+            q.qid,
+            q.type,
+            case.group,
+            q.options,
+            None,
+            q.gold,
+            ok=False,
+            reason=reason,
+            latency_s=latency_s,
+            raw=raw,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """One JSONL line (answers.jsonl): enough to re-score or pair this decision later."""
-        return {"case_id": self.case_id, "qid": self.qid, "type": self.qtype, "group": self.group,
-                "options": list(self.options), "probs": None if self.probs is None else list(self.probs),
-                "gold": None if self.gold is None else list(self.gold), "ok": self.ok, "reason": self.reason,
-                "latency_s": self.latency_s}
+        return {
+            "case_id": self.case_id,
+            "qid": self.qid,
+            "type": self.qtype,
+            "group": self.group,
+            "options": list(self.options),
+            "probs": None if self.probs is None else list(self.probs),
+            "gold": None if self.gold is None else list(self.gold),
+            "ok": self.ok,
+            "reason": self.reason,
+            "latency_s": self.latency_s,
+        }
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "Decision":
-        return cls(d["case_id"], d["qid"], d["type"], d.get("group", ""), tuple(d["options"]),
-                   None if d.get("probs") is None else tuple(d["probs"]),
-                   None if d.get("gold") is None else tuple(d["gold"]), ok=bool(d.get("ok", True)),
-                   reason=d.get("reason"), latency_s=d.get("latency_s"))
+    def from_json(cls, d: Mapping[str, Any]) -> Decision:
+        return cls(
+            d["case_id"],
+            d["qid"],
+            d["type"],
+            d.get("group", ""),
+            tuple(d["options"]),
+            None if d.get("probs") is None else tuple(d["probs"]),
+            None if d.get("gold") is None else tuple(d["gold"]),
+            ok=bool(d.get("ok", True)),
+            reason=d.get("reason"),
+            latency_s=d.get("latency_s"),
+        )
 
 
-def normalise(case: Case, q: Question, values: Sequence[float], *, latency_s: float | None = None,
-              raw: Any = None, meta: dict[str, Any] | None = None) -> Decision:
+def normalise(
+    case: Case,
+    q: Question,
+    values: Sequence[float],
+    *,
+    latency_s: float | None = None,
+    raw: Any = None,
+    meta: dict[str, Any] | None = None,
+) -> Decision:
     """Probabilities over ``q.options`` → a Decision; NaN, negative or all-zero values fail it."""
     try:
         vals = [float(v) for v in values]
     except (TypeError, ValueError):
-        return Decision.failed(case, q, f"probabilities are not numbers: {list(values)!r:.120}", latency_s=latency_s, raw=raw)
+        return Decision.failed(
+            case, q, f"probabilities are not numbers: {list(values)!r:.120}", latency_s=latency_s, raw=raw
+        )
     if len(vals) != len(q.options):
-        return Decision.failed(case, q, f"{len(vals)} probabilities for {len(q.options)} options", latency_s=latency_s, raw=raw)
+        return Decision.failed(
+            case, q, f"{len(vals)} probabilities for {len(q.options)} options", latency_s=latency_s, raw=raw
+        )
     if any(not math.isfinite(v) for v in vals):
         return Decision.failed(case, q, "probabilities contain NaN or infinity", latency_s=latency_s, raw=raw)
     if any(v < 0 for v in vals):
@@ -150,5 +191,15 @@ def normalise(case: Case, q: Question, values: Sequence[float], *, latency_s: fl
     total = sum(vals)
     if total <= 0:
         return Decision.failed(case, q, "probabilities sum to zero", latency_s=latency_s, raw=raw)
-    return Decision(case.case_id, q.qid, q.type, case.group, q.options, tuple(v / total for v in vals), q.gold,
-                    latency_s=latency_s, raw=raw, meta=dict(meta or {}))
+    return Decision(
+        case.case_id,
+        q.qid,
+        q.type,
+        case.group,
+        q.options,
+        tuple(v / total for v in vals),
+        q.gold,
+        latency_s=latency_s,
+        raw=raw,
+        meta=dict(meta or {}),
+    )

@@ -37,14 +37,29 @@ def noise_from_dict(d: dict[str, Any]) -> NoiseModel:
     name = params.pop("name")
     cls = NOISE_MODELS.get(name)
     if cls is None:
-        raise ValueError(f"unknown noise model {name!r} (known: {', '.join(sorted(NOISE_MODELS))}); a model "
-                         f"of your own is known once a pytest_llmbench_noise_models hook returns it or its class is "
-                         f"defined (in conftest.py)")
+        raise ValueError(
+            f"unknown noise model {name!r} (known: {', '.join(sorted(NOISE_MODELS))}); a model "
+            f"of your own is known once a pytest_llmbench_noise_models hook returns it or its class is "
+            f"defined (in conftest.py)"
+        )
     try:
         return cls.from_params(**params)
     except (TypeError, ValueError) as e:
         raise ValueError(f"bad parameters for noise model {name}: {e}") from None
 
 
-__all__ = ["NOISE_MODELS", "Binomial", "History", "McNemar", "NoiseModel", "NoiseModelError", "PairedBootstrap",
-           "PairedT", "Relative", "Spread", "StdErr", "noise_from_dict", "register_noise_model"]
+__all__ = [
+    "NOISE_MODELS",
+    "Binomial",
+    "History",
+    "McNemar",
+    "NoiseModel",
+    "NoiseModelError",
+    "PairedBootstrap",
+    "PairedT",
+    "Relative",
+    "Spread",
+    "StdErr",
+    "noise_from_dict",
+    "register_noise_model",
+]

@@ -20,10 +20,10 @@ class NoiseModelError(LlmbenchError, ValueError):
 #: ``pytest_llmbench_noise_models`` hook fills (the built-ins included). Subclasses with a ``name`` also
 #: register themselves when their class is defined, so ``--update-baselines`` can read back what it
 #: writes; :func:`register_noise_model` is the explicit form.
-NOISE_MODELS: dict[str, type["NoiseModel"]] = {}
+NOISE_MODELS: dict[str, type[NoiseModel]] = {}
 
 
-def register_noise_model(cls: type["NoiseModel"]) -> type["NoiseModel"]:
+def register_noise_model(cls: type[NoiseModel]) -> type[NoiseModel]:
     """Make ``cls`` loadable from baseline files by its ``name``; usable as a class decorator.
 
     Re-registering the same class (a conftest imported twice) is fine; a second class under a name
@@ -69,12 +69,15 @@ class NoiseModel(ABC):
         return out
 
     @classmethod
-    def from_params(cls, **params: Any) -> "NoiseModel":
+    def from_params(cls, **params: Any) -> NoiseModel:
         return cls(**params)
 
     def describe(self) -> str:
-        args = ", ".join(f"{k}={v.describe() if isinstance(v, NoiseModel) else f'{v:g}' if isinstance(v, float) else v}"
-                         for k, v in self.params().items() if v is not None)
+        args = ", ".join(
+            f"{k}={v.describe() if isinstance(v, NoiseModel) else f'{v:g}' if isinstance(v, float) else v}"
+            for k, v in self.params().items()
+            if v is not None
+        )
         return f"{self.name}({args})"
 
     def learned(self, history: tuple[float, ...]) -> bool:
@@ -86,10 +89,24 @@ class NoiseModel(ABC):
         """A spread worth writing beside the value for reviewers (Spread's width, History's SD)."""
         return None
 
-    def _verdict(self, baseline: float, observed: Observation, tolerance: float, rule: str,
-                 direction: Direction, status: Status | None = None, p_value: float | None = None) -> Verdict:
+    def _verdict(
+        self,
+        baseline: float,
+        observed: Observation,
+        tolerance: float,
+        rule: str,
+        direction: Direction,
+        status: Status | None = None,
+        p_value: float | None = None,
+    ) -> Verdict:
         return Verdict(
-            metric="", observed=observed.value, baseline=baseline, tolerance=tolerance, rule=rule,
+            metric="",
+            observed=observed.value,
+            baseline=baseline,
+            tolerance=tolerance,
+            rule=rule,
             status=status or judge(baseline, observed.value, tolerance, direction),
-            direction=direction, noise=self.describe(), p_value=p_value,
+            direction=direction,
+            noise=self.describe(),
+            p_value=p_value,
         )

@@ -86,7 +86,7 @@ class Binomial(NoiseModel):
 def _count(value: float, n: int | None, which: str) -> tuple[int, int]:
     if n is None or n <= 0:
         raise NoiseModelError(f"Binomial needs the number of cases: pass n= to bench.check ({which} has none)")
-    k = int(round(value))
+    k = round(value)
     if k != value or not 0 <= k <= n:
         raise NoiseModelError(f"Binomial needs a whole count between 0 and n={n}; {which} is {fmt(value)}")
     return k, int(n)

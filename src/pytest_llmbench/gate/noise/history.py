@@ -64,13 +64,23 @@ class History(NoiseModel):
         m = int(hist.size)
         s = float(np.std(hist, ddof=1)) if m > 1 else 0.0
         if m < self.min_runs or s == 0:
-            why = f"{m} of {self.min_runs} runs recorded" if m < self.min_runs else \
-                f"all {m} recorded runs equal (no spread to learn)"
+            why = (
+                f"{m} of {self.min_runs} runs recorded"
+                if m < self.min_runs
+                else f"all {m} recorded runs equal (no spread to learn)"
+            )
             if self.fallback is None:
-                return Verdict(metric="", observed=observed.value, baseline=float(np.mean(hist)), tolerance=None,
-                               rule=f"learning ({why}; judged from {self.min_runs}; record more with "
-                                    f"--update-baselines or --llmbench-record)",
-                               status="learning", direction=direction, noise=self.describe())
+                return Verdict(
+                    metric="",
+                    observed=observed.value,
+                    baseline=float(np.mean(hist)),
+                    tolerance=None,
+                    rule=f"learning ({why}; judged from {self.min_runs}; record more with "
+                    f"--update-baselines or --llmbench-record)",
+                    status="learning",
+                    direction=direction,
+                    noise=self.describe(),
+                )
             v = self.fallback.verdict(baseline, observed, direction)
             return replace(v, noise=self.describe(), rule=f"History: {why}, fallback {v.rule}")
         mean = float(np.mean(hist))
@@ -80,8 +90,13 @@ class History(NoiseModel):
         worse_by = mean - observed.value if direction == "higher" else observed.value - mean
         p = float(stats.t.sf(worse_by / scale, m - 1))
         how = f"t({1 - self.alpha:.5g}, {m - 1})={t_crit:.3g}·{fmt(s)}·√(1+1/{m})"
-        rule = threshold_rule(f"History k={self.k:g} (prediction bound, t) over {m} runs (mean, SD {fmt(s)})",
-                              mean, tolerance, direction, how)
+        rule = threshold_rule(
+            f"History k={self.k:g} (prediction bound, t) over {m} runs (mean, SD {fmt(s)})",
+            mean,
+            tolerance,
+            direction,
+            how,
+        )
         return self._verdict(mean, observed, tolerance, rule, direction, p_value=p)
 
     def stored_spread(self, history: tuple[float, ...]) -> float | None:

@@ -32,8 +32,9 @@ MIN_OVERLAP = 0.9
 BOOTSTRAP_SEED = 202611  # 6 digits: baseline files keep 6 significant digits, so it reads back the same
 
 
-def common_cases(baseline: Mapping[str, float] | None, observed: Mapping[str, float] | None,
-                 min_overlap: float) -> tuple[list[str], str]:
+def common_cases(
+    baseline: Mapping[str, float] | None, observed: Mapping[str, float] | None, min_overlap: float
+) -> tuple[list[str], str]:
     """The shared case ids when the pairing rule holds (else ``[]``), and why not in words."""
     if not baseline:
         return [], "the baseline has no per-case values"
@@ -42,8 +43,7 @@ def common_cases(baseline: Mapping[str, float] | None, observed: Mapping[str, fl
     common = sorted(baseline.keys() & observed.keys())
     larger = max(len(baseline), len(observed))
     if len(common) < 2 or len(common) < min_overlap * larger:
-        return [], (f"{len(common)} of {larger} case ids shared, pairing needs {min_overlap:.0%} "
-                    f"and at least 2")
+        return [], (f"{len(common)} of {larger} case ids shared, pairing needs {min_overlap:.0%} and at least 2")
     return common, ""
 
 
@@ -105,9 +105,11 @@ class PairedT(NoiseModel):
         diff = _worse_sign(direction) * mean
         bound = "<" if direction == "higher" else ">"
         sign = "−" if direction == "higher" else "+"
-        rule = (f"PairedT alpha={self.alpha:g} (paired t on {_shared(common, baseline, observed)}): mean diff "
-                f"{fmt(diff, sign=True)} (SE {fmt(se)}); fail if mean diff {bound} {sign}t(df={m - 1})·SE = "
-                f"{sign}{fmt(tolerance)}")
+        rule = (
+            f"PairedT alpha={self.alpha:g} (paired t on {_shared(common, baseline, observed)}): mean diff "
+            f"{fmt(diff, sign=True)} (SE {fmt(se)}); fail if mean diff {bound} {sign}t(df={m - 1})·SE = "
+            f"{sign}{fmt(tolerance)}"
+        )
         v = self._verdict(baseline.value, observed, tolerance, rule, direction, _status(p_worse, p_better, self.alpha))
         return _paired(v, p_worse)
 
@@ -130,15 +132,18 @@ class McNemar(NoiseModel):
         common, why = common_cases(baseline.cases, observed.cases, self.min_overlap)
         if not common:
             if baseline.n is None:
-                raise NoiseModelError(f"McNemar cannot pair ({why}) and its unpaired rule (Fisher on the totals) "
-                                      f"needs the baseline's n, which it lacks: add n: to the entry, or delete the "
-                                      f"entry and record it again with --update-baselines")
+                raise NoiseModelError(
+                    f"McNemar cannot pair ({why}) and its unpaired rule (Fisher on the totals) "
+                    f"needs the baseline's n, which it lacks: add n: to the entry, or delete the "
+                    f"entry and record it again with --update-baselines"
+                )
             return _unpaired(Binomial(alpha=self.alpha).verdict(baseline, observed, direction), self, why)
         for side, cases in (("baseline", baseline.cases), ("observed", observed.cases)):
             bad = [c for c in common if cases[c] not in (0.0, 1.0)]  # type: ignore[index]
             if bad:
-                raise NoiseModelError(f"McNemar needs pass/fail cases (1 or 0); {side} case {bad[0]!r} is "
-                                      f"{fmt(cases[bad[0]])}")  # type: ignore[index]
+                raise NoiseModelError(
+                    f"McNemar needs pass/fail cases (1 or 0); {side} case {bad[0]!r} is {fmt(cases[bad[0]])}"
+                )  # type: ignore[index]
         sign = _worse_sign(direction)
         moved = [sign * (stored(observed.cases[c]) - stored(baseline.cases[c])) for c in common]  # type: ignore[index]
         worse, better = sum(1 for x in moved if x < 0), sum(1 for x in moved if x > 0)
@@ -146,8 +151,10 @@ class McNemar(NoiseModel):
         p_worse = self._p(worse, changed)
         p_better = self._p(better, changed)
         crit = next((k for k in range(changed + 1) if self._p(k, changed) < self.alpha), None)
-        head = (f"McNemar alpha={self.alpha:g} (exact, {_shared(common, baseline, observed)}): {worse} worse, "
-                f"{better} better")
+        head = (
+            f"McNemar alpha={self.alpha:g} (exact, {_shared(common, baseline, observed)}): {worse} worse, "
+            f"{better} better"
+        )
         if crit is None:
             tolerance = float(changed)
             rule = f"{head}; {changed} changed cases cannot fail at this alpha"
@@ -192,16 +199,30 @@ class PairedBootstrap(NoiseModel):
         if not common:
             return _unpaired(StdErr(alpha=self.alpha).verdict(baseline, observed, direction), self, why)
         sign = _worse_sign(direction)
-        sums = np.array([sum(sign * (stored(observed.cases[c]) - stored(baseline.cases[c]))  # type: ignore[index]
-                             for c in g) for g in groups.values()], dtype=float)
+        sums = np.array(
+            [
+                sum(
+                    sign * (stored(observed.cases[c]) - stored(baseline.cases[c]))  # type: ignore[index]
+                    for c in g
+                )
+                for g in groups.values()
+            ],
+            dtype=float,
+        )
         counts = np.array([len(g) for g in groups.values()], dtype=float)
         gap = float(sums.sum() / counts.sum())  # > 0: better
         if np.all(sums == 0):
             boot = np.zeros(1)
         else:
-            res = stats.bootstrap((sums, counts), _ratio, paired=True, vectorized=True,
-                                  n_resamples=self.resamples, method="percentile",
-                                  random_state=np.random.default_rng(self.seed))
+            res = stats.bootstrap(
+                (sums, counts),
+                _ratio,
+                paired=True,
+                vectorized=True,
+                n_resamples=self.resamples,
+                method="percentile",
+                random_state=np.random.default_rng(self.seed),
+            )
             boot = np.asarray(res.bootstrap_distribution)
         p_worse = float((1 + np.sum(boot >= 0)) / (boot.size + 1)) if boot.any() else 1.0
         p_better = float((1 + np.sum(boot <= 0)) / (boot.size + 1)) if boot.any() else 1.0
@@ -212,9 +233,11 @@ class PairedBootstrap(NoiseModel):
             where += " (shared ids)"
         diff = sign * gap
         bad = "below" if direction == "higher" else "above"
-        rule = (f"PairedBootstrap alpha={self.alpha:g} ({self.resamples} resamples of {where}): mean diff "
-                f"{fmt(diff, sign=True)}, one-sided {1 - self.alpha:.0%} bound {fmt(sign * upper, sign=True)}"
-                f"; fail if the bound is {bad} 0")
+        rule = (
+            f"PairedBootstrap alpha={self.alpha:g} ({self.resamples} resamples of {where}): mean diff "
+            f"{fmt(diff, sign=True)}, one-sided {1 - self.alpha:.0%} bound {fmt(sign * upper, sign=True)}"
+            f"; fail if the bound is {bad} 0"
+        )
         v = self._verdict(baseline.value, observed, tolerance, rule, direction, _status(p_worse, p_better, self.alpha))
         return _paired(v, p_worse)
 

@@ -26,5 +26,10 @@ class Relative(NoiseModel):
         tolerance = self.frac * abs(baseline.value)
         label = f"Relative {100 * self.frac:g}%"
         how = f"{100 * self.frac:g}%·{abs(baseline.value):.4g}"
-        return self._verdict(baseline.value, observed, tolerance,
-                             threshold_rule(label, baseline.value, tolerance, direction, how), direction)
+        return self._verdict(
+            baseline.value,
+            observed,
+            tolerance,
+            threshold_rule(label, baseline.value, tolerance, direction, how),
+            direction,
+        )

@@ -50,9 +50,14 @@ class StdErr(NoiseModel):
         worse_by = baseline.value - observed.value if direction == "higher" else observed.value - baseline.value
         p = _p_worse(worse_by, se, df)
         how = f"{k:.3g}·√({fmt(se_b)}²+{fmt(se_n)}²)"
-        return self._verdict(baseline.value, observed, tolerance,
-                             threshold_rule(label, baseline.value, tolerance, direction, how) + note, direction,
-                             p_value=p)
+        return self._verdict(
+            baseline.value,
+            observed,
+            tolerance,
+            threshold_rule(label, baseline.value, tolerance, direction, how) + note,
+            direction,
+            p_value=p,
+        )
 
     def _k(self, df: float | None) -> tuple[float, str]:
         if self.alpha is None:
@@ -62,8 +67,9 @@ class StdErr(NoiseModel):
         return float(stats.norm.ppf(1 - self.alpha)), f"StdErr alpha={self.alpha:g} (normal)"
 
 
-def _scaled(se_known: float, n_known: int | None, n_missing: int | None, missing: str,
-            known: str) -> tuple[float, int, str]:
+def _scaled(
+    se_known: float, n_known: int | None, n_missing: int | None, missing: str, known: str
+) -> tuple[float, int, str]:
     """The missing side's SE from the known side's, assuming the same per-sample SD."""
     if n_known is None:
         raise NoiseModelError(
