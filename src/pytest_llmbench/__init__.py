@@ -9,7 +9,7 @@ from pytest_llmbench.engines.base import Engine, SpecStats
 from pytest_llmbench.errors import ConfigError, LlmbenchError
 from pytest_llmbench.fixtures import Bench
 from pytest_llmbench.gate.noise import Binomial, History, NoiseModel, Relative, Spread, StdErr
-from pytest_llmbench.gate.verdict import Verdict
+from pytest_llmbench.gate.types import Verdict
 from pytest_llmbench.metrics import ScenarioMetrics
 from pytest_llmbench.report.results import load_results
 from pytest_llmbench.server import LLMServer, ServerStartError, start_server

@@ -35,7 +35,7 @@ from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, Workload
 
 if TYPE_CHECKING:
     from pytest_llmbench.gate.noise.base import NoiseModel
-    from pytest_llmbench.gate.verdict import Verdict
+    from pytest_llmbench.gate.types import Verdict
     from pytest_llmbench.workload.prompts import Prompt
 
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import yaml
 
-from pytest_llmbench.gate import baselines
-from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, dumps, load, round_sig, write_atomic
-from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
+from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, dumps, load, round_sig
+from pytest_llmbench.gate.files import write_atomic
+from pytest_llmbench.gate.types import HISTORY_LEN, BaselineEntry
 
 REL = {"name": "Relative", "frac": 0.04}
 
@@ -105,36 +103,6 @@ def test_missing_and_empty_files_are_empty_baselines(tmp_path):
     assert not load(tmp_path / "none.yaml", "none").exists
     (tmp_path / "empty.yaml").write_text("")
     assert list(load(tmp_path / "empty.yaml", "empty").keys()) == []
-
-
-def test_atomic_write_leaves_the_old_file_when_replace_fails(tmp_path, monkeypatch):
-    path = tmp_path / "cfg.yaml"
-    path.write_text("old\n")
-
-    def broken_replace(src, dst):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(baselines.os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
-        write_atomic(path, "new\n")
-    assert path.read_text() == "old\n"
-    assert os.listdir(tmp_path) == ["cfg.yaml"]  # no temp file left behind
-
-
-def test_atomic_write_never_exposes_a_partial_file(tmp_path, monkeypatch):
-    path = tmp_path / "cfg.yaml"
-    path.write_text("old\n")
-    seen = []
-    real_replace = os.replace
-
-    def spy(src, dst):
-        seen.append((open(src).read(), open(dst).read()))  # the target is still whole when the temp is done
-        real_replace(src, dst)
-
-    monkeypatch.setattr(baselines.os, "replace", spy)
-    write_atomic(path, "new\n" * 1000)
-    assert seen == [("new\n" * 1000, "old\n")]
-    assert path.read_text() == "new\n" * 1000
 
 
 # --- issue 10 / issue 9: bad numbers, truncation, file mode ---------------------------------------------

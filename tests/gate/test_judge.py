@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.judge import beyond_band, direction_for, family_of, judge
-from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise import Relative, StdErr
+from pytest_llmbench.gate.types import BaselineEntry, Observation
 
 SE = {"name": "StdErr"}
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench.gate.baselines import BaselineFile, dumps, load
-from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.merge import BaselineMergeError, merge_baselines
+from pytest_llmbench.gate.types import BaselineEntry
 
 
 def entry(value: float, host: str = "h1") -> BaselineEntry:

@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise import (
     NOISE_MODELS,
     Binomial,
@@ -20,6 +18,7 @@ from pytest_llmbench.gate.noise import (
     StdErr,
     noise_from_dict,
 )
+from pytest_llmbench.gate.types import BaselineEntry, Observation
 
 
 def entry(value, direction="higher", **kw):

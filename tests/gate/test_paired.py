@@ -7,10 +7,9 @@ import pytest
 from scipy import stats
 
 from pytest_llmbench.gate import McNemar, PairedBootstrap, PairedT
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise import Binomial, NoiseModelError, StdErr, noise_from_dict
 from pytest_llmbench.gate.noise.paired import common_cases
+from pytest_llmbench.gate.types import BaselineEntry, Observation
 from pytest_llmbench.report.results import iter_records
 
 

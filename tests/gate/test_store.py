@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
 from pytest_llmbench.gate.store import BaselineStore, Measurement, machine_changed, updated
+from pytest_llmbench.gate.types import HISTORY_LEN, BaselineEntry
 
 HIST = {"name": "History", "k": 3, "min_runs": 3, "fallback": {"name": "Spread", "spread": 2}}
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_llmbench.gate.table import counts, ordered, render
-from pytest_llmbench.gate.verdict import Verdict
+from pytest_llmbench.gate.types import Verdict
 
 
 def v(
@@ -56,7 +56,7 @@ def test_rendered_table(snapshot):
 def test_summary_separates_judged_checks_from_new_learning_and_not_comparable():
     """Issue 21: "0 REGRESSED" over 27 checks that were never compared read as a clean run."""
     from pytest_llmbench.gate.table import not_judged, summary
-    from pytest_llmbench.gate.verdict import Verdict
+    from pytest_llmbench.gate.types import Verdict
 
     def v(status, rule="r", test="t"):
         return Verdict(

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from pytest_llmbench.gate import transport
 from pytest_llmbench.gate.store import Measurement
-from pytest_llmbench.gate.verdict import Verdict
+from pytest_llmbench.gate.types import Verdict
 
 
 def test_round_trip_through_workeroutput():

@@ -20,10 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def _timing_history(path: Path) -> None:
     """Six recorded starts of chat-1u's timing on this machine (no CPU timing is committed), so the history
     plot has something to draw."""
-    from pytest_llmbench.gate.baselines import dumps, load, write_atomic
-    from pytest_llmbench.gate.entry import BaselineEntry
+    from pytest_llmbench.gate.baselines import dumps, load
+    from pytest_llmbench.gate.files import write_atomic
     from pytest_llmbench.gate.machine import fingerprint
     from pytest_llmbench.gate.runner import detect
+    from pytest_llmbench.gate.types import BaselineEntry
 
     bf = load(path, "smol-nospec")
     machine = fingerprint(detect("cpu-amd-epyc-2c"))

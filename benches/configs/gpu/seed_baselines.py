@@ -16,12 +16,13 @@ from pathlib import Path
 
 import yaml
 
-from pytest_llmbench.gate.baselines import dumps, write_atomic
-from pytest_llmbench.gate.entry import BaselineEntry
+from pytest_llmbench.gate.baselines import dumps
+from pytest_llmbench.gate.files import write_atomic
 from pytest_llmbench.gate.metric import default_hardware_bound, resolve_direction
 from pytest_llmbench.gate.noise import Binomial, History, NoiseModel, Relative, Spread, StdErr
 from pytest_llmbench.gate.runner import RunnerProfile
 from pytest_llmbench.gate.store import BaselineStore
+from pytest_llmbench.gate.types import BaselineEntry
 
 ROOT = Path(__file__).resolve().parents[3]
 FIGURES = ROOT / "benches" / "gpu" / "published_figures.yaml"

@@ -13,7 +13,7 @@ from pytest_llmbench.gate.noise import (
     StdErr,
 )
 from pytest_llmbench.gate.session import GateSession
-from pytest_llmbench.gate.verdict import Verdict
+from pytest_llmbench.gate.types import Verdict
 
 __all__ = [
     "NOISE_MODELS",

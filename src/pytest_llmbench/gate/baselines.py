@@ -25,9 +25,7 @@ it until a person fixes or deletes it.
 from __future__ import annotations
 
 import math
-import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +34,8 @@ from typing import Any
 import yaml
 
 from pytest_llmbench.errors import LlmbenchError
-from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
 from pytest_llmbench.gate.noise import NOISE_MODELS, noise_from_dict
+from pytest_llmbench.gate.types import HISTORY_LEN, BaselineEntry
 
 VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -309,22 +307,3 @@ def dumps(bf: BaselineFile) -> str:
     count = sum(len(ms) for ms in bf.shared.values()) + sum(len(ms) for t in bf.runners.values() for ms in t.values())
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=True, allow_unicode=True, width=110, default_flow_style=False)
     return header + body + f"# end: {count} {'entry' if count == 1 else 'entries'}\n"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Temp file in the same folder + fsync + os.replace: readers see the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a baseline is a shared, reviewed file like any source file
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

@@ -22,11 +22,11 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from numbers import Real
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from pytest_llmbench.gate.files import write_atomic
+from pytest_llmbench.gate.types import clean_cases
 
 VERSION = 1
 SUFFIX = ".cases"  # baselines/<config>.cases/
@@ -44,23 +44,6 @@ class CasesFileError(Exception):
             f"per-case baseline file {path}:{line}: {reason}. Fix or delete the file; "
             f"pytest-llmbench never overwrites it"
         )
-
-
-def clean_cases(cases: Mapping[Any, Any]) -> dict[str, float]:
-    """``{case id: value}`` checked and sorted by id: ids are non-empty strings, values finite numbers
-    (a bool counts as 0/1, for pass/fail sets)."""
-    if not isinstance(cases, Mapping):
-        raise TypeError(f"cases must map case id → value, not {type(cases).__name__}")
-    if not cases:
-        raise ValueError("cases is empty: nothing was measured")
-    out: dict[str, float] = {}
-    for cid, v in cases.items():
-        if not isinstance(cid, str) or not cid:
-            raise TypeError(f"case ids must be non-empty strings, got {cid!r}")
-        if not isinstance(v, bool | Real | np.number) or not math.isfinite(float(v)):
-            raise ValueError(f"case {cid!r}: value must be a finite number, got {v!r}")
-        out[cid] = float(v)
-    return dict(sorted(out.items()))
 
 
 def safe_name(name: str) -> str:
@@ -144,8 +127,6 @@ def _json(path: Path, lineno: int, line: str) -> Any:
 
 def write_cases(path: Path, test_key: str, metric: str, runner: str | None, cases: Mapping[str, float]) -> None:
     """Write atomically; an existing file that cannot be read is left as it is (CasesFileError)."""
-    from pytest_llmbench.gate.baselines import write_atomic  # baselines → noise → metric → here
-
     read_cases(path)  # refuse to replace a file a person has to look at
     write_atomic(path, dumps_cases(test_key, metric, runner, cases))
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.metric import Observation, resolve_direction
+from pytest_llmbench.gate.metric import resolve_direction
 from pytest_llmbench.gate.noise import Binomial, McNemar, NoiseModel, PairedT, Relative, StdErr
-from pytest_llmbench.gate.verdict import Direction, Verdict, fmt_p
+from pytest_llmbench.gate.types import BaselineEntry, Direction, Observation, Verdict, fmt_p
 from pytest_llmbench.gate.verdict import judge as beyond
 
 DEFAULT_RELATIVE = 0.05

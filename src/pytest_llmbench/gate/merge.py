@@ -18,8 +18,9 @@ from pathlib import Path
 import yaml
 
 from pytest_llmbench.errors import LlmbenchError
-from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, Key, dumps, load, write_atomic
-from pytest_llmbench.gate.entry import BaselineEntry
+from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, Key, dumps, load
+from pytest_llmbench.gate.files import write_atomic
+from pytest_llmbench.gate.types import BaselineEntry
 
 
 class BaselineMergeError(LlmbenchError):

@@ -32,15 +32,15 @@ from pytest_llmbench.gate import table, transport
 from pytest_llmbench.gate.baselines import BaselineFileError, Key
 from pytest_llmbench.gate.budget import FAMILIES, Budget, holm, parse_alpha
 from pytest_llmbench.gate.cases import CasesFileError
-from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.judge import beyond_band, default_noise, direction_for, family_of, judge
 from pytest_llmbench.gate.machine import differences, fingerprint
-from pytest_llmbench.gate.metric import Observation, default_hardware_bound
+from pytest_llmbench.gate.metric import default_hardware_bound
 from pytest_llmbench.gate.noise import NOISE_MODELS, NoiseModel, NoiseModelError, noise_from_dict
 from pytest_llmbench.gate.options import alpha_spec, baselines_dir, record_starts
 from pytest_llmbench.gate.runner import RunnerProfile, check_name, detect
 from pytest_llmbench.gate.store import BaselineStore, Measurement, Written
-from pytest_llmbench.gate.verdict import Verdict, fail_at_end, fmt_p
+from pytest_llmbench.gate.types import BaselineEntry, Observation, Verdict, fmt_p
+from pytest_llmbench.gate.verdict import fail_at_end
 from pytest_llmbench.scheduling import server_config_name
 from pytest_llmbench.shard import provenance_fields
 from pytest_llmbench.sink import emit

@@ -28,18 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmbench.gate import cases as case_files
-from pytest_llmbench.gate.baselines import (
-    BaselineFile,
-    BaselineFileError,
-    Key,
-    config_filename,
-    dumps,
-    load,
-    write_atomic,
-)
-from pytest_llmbench.gate.entry import HISTORY_LEN, BaselineEntry
+from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, Key, config_filename, dumps, load
+from pytest_llmbench.gate.files import write_atomic
 from pytest_llmbench.gate.machine import differences
 from pytest_llmbench.gate.noise import noise_from_dict
+from pytest_llmbench.gate.types import HISTORY_LEN, BaselineEntry
 
 
 @dataclass(frozen=True)

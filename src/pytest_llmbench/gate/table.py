@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from pytest_llmbench.gate.verdict import JUDGED, STATUSES, Verdict, fmt, fmt_p
+from pytest_llmbench.gate.types import JUDGED, STATUSES, Verdict, fmt, fmt_p
 
 COLUMNS = ("config", "test", "metric", "baseline", "observed", "delta", "delta %", "tolerance", "p", "q", "verdict")
 _LABEL = {

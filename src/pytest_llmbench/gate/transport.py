@@ -10,7 +10,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from pytest_llmbench.gate.store import Measurement
-from pytest_llmbench.gate.verdict import Verdict
+from pytest_llmbench.gate.types import Verdict
 
 WIRE = "llmbench_gate"  # key in xdist's workeroutput
 _VERDICT_FIELDS = {f.name for f in fields(Verdict)}

@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.stats import CONFIDENCE, compare_paired, compare_pass_fail
-from pytest_llmbench.gate.verdict import fmt
+from pytest_llmbench.gate.types import fmt
 from pytest_llmbench.report.folder import ResultsFolder
 
 ALPHA = (1 - CONFIDENCE) / 2  # each side of the 95% interval: the verdict reads the interval shown

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmbench.errors import LlmbenchError
-from pytest_llmbench.gate.verdict import STATUSES
+from pytest_llmbench.gate.types import STATUSES
 from pytest_llmbench.report.results import iter_records
 
 

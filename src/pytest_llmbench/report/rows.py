@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_llmbench.gate.verdict import fmt
+from pytest_llmbench.gate.types import fmt
 from pytest_llmbench.report.folder import ResultsFolder
 
 STATUS_LABEL = {

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_llmbench import stash
-from pytest_llmbench.gate.verdict import fmt
+from pytest_llmbench.gate.types import fmt
 from pytest_llmbench.jsonl import iter_jsonl
 
 

@@ -97,8 +97,7 @@ def test_bootstrap_p_agrees_with_the_interval_and_the_per_question_gate():
     per-question sidecar), clustered by case like the interval, with about the same p."""
     from pytest_llmbench.evals.decisions.paired import CASE_SEP, gate_cases
     from pytest_llmbench.gate import PairedBootstrap
-    from pytest_llmbench.gate.entry import BaselineEntry
-    from pytest_llmbench.gate.metric import Observation
+    from pytest_llmbench.gate.types import BaselineEntry, Observation
 
     rng = np.random.default_rng(3)
     per_case = rng.integers(1, 9, size=20)

@@ -7,9 +7,8 @@ from dataclasses import fields
 from typing import Any, ClassVar
 
 from pytest_llmbench.errors import LlmbenchError, RegistryError
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.metric import Observation
-from pytest_llmbench.gate.verdict import Direction, Status, Verdict, judge
+from pytest_llmbench.gate.types import BaselineEntry, Direction, Observation, Status, Verdict
+from pytest_llmbench.gate.verdict import judge
 
 
 class NoiseModelError(LlmbenchError, ValueError):
@@ -110,3 +109,22 @@ class NoiseModel(ABC):
             noise=self.describe(),
             p_value=p_value,
         )
+
+
+def noise_from_dict(d: dict[str, Any]) -> NoiseModel:
+    """The inverse of ``NoiseModel.to_dict``; raises ValueError naming what is wrong."""
+    if not isinstance(d, dict) or "name" not in d:
+        raise ValueError(f"a noise model is written as {{name: ..., <params>}}, got {d!r}")
+    params = dict(d)
+    name = params.pop("name")
+    cls = NOISE_MODELS.get(name)
+    if cls is None:
+        raise ValueError(
+            f"unknown noise model {name!r} (known: {', '.join(sorted(NOISE_MODELS))}); a model "
+            f"of your own is known once a pytest_llmbench_noise_models hook returns it or its class is "
+            f"defined (in conftest.py)"
+        )
+    try:
+        return cls.from_params(**params)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"bad parameters for noise model {name}: {e}") from None

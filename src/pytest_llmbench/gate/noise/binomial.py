@@ -10,10 +10,8 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise.base import NoiseModel, NoiseModelError
-from pytest_llmbench.gate.verdict import Direction, Status, Verdict, fmt
+from pytest_llmbench.gate.types import BaselineEntry, Direction, Observation, Status, Verdict, fmt
 
 
 def _p_worse(k_b: int, n_b: int, k: int, n: int, direction: Direction) -> float:

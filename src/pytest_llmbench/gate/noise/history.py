@@ -21,10 +21,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats
 
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.metric import Observation
-from pytest_llmbench.gate.noise.base import NoiseModel
-from pytest_llmbench.gate.verdict import Direction, Verdict, fmt, threshold_rule
+from pytest_llmbench.gate.noise.base import NoiseModel, noise_from_dict
+from pytest_llmbench.gate.types import BaselineEntry, Direction, Observation, Verdict, fmt
+from pytest_llmbench.gate.verdict import threshold_rule
 
 
 @dataclass(frozen=True)
@@ -49,8 +48,6 @@ class History(NoiseModel):
 
     @classmethod
     def from_params(cls, **params):  # type: ignore[no-untyped-def]
-        from pytest_llmbench.gate.noise import noise_from_dict
-
         fb = params.pop("fallback", None)
         if isinstance(fb, dict):
             params["fallback"] = noise_from_dict(fb)

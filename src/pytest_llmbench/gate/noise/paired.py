@@ -21,12 +21,10 @@ import numpy as np
 from scipy import stats
 
 from pytest_llmbench.gate.cases import stored
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise.base import NoiseModel, NoiseModelError
 from pytest_llmbench.gate.noise.binomial import Binomial
 from pytest_llmbench.gate.noise.stderr import StdErr
-from pytest_llmbench.gate.verdict import Direction, Status, Verdict, fmt
+from pytest_llmbench.gate.types import BaselineEntry, Direction, Observation, Status, Verdict, fmt
 
 MIN_OVERLAP = 0.9
 BOOTSTRAP_SEED = 202611  # 6 digits: baseline files keep 6 significant digits, so it reads back the same

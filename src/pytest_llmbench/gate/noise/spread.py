@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise.base import NoiseModel
-from pytest_llmbench.gate.verdict import Direction, Verdict, fmt, threshold_rule
+from pytest_llmbench.gate.types import BaselineEntry, Direction, Observation, Verdict, fmt
+from pytest_llmbench.gate.verdict import threshold_rule
 
 
 @dataclass(frozen=True)
