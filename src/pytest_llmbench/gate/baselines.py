@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -188,13 +188,14 @@ def _walk(path: Path, tests: Any, where: str) -> Iterator[tuple[str, str, Any]]:
             yield str(test), str(metric), raw
 
 
-def _number(
-    path: Path, raw: Any, key: str, where: str, *, optional: bool = True, non_negative: bool = False
-) -> float | None:
+def _number(path: Path, raw: Any, key: str, where: str, *, non_negative: bool = False) -> float | None:
+    """An optional finite number (absent: None)."""
+    return None if raw.get(key) is None else _required_number(path, raw, key, where, non_negative=non_negative)
+
+
+def _required_number(path: Path, raw: Any, key: str, where: str, *, non_negative: bool = False) -> float:
     """A finite number: a NaN value or SE makes the tolerance NaN, and a NaN tolerance passes anything."""
     v = raw.get(key)
-    if v is None and optional:
-        return None
     if isinstance(v, bool) or not isinstance(v, int | float):
         raise BaselineFileError(path, f"{where}: '{key}' must be a number, found {v!r}")
     if not math.isfinite(v):
@@ -210,7 +211,7 @@ def _entry(path: Path, raw: Any, where: str, *, known_noise: bool = True) -> Bas
     unknown = set(raw) - _ENTRY_KEYS
     if unknown:
         raise BaselineFileError(path, f"{where}: unknown key(s) {sorted(map(str, unknown))}")
-    value = _number(path, raw, "value", where, optional=False)
+    value = _required_number(path, raw, "value", where)
     direction = raw.get("direction")
     if direction not in ("higher", "lower"):
         raise BaselineFileError(path, f"{where}: 'direction' must be higher or lower, found {direction!r}")
@@ -221,6 +222,7 @@ def _entry(path: Path, raw: Any, where: str, *, known_noise: bool = True) -> Bas
         unknown_name = isinstance(noise, dict) and noise.get("name") not in NOISE_MODELS
         if known_noise or not unknown_name:
             raise BaselineFileError(path, f"{where}: noise: {e}") from None
+    noise = cast(dict[str, Any], noise)  # a mapping with a name: a known model, or (allowed here) an unknown one
     history = raw.get("history") or []
     if not isinstance(history, list) or any(
         isinstance(h, bool) or not isinstance(h, int | float) or not math.isfinite(h) for h in history
@@ -236,7 +238,7 @@ def _entry(path: Path, raw: Any, where: str, *, known_noise: bool = True) -> Bas
         value=value,
         direction=direction,
         noise=noise,
-        n=n,  # type: ignore[arg-type]
+        n=n,
         se=_number(path, raw, "se", where, non_negative=True),
         spread=_number(path, raw, "spread", where, non_negative=True),
         history=tuple(float(h) for h in history),
@@ -254,7 +256,7 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
-def _list_inline(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
+def _list_inline(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
 
 
@@ -274,7 +276,7 @@ def _clean(v: Any) -> Any:
 
 
 def entry_to_dict(e: BaselineEntry) -> dict[str, Any]:
-    return _clean(
+    out: dict[str, Any] = _clean(
         {
             "value": e.value,
             "direction": e.direction,
@@ -286,6 +288,7 @@ def entry_to_dict(e: BaselineEntry) -> dict[str, Any]:
             "provenance": e.provenance or None,
         }
     )
+    return out
 
 
 def dumps(bf: BaselineFile) -> str:

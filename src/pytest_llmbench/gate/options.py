@@ -74,7 +74,7 @@ def baselines_dir(config: pytest.Config) -> Path:
     """CLI paths are relative to where pytest was invoked, the ini value to the ini file's folder."""
     cli = config.getoption("llmbench_baselines_dir", None)
     if cli:
-        return (config.invocation_params.dir / cli).resolve()
+        return (config.invocation_params.dir / str(cli)).resolve()
     ini = config.getini("llmbench_baselines_dir")
     if ini:
         base = config.inipath.parent if config.inipath else config.rootpath

@@ -253,7 +253,7 @@ class GateSession:
         cfg = getattr(server, "config", None)
         if cfg is not None:
             p["engine"] = getattr(cfg, "engine", None)
-            model = getattr(cfg, "model", None)
+            model: Any = getattr(cfg, "model", None)
             p["model"] = model.describe() if hasattr(model, "describe") else (str(model) if model else None)
             p["image"] = getattr(cfg, "image", None)
             info = getattr(server, "info", None) or {}
@@ -306,7 +306,7 @@ class GateSession:
                 entry = bf.get(runner, tkey, metric)
                 if tkey != test_key or entry is None:
                     continue
-                cls = NOISE_MODELS.get(entry.noise.get("name"))
+                cls = NOISE_MODELS.get(str(entry.noise.get("name")))
                 if cls is None or cls.gives_p:
                     counts[family_of(test_key, runner is not None)] += 1
         self.budget.counts = counts
@@ -314,7 +314,7 @@ class GateSession:
             transport.send_counts(self.config, counts)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """The test's end: a call that passed but has regressed checks fails, listing every one of them."""
         report = yield
         if report.when in ("call", "teardown"):
@@ -353,9 +353,11 @@ class GateSession:
         if self.budget is None:
             return
         for fam in FAMILIES:
-            idx = [i for i, (_, v) in enumerate(self.checks) if v.family == fam and v.p_value is not None]
+            judged = [
+                (i, v.p_value) for i, (_, v) in enumerate(self.checks) if v.family == fam and v.p_value is not None
+            ]
             alpha = self.budget.alphas[fam]
-            for i, q in zip(idx, holm(self.checks[i][1].p_value for i in idx), strict=True):
+            for (i, _), q in zip(judged, holm(p for _, p in judged), strict=True):
                 nodeid, v = self.checks[i]
                 v = replace(v, q_value=q)
                 if q <= alpha and beyond_band(v) and v.status not in ("REGRESSED", "learning", "not comparable"):

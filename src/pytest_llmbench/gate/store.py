@@ -32,7 +32,7 @@ from pytest_llmbench.gate.baselines import BaselineFile, BaselineFileError, Key,
 from pytest_llmbench.gate.files import write_atomic
 from pytest_llmbench.gate.machine import differences
 from pytest_llmbench.gate.noise import noise_from_dict
-from pytest_llmbench.gate.types import HISTORY_LEN, BaselineEntry
+from pytest_llmbench.gate.types import HISTORY_LEN, BaselineEntry, Direction
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Measurement:
     test_key: str
     metric: str
     value: float
-    direction: str
+    direction: Direction
     noise: dict[str, Any]
     n: int | None
     se: float | None
@@ -181,7 +181,8 @@ def updated(old: BaselineEntry | None, m: Measurement, mode: str = "all") -> Bas
         or machine_changed(old, m)
         or (mode == "accept" and m.status == "REGRESSED")
     )
-    history = ((() if restart else old.accepted) + (m.value,))[-HISTORY_LEN:]  # type: ignore[union-attr]
+    kept = () if restart or old is None else old.accepted
+    history = (*kept, m.value)[-HISTORY_LEN:]
     try:
         spread = noise_from_dict(m.noise).stored_spread(history)
     except ValueError:  # a model of the user's that this process never saw defined: the spread is informative
@@ -191,7 +192,7 @@ def updated(old: BaselineEntry | None, m: Measurement, mode: str = "all") -> Bas
         direction=m.direction,
         noise=m.noise,
         n=m.n,
-        se=m.se,  # type: ignore[arg-type]
+        se=m.se,
         spread=spread,
         history=history,
         provenance=m.provenance,

@@ -17,8 +17,8 @@ _VERDICT_FIELDS = {f.name for f in fields(Verdict)}
 
 
 def outbox(config: Any) -> dict[str, list[dict[str, Any]]]:
-    out = config.workeroutput
-    return out.setdefault(WIRE, {"checks": [], "measurements": []})
+    box: dict[str, list[dict[str, Any]]] = config.workeroutput.setdefault(WIRE, {"checks": [], "measurements": []})
+    return box
 
 
 def send_check(config: Any, nodeid: str, v: Verdict) -> None:

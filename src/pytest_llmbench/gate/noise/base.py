@@ -111,7 +111,7 @@ class NoiseModel(ABC):
         )
 
 
-def noise_from_dict(d: dict[str, Any]) -> NoiseModel:
+def noise_from_dict(d: object) -> NoiseModel:
     """The inverse of ``NoiseModel.to_dict``; raises ValueError naming what is wrong."""
     if not isinstance(d, dict) or "name" not in d:
         raise ValueError(f"a noise model is written as {{name: ..., <params>}}, got {d!r}")

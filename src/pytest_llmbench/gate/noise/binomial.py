@@ -7,7 +7,9 @@ where the z-test's false-alarm rate drifts from its nominal alpha.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
+import numpy as np
 from scipy import stats
 
 from pytest_llmbench.gate.noise.base import NoiseModel, NoiseModelError
@@ -16,8 +18,9 @@ from pytest_llmbench.gate.types import BaselineEntry, Direction, Observation, St
 
 def _p_worse(k_b: int, n_b: int, k: int, n: int, direction: Direction) -> float:
     """One-sided p-value that the new proportion is worse than the baseline's."""
-    alternative = "greater" if direction == "higher" else "less"
-    return float(stats.fisher_exact([[k_b, n_b - k_b], [k, n - k]], alternative=alternative).pvalue)
+    alternative: Literal["greater", "less"] = "greater" if direction == "higher" else "less"
+    table = np.array([[k_b, n_b - k_b], [k, n - k]], dtype=np.int64)
+    return float(stats.fisher_exact(table, alternative=alternative).pvalue)
 
 
 def _p_better(k_b: int, n_b: int, k: int, n: int, direction: Direction) -> float:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 from pytest_llmbench.gate.cases import stored
@@ -25,6 +26,8 @@ from pytest_llmbench.gate.noise.base import NoiseModel, NoiseModelError
 from pytest_llmbench.gate.noise.binomial import Binomial
 from pytest_llmbench.gate.noise.stderr import StdErr
 from pytest_llmbench.gate.types import BaselineEntry, Direction, Observation, Status, Verdict, fmt
+
+FloatArray = npt.NDArray[np.float64]
 
 MIN_OVERLAP = 0.9
 BOOTSTRAP_SEED = 202611  # 6 digits: baseline files keep 6 significant digits, so it reads back the same
@@ -88,8 +91,8 @@ class PairedT(NoiseModel):
         common, why = common_cases(baseline.cases, observed.cases, self.min_overlap)
         if not common:
             return _unpaired(StdErr(alpha=self.alpha).verdict(baseline, observed, direction), self, why)
-        b = np.array([stored(baseline.cases[c]) for c in common], dtype=float)  # type: ignore[index]
-        o = np.array([stored(observed.cases[c]) for c in common], dtype=float)  # type: ignore[index]
+        b = np.array([stored(_cases(baseline)[c]) for c in common], dtype=np.float64)
+        o = np.array([stored(_cases(observed)[c]) for c in common], dtype=np.float64)
         better = _worse_sign(direction) * (o - b)  # > 0 where the new run is better
         mean, se, m = float(np.mean(better)), float(stats.sem(better)), len(common)
         if se == 0:  # every case moved by the same amount (often: not at all)
@@ -136,14 +139,14 @@ class McNemar(NoiseModel):
                     f"entry and record it again with --update-baselines"
                 )
             return _unpaired(Binomial(alpha=self.alpha).verdict(baseline, observed, direction), self, why)
-        for side, cases in (("baseline", baseline.cases), ("observed", observed.cases)):
-            bad = [c for c in common if cases[c] not in (0.0, 1.0)]  # type: ignore[index]
+        for side, cases in (("baseline", _cases(baseline)), ("observed", _cases(observed))):
+            bad = [c for c in common if cases[c] not in (0.0, 1.0)]
             if bad:
                 raise NoiseModelError(
                     f"McNemar needs pass/fail cases (1 or 0); {side} case {bad[0]!r} is {fmt(cases[bad[0]])}"
-                )  # type: ignore[index]
+                )
         sign = _worse_sign(direction)
-        moved = [sign * (stored(observed.cases[c]) - stored(baseline.cases[c])) for c in common]  # type: ignore[index]
+        moved = [sign * (stored(_cases(observed)[c]) - stored(_cases(baseline)[c])) for c in common]
         worse, better = sum(1 for x in moved if x < 0), sum(1 for x in moved if x > 0)
         changed = worse + better
         p_worse = self._p(worse, changed)
@@ -199,15 +202,12 @@ class PairedBootstrap(NoiseModel):
         sign = _worse_sign(direction)
         sums = np.array(
             [
-                sum(
-                    sign * (stored(observed.cases[c]) - stored(baseline.cases[c]))  # type: ignore[index]
-                    for c in g
-                )
+                sum(sign * (stored(_cases(observed)[c]) - stored(_cases(baseline)[c])) for c in g)
                 for g in groups.values()
             ],
-            dtype=float,
+            dtype=np.float64,
         )
-        counts = np.array([len(g) for g in groups.values()], dtype=float)
+        counts = np.array([len(g) for g in groups.values()], dtype=np.float64)
         gap = float(sums.sum() / counts.sum())  # > 0: better
         if np.all(sums == 0):
             boot = np.zeros(1)
@@ -247,5 +247,12 @@ class PairedBootstrap(NoiseModel):
         return groups
 
 
-def _ratio(sums: np.ndarray, counts: np.ndarray, axis: int = -1) -> np.ndarray:
-    return sums.sum(axis=axis) / counts.sum(axis=axis)
+def _ratio(sums: FloatArray, counts: FloatArray, axis: int = -1) -> FloatArray:
+    return np.asarray(sums.sum(axis=axis) / counts.sum(axis=axis), dtype=np.float64)
+
+
+def _cases(side: BaselineEntry | Observation) -> Mapping[str, float]:
+    """The per-case values of a side that ``common_cases`` found cases on (so it has them)."""
+    if side.cases is None:
+        raise AssertionError("paired on a side without cases")  # common_cases returned none: unreachable
+    return side.cases
