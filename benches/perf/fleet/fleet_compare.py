@@ -12,13 +12,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
 
-from pytest_llmbench.report.merge import SESSION_RECORDS  # noqa: E402
-from pytest_llmbench.report.results import iter_records  # noqa: E402
+from pytest_llmbench.report.merge import SESSION_RECORDS
+from pytest_llmbench.report.results import iter_records
 
 #: what identifies a record of each kind, so two runs can be compared as sets
 KEYS = {
-    "server": ("config",), "facts": ("config",), "scenario": ("config", "test_key", "scenario"),
-    "test": ("config", "test_key"), "verdict": ("config", "test_key", "metric", "runner"),
+    "server": ("config",),
+    "facts": ("config",),
+    "scenario": ("config", "test_key", "scenario"),
+    "test": ("config", "test_key"),
+    "verdict": ("config", "test_key", "metric", "runner"),
     "decisions": ("config", "test_key", "dataset"),
 }
 
@@ -45,18 +48,28 @@ def compare(whole_dir: Path, merged_dir: Path) -> tuple[bool, list[str]]:
     for kind in sorted(set(whole) | set(merged)):
         eq = whole[kind] == merged[kind]
         same &= eq
-        lines.append(f"| {kind} | {sum(whole[kind].values())} | {sum(merged[kind].values())} | {'yes' if eq else 'NO'} |")
-    starts = {side: dict(collections.Counter(c[0] for c in d["server"].elements()))
-              for side, d in (("unsharded", whole), ("merged", merged))}
+        lines.append(
+            f"| {kind} | {sum(whole[kind].values())} | {sum(merged[kind].values())} | {'yes' if eq else 'NO'} |"
+        )
+    starts = {
+        side: dict(collections.Counter(c[0] for c in d["server"].elements()))
+        for side, d in (("unsharded", whole), ("merged", merged))
+    }
     once = bool(starts["merged"]) and all(v == 1 for d in starts.values() for v in d.values())
     a, b = statuses(whole_dir), statuses(merged_dir)
     differ = sorted(((k, a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)), key=str)
-    lines += ["", f"server starts per config: unsharded {starts['unsharded']}, merged {starts['merged']}",
-              f"verdicts: {len(a)} unsharded, {len(b)} merged; same status for {len(a) - len(differ)}",
-              f"status counts: unsharded {dict(collections.Counter(a.values()))}, "
-              f"merged {dict(collections.Counter(b.values()))}"]
+    lines += [
+        "",
+        f"server starts per config: unsharded {starts['unsharded']}, merged {starts['merged']}",
+        f"verdicts: {len(a)} unsharded, {len(b)} merged; same status for {len(a) - len(differ)}",
+        f"status counts: unsharded {dict(collections.Counter(a.values()))}, "
+        f"merged {dict(collections.Counter(b.values()))}",
+    ]
     lines += [f"- {k}: unsharded {x}, sharded {y}" for k, x, y in differ]
-    lines += ["", f"**same record set: {'yes' if same else 'NO'}; each server started once: {'yes' if once else 'NO'}**"]
+    lines += [
+        "",
+        f"**same record set: {'yes' if same else 'NO'}; each server started once: {'yes' if once else 'NO'}**",
+    ]
     return same and once, lines
 
 

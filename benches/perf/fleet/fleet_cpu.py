@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fleet_compare import compare  # noqa: E402  (beside this script)
+from fleet_compare import compare
 
 SHARDS = 3
 
@@ -36,8 +36,20 @@ def one_thread_configs(folder: Path) -> Path:
 
 
 def pytest_cmd(configs: Path, baselines: Path, results: Path, k_expr: str | None, shard: str | None) -> list[str]:
-    cmd = [sys.executable, "-m", "pytest", "benches/", "-m", "cpu", "-p", "no:cacheprovider", "-q",
-           f"--llmbench-configs={configs}", f"--baselines-dir={baselines}", f"--results-dir={results}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "benches/",
+        "-m",
+        "cpu",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--llmbench-configs={configs}",
+        f"--baselines-dir={baselines}",
+        f"--results-dir={results}",
+    ]
     if k_expr:
         cmd += ["-k", k_expr]
     if shard:
@@ -50,19 +62,6 @@ def start(cmd: list[str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
 
 
-def keyed(folder: Path) -> dict[str, collections.Counter]:
-    out: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for rec in iter_records(folder):
-        kind = rec.get("record")
-        fields = KEYS.get(kind, ("config", "test_key"))
-        out[kind][tuple(rec.get(f) for f in fields)] += 1
-    return out
-
-
-def statuses(folder: Path) -> dict[tuple, str]:
-    return {tuple(r.get(f) for f in KEYS["verdict"]): r["status"] for r in iter_records(folder, "verdict")}
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-k", dest="k_expr", default=None, help="pytest -k subset for both sides")
@@ -72,10 +71,14 @@ def main() -> int:
     configs = one_thread_configs(work)
     for name in ["b0", *(f"b{k}" for k in range(1, SHARDS + 1))]:
         shutil.copytree(ROOT / "baselines", work / name)
-    lines = ["# CPU suite: 3 shards in parallel, merged, vs unsharded", "",
-             f"`flock /tmp/llmbench-heavy.lock python benches/perf/fleet/fleet_cpu.py{' -k ' + repr(args.k_expr) if args.k_expr else ''}`",
-             f"(llama-server `-t 1` on both sides; {os.cpu_count()} cores; work folder {work})"
-             + ("; the same -k subset of the CPU suite on both sides" if args.k_expr else ""), ""]
+    lines = [
+        "# CPU suite: 3 shards in parallel, merged, vs unsharded",
+        "",
+        f"`flock /tmp/llmbench-heavy.lock python benches/perf/fleet/fleet_cpu.py{' -k ' + repr(args.k_expr) if args.k_expr else ''}`",
+        f"(llama-server `-t 1` on both sides; {os.cpu_count()} cores; work folder {work})"
+        + ("; the same -k subset of the CPU suite on both sides" if args.k_expr else ""),
+        "",
+    ]
 
     t0 = time.monotonic()
     cmd = pytest_cmd(configs, work / "b0", work / "unsharded", args.k_expr, None)
@@ -96,17 +99,33 @@ def main() -> int:
     fleet_s = time.monotonic() - t0
 
     t0 = time.monotonic()
-    merge = subprocess.run([sys.executable, "-m", "pytest_llmbench", "merge", str(work / "merged"),
-                            *(str(work / f"shard-{k}") for k in range(1, SHARDS + 1))],
-                           cwd=ROOT, capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    merge = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_llmbench",
+            "merge",
+            str(work / "merged"),
+            *(str(work / f"shard-{k}") for k in range(1, SHARDS + 1)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
     merge_s = time.monotonic() - t0
 
-    lines += ["| run | exit | wall-clock |", "|---|---|---|",
-              f"| unsharded (3 configs one after another) | {rc_whole} | {whole_s:.0f} s |"]
+    lines += [
+        "| run | exit | wall-clock |",
+        "|---|---|---|",
+        f"| unsharded (3 configs one after another) | {rc_whole} | {whole_s:.0f} s |",
+    ]
     lines += [f"| shard {k}/{SHARDS} (in parallel) | {rcs[k]} | {ended[k]:.0f} s |" for k in sorted(rcs)]
-    lines += [f"| 3 shards, first start to last end | | {fleet_s:.0f} s |",
-              f"| merge | {merge.returncode} | {merge_s:.1f} s |", ""]
+    lines += [
+        f"| 3 shards, first start to last end | | {fleet_s:.0f} s |",
+        f"| merge | {merge.returncode} | {merge_s:.1f} s |",
+        "",
+    ]
     lines += ["merge output:", "", "```", merge.stdout.strip(), merge.stderr.strip(), "```", ""]
     if merge.returncode != 0:
         args.out.write_text("\n".join(lines) + "\n")

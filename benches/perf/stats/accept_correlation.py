@@ -31,15 +31,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
-from pytest_llmbench.config import load_config_file  # noqa: E402
-from pytest_llmbench.datasets import prompt_sets as datasets  # noqa: E402  (moved out of evals/ in 6822749)
-from pytest_llmbench.evals import bfcl  # noqa: E402
-from pytest_llmbench.evals.accept_length import run_accept_length  # noqa: E402
-from pytest_llmbench.evals.protocols import get_protocol  # noqa: E402
-from pytest_llmbench.server import start_server  # noqa: E402
+from pytest_llmbench.config import load_config_file
+from pytest_llmbench.datasets import prompt_sets as datasets
+from pytest_llmbench.evals import bfcl
+from pytest_llmbench.evals.accept_length import run_accept_length
+from pytest_llmbench.evals.protocols import get_protocol
+from pytest_llmbench.server import start_server
 
 sys.path.insert(0, str(HERE.parent / "_lib"))
-from machine_state import loadavg, others  # noqa: E402  (benches/perf/_lib)
+from machine_state import loadavg, others
 
 PROTOCOL = "dflash2-card-cpu"
 DEFAULT_OUT = HERE / "accept_correlation.out.md"
@@ -91,12 +91,18 @@ def pair_stats(runs: list[dict[str, float]]) -> dict[str, float]:
         sd_between.append(float(np.sqrt((np.var(x, ddof=1) + np.var(y, ddof=1)) / 2)))
     identical = sum(a == b for a, b in itertools.combinations(runs, 2))
     finite = [r for r in rhos if np.isfinite(r)] or [float("nan")]
-    return {"pairs": len(rhos), "rho_mean": float(np.mean(finite)), "rho_min": float(np.min(finite)),
-            "rho_max": float(np.max(finite)), "sd_between": float(np.mean(sd_between)),
-            "sd_diff": float(np.mean(sd_diff)), "identical_pairs": identical,
-            "mean": float(np.mean([np.mean(list(r.values())) for r in runs])),
-            "run_means_sd": float(np.std([np.mean(list(r.values())) for r in runs], ddof=1)),
-            "prompts": int(np.mean([len(r) for r in runs]))}
+    return {
+        "pairs": len(rhos),
+        "rho_mean": float(np.mean(finite)),
+        "rho_min": float(np.min(finite)),
+        "rho_max": float(np.max(finite)),
+        "sd_between": float(np.mean(sd_between)),
+        "sd_diff": float(np.mean(sd_diff)),
+        "identical_pairs": identical,
+        "mean": float(np.mean([np.mean(list(r.values())) for r in runs])),
+        "run_means_sd": float(np.std([np.mean(list(r.values())) for r in runs], ddof=1)),
+        "prompts": int(np.mean([len(r) for r in runs])),
+    }
 
 
 def main() -> None:
@@ -124,14 +130,20 @@ def main() -> None:
                 runs = []
                 for r in range(args.reruns):
                     runs.append(rerun(cfgs[name], prompts, seed_of(r), Path(tmp) / f"{name}-{label}-{r}"))
-                    print(f"{name} [{label}] rerun {r + 1}/{args.reruns}: mean {np.mean(list(runs[-1].values())):.3f} "
-                          f"over {len(runs[-1])} prompts ({time.monotonic() - t0:.0f} s)", flush=True)
+                    print(
+                        f"{name} [{label}] rerun {r + 1}/{args.reruns}: mean {np.mean(list(runs[-1].values())):.3f} "
+                        f"over {len(runs[-1])} prompts ({time.monotonic() - t0:.0f} s)",
+                        flush=True,
+                    )
                 raw.setdefault(name, {})[label] = runs
         bfcl_runs = []
         for r in range(args.bfcl_reruns):
             bfcl_runs.append(bfcl_rerun(cfgs["smol-nospec"], Path(tmp) / f"bfcl-{r}"))
-            print(f"smol-nospec BFCL rerun {r + 1}/{args.bfcl_reruns}: {sum(bfcl_runs[-1].values()):.0f} of "
-                  f"{len(bfcl_runs[-1])} passed ({time.monotonic() - t0:.0f} s)", flush=True)
+            print(
+                f"smol-nospec BFCL rerun {r + 1}/{args.bfcl_reruns}: {sum(bfcl_runs[-1].values()):.0f} of "
+                f"{len(bfcl_runs[-1])} passed ({time.monotonic() - t0:.0f} s)",
+                flush=True,
+            )
         if bfcl_runs:
             raw["smol-nospec"] = {"bfcl": bfcl_runs}
     args.raw.parent.mkdir(parents=True, exist_ok=True)
@@ -161,15 +173,20 @@ def main() -> None:
                 continue
             s = pair_stats(runs)
             ratio = s["sd_diff"] / (np.sqrt(2) * s["sd_between"]) if s["sd_between"] > 0 else float("nan")
-            lines.append(f"| {name} | {label} | {s['prompts']} | {s['mean']:.3f} | {s['run_means_sd']:.4f} | "
-                         f"{s['rho_mean']:.3f} | {s['rho_min']:.3f}–{s['rho_max']:.3f} | {s['sd_between']:.3f} | "
-                         f"{s['sd_diff']:.3f} | {s['identical_pairs']}/{s['pairs']} | {ratio:.2f} |")
+            lines.append(
+                f"| {name} | {label} | {s['prompts']} | {s['mean']:.3f} | {s['run_means_sd']:.4f} | "
+                f"{s['rho_mean']:.3f} | {s['rho_min']:.3f}–{s['rho_max']:.3f} | {s['sd_between']:.3f} | "
+                f"{s['sd_diff']:.3f} | {s['identical_pairs']}/{s['pairs']} | {ratio:.2f} |"
+            )
     if "smol-nospec" in raw:
         runs = raw["smol-nospec"]["bfcl"]
         share, flipped, n = agreement(runs)
-        lines += ["", f"BFCL CPU subset on smol-nospec (`bfcl-cpu`: temperature 0.001, seed 1), {len(runs)} reruns: "
-                      f"passed {', '.join(str(int(sum(r.values()))) for r in runs)} of {n}; per-case agreement "
-                      f"between two reruns {share:.1%}; {flipped} case(s) flipped in any rerun."]
+        lines += [
+            "",
+            f"BFCL CPU subset on smol-nospec (`bfcl-cpu`: temperature 0.001, seed 1), {len(runs)} reruns: "
+            f"passed {', '.join(str(int(sum(r.values()))) for r in runs)} of {n}; per-case agreement "
+            f"between two reruns {share:.1%}; {flipped} case(s) flipped in any rerun.",
+        ]
     lines.append("")
     lines.append(f"Raw per-prompt values: `{os.path.relpath(args.raw.resolve(), args.out.resolve().parent)}`.")
     args.out.write_text("\n".join(lines) + "\n")

@@ -37,9 +37,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
-from pytest_llmbench.gate.entry import BaselineEntry  # noqa: E402
-from pytest_llmbench.gate.metric import Observation  # noqa: E402
-from pytest_llmbench.gate.noise import Binomial, McNemar, PairedBootstrap, PairedT, StdErr  # noqa: E402
+from pytest_llmbench.gate.noise import Binomial, McNemar, PairedBootstrap, PairedT, StdErr
+from pytest_llmbench.gate.types import BaselineEntry, Observation
 
 DEFAULT_OUT = HERE / "paired_power.out.md"
 DEFAULT_CORR = HERE.parent / "data" / "stats" / "accept_correlation.json"
@@ -54,8 +53,9 @@ def rate(flags: list[bool]) -> str:
 def entry(cases: dict[str, float], *, count: bool = False) -> BaselineEntry:
     obs = Observation.of(None, cases=cases)
     value = sum(cases.values()) if count else obs.value
-    return BaselineEntry(value=value, direction="higher", noise={}, n=len(cases), se=None if count else obs.se,
-                         cases=cases)
+    return BaselineEntry(
+        value=value, direction="higher", noise={}, n=len(cases), se=None if count else obs.se, cases=cases
+    )
 
 
 def keyed(x: np.ndarray) -> dict[str, float]:
@@ -73,6 +73,7 @@ def judge_means(base: np.ndarray, new: np.ndarray, alpha: float) -> tuple[bool, 
 
 
 # --- 1. accept length --------------------------------------------------------------------------------------
+
 
 def measured(corr_path: Path) -> dict[str, list[dict[str, float]]]:
     if not corr_path.exists():
@@ -105,8 +106,9 @@ def accept_normal(rng, n: int, sd: float, rho: float, drop: float, alpha: float,
     return out
 
 
-def accept_empirical(rng, runs: list[dict[str, float]], n: int, drop: float, alpha: float,
-                     sims: int) -> list[tuple[bool, ...]]:
+def accept_empirical(
+    rng, runs: list[dict[str, float]], n: int, drop: float, alpha: float, sims: int
+) -> list[tuple[bool, ...]]:
     ids = sorted(set.intersection(*(set(r) for r in runs)))
     table = np.array([[r[i] for i in ids] for r in runs])  # reruns × prompts
     out = []
@@ -119,18 +121,21 @@ def accept_empirical(rng, runs: list[dict[str, float]], n: int, drop: float, alp
 
 # --- 2. pass/fail sets -------------------------------------------------------------------------------------
 
+
 def pass_fail(rng, n: int, acc: float, unstable: int, broken: int, alpha: float, sims: int) -> list[tuple[bool, bool]]:
     out = []
     for _ in range(sims):
-        stable_pass = int(round(acc * n - unstable / 2))
+        stable_pass = round(acc * n - unstable / 2)
         kind = np.array([1] * stable_pass + [0] * (n - stable_pass - unstable) + [2] * unstable)
         rng.shuffle(kind)
-        def run():
+
+        def run(kind=kind):
             x = (kind == 1).astype(float)
             x[kind == 2] = rng.random(int(np.sum(kind == 2))) < 0.5
             return x
+
         base, new = run(), run()
-        both = np.flatnonzero((kind == 1))
+        both = np.flatnonzero(kind == 1)
         new[rng.choice(both, broken, replace=False)] = 0.0
         e = entry(keyed(base), count=True)
         c = keyed(new)
@@ -143,8 +148,10 @@ def pass_fail(rng, n: int, acc: float, unstable: int, broken: int, alpha: float,
 
 # --- 3. decisions ------------------------------------------------------------------------------------------
 
-def decisions(rng, cases: int, per_case: int, acc: float, flip: float, broken: float, alpha: float,
-              sims: int, resamples: int) -> list[tuple[bool, bool]]:
+
+def decisions(
+    rng, cases: int, per_case: int, acc: float, flip: float, broken: float, alpha: float, sims: int, resamples: int
+) -> list[tuple[bool, bool]]:
     """Questions of a case share a difficulty; a share ``flip`` of questions is a coin each run."""
     out = []
     model = PairedBootstrap(alpha=alpha, cluster="::", resamples=resamples)
@@ -153,13 +160,15 @@ def decisions(rng, cases: int, per_case: int, acc: float, flip: float, broken: f
         p = 1 / (1 + np.exp(-(np.log(acc / (1 - acc)) + ease[:, None] + rng.normal(0, 1.0, (cases, per_case)))))
         stable = (rng.random((cases, per_case)) < p).astype(float)
         coin = rng.random((cases, per_case)) < flip
-        def run():
+
+        def run(stable=stable, coin=coin):
             x = stable.copy()
             x[coin] = rng.random(int(coin.sum())) < 0.5
             return x
+
         base, new = run(), run()
         right = np.argwhere(new == 1)
-        k = int(round(broken * len(right)))
+        k = round(broken * len(right))
         if k:
             hit = right[rng.choice(len(right), k, replace=False)]
             new[hit[:, 0], hit[:, 1]] = 0
@@ -174,12 +183,15 @@ def decisions(rng, cases: int, per_case: int, acc: float, flip: float, broken: f
 
 # --- 4. what each family resolves (exact / noncentral t, no simulation) -----------------------------------
 
+
 def mde_means(n: int, sd: float, rho: float, alpha: float, power: float = 0.95) -> tuple[float, float]:
     """Smallest drop found with ``power``: paired t (SD of differences sd·√(2(1−ρ))) and Welch (equal SDs)."""
+
     def solve(sd_effect: float, df: float) -> float:
         crit = stats.t.ppf(1 - alpha, df)
         f = lambda d: (1 - stats.nct.cdf(crit, df, d / sd_effect)) - power  # noqa: E731
         return float(optimize.brentq(f, 1e-9, 12 * sd_effect))
+
     paired = solve(sd * np.sqrt(2 * (1 - rho)) / np.sqrt(n), n - 1) if rho < 1 else 0.0
     return paired, solve(sd * np.sqrt(2 / n), 2 * n - 2)
 
@@ -187,7 +199,7 @@ def mde_means(n: int, sd: float, rho: float, alpha: float, power: float = 0.95) 
 def mde_counts(n: int, acc: float, unstable: int, alpha: float, power: float = 0.95) -> tuple[int | None, int | None]:
     """Smallest number of broken cases found with ``power``: McNemar and Fisher, exact over the unstable
     cases' coin flips (each unstable case differs between two runs with probability ½)."""
-    stable = int(round(acc * n - unstable / 2))
+    stable = round(acc * n - unstable / 2)
     coins = stats.binom.pmf(np.arange(unstable + 1), unstable, 0.5)
 
     def mcnemar_power(d: int) -> float:
@@ -216,33 +228,46 @@ def mde_counts(n: int, acc: float, unstable: int, alpha: float, power: float = 0
             mid = (lo + hi) // 2
             lo, hi = (mid + 1, hi) if fn(mid) < power else (lo, mid)
         return lo
+
     return first(mcnemar_power), first(fisher_power)
 
 
 def part_accept(rng, a: float, sims: int, runs: dict) -> list[str]:
-    lines = ["## 1. Accept length: a drop of 0.3 on every prompt", "",
-             "Normal rows: per-prompt values with the SD between prompts and ρ given; the measured ρ comes from "
-             "accept_correlation.out.md. Empirical rows: prompts and two distinct reruns drawn from the real reruns.",
-             "",
-             "| model of the data | prompts | SD between prompts | ρ | false alarm paired t | Welch | StdErr k=2 "
-             "| power paired t | Welch | StdErr k=2 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## 1. Accept length: a drop of 0.3 on every prompt",
+        "",
+        "Normal rows: per-prompt values with the SD between prompts and ρ given; the measured ρ comes from "
+        "accept_correlation.out.md. Empirical rows: prompts and two distinct reruns drawn from the real reruns.",
+        "",
+        "| model of the data | prompts | SD between prompts | ρ | false alarm paired t | Welch | StdErr k=2 "
+        "| power paired t | Welch | StdErr k=2 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     conditions = accept_conditions(runs)
     for label, sd, rho in conditions:
         for n in (12, 32):
             null = accept_normal(rng, n, sd, rho, 0.0, a, sims)
             alt = accept_normal(rng, n, sd, rho, DROP, a, sims)
-            lines.append(f"| {label} (normal) | {n} | {sd:.3f} | {rho:.3f} | "
-                         + " | ".join(rate([x[i] for x in null]) for i in range(3)) + " | "
-                         + " | ".join(rate([x[i] for x in alt]) for i in range(3)) + " |")
+            lines.append(
+                f"| {label} (normal) | {n} | {sd:.3f} | {rho:.3f} | "
+                + " | ".join(rate([x[i] for x in null]) for i in range(3))
+                + " | "
+                + " | ".join(rate([x[i] for x in alt]) for i in range(3))
+                + " |"
+            )
             print(lines[-1], flush=True)
     for name, r in runs.items():
         for n in (12, 32):
             null = accept_empirical(rng, r, n, 0.0, a, sims)
             alt = accept_empirical(rng, r, n, DROP, a, sims)
             sd, rho = accept_params(r)
-            lines.append(f"| reruns of {name} resampled (empirical) | {n} | {sd:.3f} | {rho:.3f} | "
-                         + " | ".join(rate([x[i] for x in null]) for i in range(3)) + " | "
-                         + " | ".join(rate([x[i] for x in alt]) for i in range(3)) + " |")
+            lines.append(
+                f"| reruns of {name} resampled (empirical) | {n} | {sd:.3f} | {rho:.3f} | "
+                + " | ".join(rate([x[i] for x in null]) for i in range(3))
+                + " | "
+                + " | ".join(rate([x[i] for x in alt]) for i in range(3))
+                + " |"
+            )
             print(lines[-1], flush=True)
     return lines
 
@@ -254,69 +279,100 @@ def accept_conditions(runs: dict) -> list[tuple[str, float, float]]:
 
 
 def part_counts(rng, a: float, sims: int) -> list[str]:
-    lines = ["## 2. Pass/fail sets: McNemar on the cases vs Binomial (Fisher) on the totals", "",
-             f"{sims} simulations per row.", "",
-             "| set | cases | accuracy | unstable cases | SD of a run's total | broken cases | McNemar fails "
-             "| Binomial fails |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## 2. Pass/fail sets: McNemar on the cases vs Binomial (Fisher) on the totals",
+        "",
+        f"{sims} simulations per row.",
+        "",
+        "| set | cases | accuracy | unstable cases | SD of a run's total | broken cases | McNemar fails "
+        "| Binomial fails |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, n, acc, unstable_list, broken_list in (
-            ("BFCL", 205, 0.83, (10, 30, 70), (0, 5, 10, 15, 20)),
-            ("GSM8K", 1319, 0.97, (20, 60), (0, 10, 20, 40))):
+        ("BFCL", 205, 0.83, (10, 30, 70), (0, 5, 10, 15, 20)),
+        ("GSM8K", 1319, 0.97, (20, 60), (0, 10, 20, 40)),
+    ):
         for u in unstable_list:
             for d in broken_list:
                 res = pass_fail(rng, n, acc, u, d, a, sims)
-                lines.append(f"| {name} | {n} | {acc:.0%} | {u} | {np.sqrt(u) / 2:.1f} | {d} | "
-                             f"{rate([x[0] for x in res])} | {rate([x[1] for x in res])} |")
+                lines.append(
+                    f"| {name} | {n} | {acc:.0%} | {u} | {np.sqrt(u) / 2:.1f} | {d} | "
+                    f"{rate([x[0] for x in res])} | {rate([x[1] for x in res])} |"
+                )
                 print(lines[-1], flush=True)
     return lines
 
 
 def part_decisions(rng, a: float, sims: int) -> list[str]:
-    lines = ["## 3. Decisions: PairedBootstrap (cases resampled whole) vs Welch on the accuracies", "",
-             f"{sims} simulations per row, 2000 bootstrap resamples each.", "",
-             "| set | cases × questions | accuracy | answers that flip run to run | right answers broken "
-             "| PairedBootstrap fails | Welch fails |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "## 3. Decisions: PairedBootstrap (cases resampled whole) vs Welch on the accuracies",
+        "",
+        f"{sims} simulations per row, 2000 bootstrap resamples each.",
+        "",
+        "| set | cases × questions | accuracy | answers that flip run to run | right answers broken "
+        "| PairedBootstrap fails | Welch fails |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, cases, per_case, acc, flips, brokens in (
-            ("CPU canary", 20, 6, 0.5, (0.05, 0.2), (0.0, 0.05, 0.1, 0.2)),
-            ("GPU typed decisions", 250, 8, 0.8, (0.002, 0.02), (0.0, 0.01, 0.02))):
+        ("CPU canary", 20, 6, 0.5, (0.05, 0.2), (0.0, 0.05, 0.1, 0.2)),
+        ("GPU typed decisions", 250, 8, 0.8, (0.002, 0.02), (0.0, 0.01, 0.02)),
+    ):
         for f in flips:
             for d in brokens:
                 res = decisions(rng, cases, per_case, acc, f, d, a, sims, 2000)
-                lines.append(f"| {name} | {cases}×{per_case} | {acc:.0%} | {f:.1%} | {d:.0%} | "
-                             f"{rate([x[0] for x in res])} | {rate([x[1] for x in res])} |")
+                lines.append(
+                    f"| {name} | {cases}×{per_case} | {acc:.0%} | {f:.1%} | {d:.0%} | "
+                    f"{rate([x[0] for x in res])} | {rate([x[1] for x in res])} |"
+                )
                 print(lines[-1], flush=True)
     return lines
 
 
 def part_resolution(a: float, runs: dict) -> list[str]:
-    lines = [f"## 4. What each family resolves at the seeds' sizes (95% power, one-sided α = {a:g})", "",
-             "Accept length: the smallest uniform drop found with 95% power (noncentral t). Pass/fail: the "
-             "smallest number of broken cases (cases that passed in both runs and now fail) found with 95% "
-             "power, exact over the unstable cases' coin flips; '—' means not even breaking every stable case "
-             "would do. Decisions: see section 3 (simulation).", "",
-             "| family | size | noise | paired gate resolves | unpaired rule resolves |", "|---|---|---|---|---|"]
+    lines = [
+        f"## 4. What each family resolves at the seeds' sizes (95% power, one-sided α = {a:g})",
+        "",
+        "Accept length: the smallest uniform drop found with 95% power (noncentral t). Pass/fail: the "
+        "smallest number of broken cases (cases that passed in both runs and now fail) found with 95% "
+        "power, exact over the unstable cases' coin flips; '—' means not even breaking every stable case "
+        "would do. Decisions: see section 3 (simulation).",
+        "",
+        "| family | size | noise | paired gate resolves | unpaired rule resolves |",
+        "|---|---|---|---|---|",
+    ]
     conditions = accept_conditions(runs)
     for n in (12, 32):
         for label, sd, rho in conditions:
             if label == "ρ chosen" and rho not in (0.5, 0.9):
                 continue
             p, u = mde_means(n, sd, rho, a)
-            lines.append(f"| accept length (PairedT / Welch) | {n} prompts | {label}: SD between prompts {sd:.2f}, "
-                         f"ρ = {rho:.3f} | drop ≥ {p:.3f} | drop ≥ {u:.3f} |")
-    for name, n, acc, unstable_list in (("BFCL (McNemar / Fisher)", 205, 0.83, (0, 10, 30, 70)),
-                                        ("GSM8K (McNemar / Fisher)", 1319, 0.97, (0, 20, 60))):
+            lines.append(
+                f"| accept length (PairedT / Welch) | {n} prompts | {label}: SD between prompts {sd:.2f}, "
+                f"ρ = {rho:.3f} | drop ≥ {p:.3f} | drop ≥ {u:.3f} |"
+            )
+    for name, n, acc, unstable_list in (
+        ("BFCL (McNemar / Fisher)", 205, 0.83, (0, 10, 30, 70)),
+        ("GSM8K (McNemar / Fisher)", 1319, 0.97, (0, 20, 60)),
+    ):
         for u in unstable_list:
             mc, fi = mde_counts(n, acc, u, a)
-            show = lambda d: "—" if d is None else f"{d} cases ({100 * d / n:.1f} pts)"  # noqa: E731
-            lines.append(f"| {name} | {n} cases at {acc:.0%} | {u} unstable cases (SD of a run's total "
-                         f"{np.sqrt(u) / 2:.1f}) | {show(mc)} | {show(fi)} |")
+            show = lambda d, n=n: "—" if d is None else f"{d} cases ({100 * d / n:.1f} pts)"  # noqa: E731
+            lines.append(
+                f"| {name} | {n} cases at {acc:.0%} | {u} unstable cases (SD of a run's total "
+                f"{np.sqrt(u) / 2:.1f}) | {show(mc)} | {show(fi)} |"
+            )
     print("\n".join(lines), flush=True)
     return lines
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sims", type=int, default=4000, help="per accept-length row (a quarter per pass/fail "
-                                                            "row, a twentieth per decisions row)")
+    ap.add_argument(
+        "--sims",
+        type=int,
+        default=4000,
+        help="per accept-length row (a quarter per pass/fail row, a twentieth per decisions row)",
+    )
     ap.add_argument("--alpha", type=float, default=0.01)
     ap.add_argument("--parts", default="1,2,3,4", help="which sections to (re)compute; the rest come from the cache")
     ap.add_argument("--corr", type=Path, default=DEFAULT_CORR)
@@ -330,19 +386,32 @@ def main() -> None:
     for part in args.parts.split(","):
         t0 = time.monotonic()
         rng = np.random.default_rng([args.seed, int(part)])
-        lines = {"1": lambda: part_accept(rng, a, sims, runs), "2": lambda: part_counts(rng, a, max(500, sims // 4)),
-                 "3": lambda: part_decisions(rng, a, max(200, sims // 20)),
-                 "4": lambda: part_resolution(a, runs)}[part]()
-        cache[part] = {"lines": lines, "command": f"--sims {sims} --alpha {a:g} --parts {part}",
-                       "seconds": round(time.monotonic() - t0)}
+        lines = {
+            "1": lambda rng=rng: part_accept(rng, a, sims, runs),
+            "2": lambda rng=rng: part_counts(rng, a, max(500, sims // 4)),
+            "3": lambda rng=rng: part_decisions(rng, a, max(200, sims // 20)),
+            "4": lambda: part_resolution(a, runs),
+        }[part]()
+        cache[part] = {
+            "lines": lines,
+            "command": f"--sims {sims} --alpha {a:g} --parts {part}",
+            "seconds": round(time.monotonic() - t0),
+        }
         cache_path.write_text(json.dumps(cache, indent=1, ensure_ascii=False) + "\n")
-    out = ["# Paired vs unpaired gates: false alarms and power (simulation)", "",
-           "`python benches/perf/stats/paired_power.py` — every verdict from the gate's own noise models; ± is the "
-           f"Monte-Carlo SE. One-sided α = {a:g} for PairedT, McNemar, PairedBootstrap, StdErr(alpha) (Welch) and "
-           "Binomial; StdErr(k=2) is the suites' current rule for accept length.", ""]
+    out = [
+        "# Paired vs unpaired gates: false alarms and power (simulation)",
+        "",
+        "`python benches/perf/stats/paired_power.py` — every verdict from the gate's own noise models; ± is the "
+        f"Monte-Carlo SE. One-sided α = {a:g} for PairedT, McNemar, PairedBootstrap, StdErr(alpha) (Welch) and "
+        "Binomial; StdErr(k=2) is the suites' current rule for accept length.",
+        "",
+    ]
     for part in sorted(cache):
-        out += cache[part]["lines"] + ["", f"_(section {part}: `{cache[part]['command']}`, "
-                                           f"{cache[part]['seconds']} s)_", ""]
+        out += cache[part]["lines"] + [
+            "",
+            f"_(section {part}: `{cache[part]['command']}`, {cache[part]['seconds']} s)_",
+            "",
+        ]
     args.out.write_text("\n".join(out))
 
 

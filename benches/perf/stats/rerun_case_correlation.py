@@ -25,9 +25,9 @@ from scipy import stats
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2] / "src"))
 
-from pytest_llmbench.evals.decisions.paired import gate_cases  # noqa: E402
-from pytest_llmbench.evals.decisions.results import read_answers  # noqa: E402
-from pytest_llmbench.report.results import iter_records  # noqa: E402
+from pytest_llmbench.evals.decisions.paired import gate_cases
+from pytest_llmbench.evals.decisions.results import read_answers
+from pytest_llmbench.report.results import iter_records
 
 
 def case_sets(folder: Path) -> dict[str, dict[str, float]]:
@@ -35,7 +35,8 @@ def case_sets(folder: Path) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for r in iter_records(folder, "accept_length"):
         out[f"{r['config']} {r['set']} accept_length"] = {
-            f"{q['id']}#{q['turn']}": q["accept_length"] for q in r["per_request"] if q.get("accept_length") is not None}
+            f"{q['id']}#{q['turn']}": q["accept_length"] for q in r["per_request"] if q.get("accept_length") is not None
+        }
     for r in iter_records(folder, "bfcl"):
         out[f"{r['config']} bfcl passed"] = {c["id"]: float(c["passed"]) for c in r["cases"]}
     for path in sorted(folder.glob("*/decisions/canary.answers.jsonl")):
@@ -51,8 +52,9 @@ def row(name: str, a: dict[str, float], b: dict[str, float]) -> str:
     same = int(np.sum(np.isclose(x, y, rtol=0, atol=1e-6)))
     rho = float(stats.pearsonr(x, y)[0]) if len(common) > 2 and x.std() > 0 and y.std() > 0 else float("nan")
     rho_s = "undefined (constant)" if np.isnan(rho) else f"{rho:.4f}"
-    return (f"| {name} | {len(common)} | {rho_s} | {x.std(ddof=1):.4f} | {(y - x).std(ddof=1):.5f} | "
-            f"{same}/{len(common)} |")
+    return (
+        f"| {name} | {len(common)} | {rho_s} | {x.std(ddof=1):.4f} | {(y - x).std(ddof=1):.5f} | {same}/{len(common)} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,9 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "rerun_case_correlation.out.md")
     args = ap.parse_args(argv)
     a, b = case_sets(args.a), case_sets(args.b)
-    lines = ["# Run-to-run per-case correlation (two real llama.cpp runs of the CPU suite's paired gates)", "",
-             f"`python benches/perf/stats/rerun_case_correlation.py {args.a} {args.b}`", "",
-             "| set | cases | ρ | SD between cases | SD of differences | identical |", "|---|---|---|---|---|---|"]
+    lines = [
+        "# Run-to-run per-case correlation (two real llama.cpp runs of the CPU suite's paired gates)",
+        "",
+        f"`python benches/perf/stats/rerun_case_correlation.py {args.a} {args.b}`",
+        "",
+        "| set | cases | ρ | SD between cases | SD of differences | identical |",
+        "|---|---|---|---|---|---|",
+    ]
     lines += [row(k, a[k], b[k]) for k in sorted(a.keys() & b.keys())]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -35,12 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-
 from scipy import stats
 
-from pytest_llmbench.gate.entry import BaselineEntry
-from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise import Binomial, History, NoiseModel, Relative, Spread, StdErr
+from pytest_llmbench.gate.types import BaselineEntry, Observation
 
 FA_TARGET, POWER_TARGET = 0.01, 0.95
 TOKS, AL_MEAN, AL_SD, BFCL_P, BFCL_N = 150.0, 3.4, 0.9, 0.83, 205
@@ -63,10 +61,14 @@ class Batch:
             return BaselineEntry(ob.value, "higher", NOISE, n=ob.n, se=ob.se), Observation.of(self.new[i])
         hist = tuple(map(float, self.base[i]))
         if kind == "history":
-            return (BaselineEntry(hist[-1], "higher", NOISE, n=self.n, history=hist),
-                    Observation(float(self.new[i]), n=self.n))
-        return (BaselineEntry(float(np.mean(self.base[i])), "higher", NOISE, n=self.n),
-                Observation(float(self.new[i]), n=self.n))
+            return (
+                BaselineEntry(hist[-1], "higher", NOISE, n=self.n, history=hist),
+                Observation(float(self.new[i]), n=self.n),
+            )
+        return (
+            BaselineEntry(float(np.mean(self.base[i])), "higher", NOISE, n=self.n),
+            Observation(float(self.new[i]), n=self.n),
+        )
 
 
 @dataclass
@@ -84,12 +86,14 @@ class Case:
 
 def toks(sigma: float, history_runs: int | None = None) -> Callable:
     """size = runs averaged per side (Relative), or history runs with one new run (History)."""
+
     def draw(rng: np.random.Generator, size: int, shifted: bool, reps: int) -> Batch:
         factor = 0.9 if shifted else 1.0
         base = TOKS * (1 + sigma * rng.standard_normal((reps, size)))
         new_runs = 1 if history_runs is not None else size
         new = (TOKS * factor * (1 + sigma * rng.standard_normal((reps, new_runs)))).mean(axis=1)
         return Batch(base, new)
+
     return draw
 
 
@@ -101,10 +105,12 @@ def accept(rng: np.random.Generator, size: int, shifted: bool, reps: int) -> Bat
 
 def bfcl(history_runs: int = 1) -> Callable:
     """size = number of cases; the drop is the seeds' 10 of 205 cases, as a proportion."""
+
     def draw(rng: np.random.Generator, size: int, shifted: bool, reps: int) -> Batch:
         base = rng.binomial(size, BFCL_P, (reps, history_runs)).astype(float)
         new = rng.binomial(size, BFCL_P - (10 / BFCL_N if shifted else 0.0), reps).astype(float)
         return Batch(base, new, n=size)
+
     return draw
 
 
@@ -136,14 +142,13 @@ def regressed(model: NoiseModel, b: Batch) -> np.ndarray:
     raise TypeError(model)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _critical(model: Binomial, kb: int, n: int) -> float:
     c = model._critical(kb, n, n, "higher")
     return -1.0 if c is None else float(c)
 
 
-def rate(case: Case, size: int, shifted: bool, reps: int, rng: np.random.Generator,
-         checked: int = CHECKED) -> float:
+def rate(case: Case, size: int, shifted: bool, reps: int, rng: np.random.Generator, checked: int = CHECKED) -> float:
     b = case.draw(rng, size, shifted, reps)
     hits = regressed(case.model, b)
     for i in range(min(checked, reps)):  # the vectorised rule must be the gate's rule
@@ -180,20 +185,60 @@ def cases() -> list[Case]:
         for frac in (0.04, 0.07):
             out.append(Case(s, Relative(frac), "runs/side (mean)", 1, "−10%", toks(sigma), "mean", runs))
         for m in (3, 10):
-            out.append(Case(s, History(k=3, min_runs=3), "history runs", m, "−10%", toks(sigma, m), "history",
-                            tuple(r for r in hist_runs if r > m),
-                            "k=3 is wider than the drop at this SD" if sigma > 0.03 else ""))
+            out.append(
+                Case(
+                    s,
+                    History(k=3, min_runs=3),
+                    "history runs",
+                    m,
+                    "−10%",
+                    toks(sigma, m),
+                    "history",
+                    tuple(r for r in hist_runs if r > m),
+                    "k=3 is wider than the drop at this SD" if sigma > 0.03 else "",
+                )
+            )
     for n in (32, 12):
         for model in (StdErr(k=2), StdErr(k=2.33), StdErr(alpha=0.01)):
-            out.append(Case("accept length", model, "prompts/side", n, "−0.3", accept, "samples",
-                            tuple(p for p in prompts if p > n)))
-    out.append(Case("BFCL passed", Spread(8), "cases", BFCL_N, "−10 cases", bfcl(), "mean", (),
-                    "no size: a fixed spread does not grow with the binomial SD of more cases"))
-    out.append(Case("BFCL passed", Binomial(alpha=0.01), "cases", BFCL_N, "−10 cases", bfcl(), "mean",
-                    bfcl_cases))
+            out.append(
+                Case(
+                    "accept length",
+                    model,
+                    "prompts/side",
+                    n,
+                    "−0.3",
+                    accept,
+                    "samples",
+                    tuple(p for p in prompts if p > n),
+                )
+            )
+    out.append(
+        Case(
+            "BFCL passed",
+            Spread(8),
+            "cases",
+            BFCL_N,
+            "−10 cases",
+            bfcl(),
+            "mean",
+            (),
+            "no size: a fixed spread does not grow with the binomial SD of more cases",
+        )
+    )
+    out.append(Case("BFCL passed", Binomial(alpha=0.01), "cases", BFCL_N, "−10 cases", bfcl(), "mean", bfcl_cases))
     for m in (3, 10):
-        out.append(Case(f"BFCL passed ({m} runs in history)", History(k=3, min_runs=3), "cases", BFCL_N,
-                        "−10 cases", bfcl(m), "history", bfcl_cases))
+        out.append(
+            Case(
+                f"BFCL passed ({m} runs in history)",
+                History(k=3, min_runs=3),
+                "cases",
+                BFCL_N,
+                "−10 cases",
+                bfcl(m),
+                "history",
+                bfcl_cases,
+            )
+        )
     return out
 
 
@@ -202,17 +247,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=20000, help="replicates per cell (A/A and shifted)")
     ap.add_argument("--search-reps", type=int, default=4000, help="replicates per size while searching")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--suite-reps", type=int, default=500,
-                    help="clean runs per row of the suite-level table (simulate_suite.py); 0 skips it")
+    ap.add_argument(
+        "--suite-reps",
+        type=int,
+        default=500,
+        help="clean runs per row of the suite-level table (simulate_suite.py); 0 skips it",
+    )
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
     print(f"# Gate error rates by simulation ({args.reps} replicates per cell, seed {args.seed})\n")
-    print(f"Targets: false alarms ≤ {100 * FA_TARGET:g}% per gate, power ≥ {100 * POWER_TARGET:g}%. "
-          f"Monte Carlo SE ≈ {100 * np.sqrt(0.01 * 0.99 / args.reps):.2f} points at 1%, "
-          f"{100 * np.sqrt(0.05 * 0.95 / args.reps):.2f} at 95%.\n")
-    print("| metric | noise model | size | effect | false alarms (A/A) | power | meets target | "
-          "size that would (false alarms / power) |")
+    print(
+        f"Targets: false alarms ≤ {100 * FA_TARGET:g}% per gate, power ≥ {100 * POWER_TARGET:g}%. "
+        f"Monte Carlo SE ≈ {100 * np.sqrt(0.01 * 0.99 / args.reps):.2f} points at 1%, "
+        f"{100 * np.sqrt(0.05 * 0.95 / args.reps):.2f} at 95%.\n"
+    )
+    print(
+        "| metric | noise model | size | effect | false alarms (A/A) | power | meets target | "
+        "size that would (false alarms / power) |"
+    )
     print("|---|---|---|---|---:|---:|:---:|---|")
     for case in cases():
         fa = rate(case, case.size, False, args.reps, rng)
@@ -222,12 +275,17 @@ def main(argv: list[str] | None = None) -> int:
         if case.note and not ok:
             would = f"{would}; {case.note}" if would != "—" else case.note
         size = f"{case.size} {case.size_label}"
-        print(f"| {case.metric} | {case.model.describe()} | {size} | {case.effect} | {100 * fa:.2f}% | "
-              f"{100 * pw:.1f}% | {'yes' if ok else 'no'} | {would} |", flush=True)
-    print("\nSize that would: the smallest size on the script's grid meeting both targets with the same noise "
-          "model and the same effect (BFCL: the same 10/205 drop as a proportion), found with "
-          f"{args.search_reps} replicates per size. 'runs/side (mean)': the mean of that many runs on each "
-          "side; 'history runs': accepted runs in the baseline's history, one new run.")
+        print(
+            f"| {case.metric} | {case.model.describe()} | {size} | {case.effect} | {100 * fa:.2f}% | "
+            f"{100 * pw:.1f}% | {'yes' if ok else 'no'} | {would} |",
+            flush=True,
+        )
+    print(
+        "\nSize that would: the smallest size on the script's grid meeting both targets with the same noise "
+        "model and the same effect (BFCL: the same 10/205 drop as a proportion), found with "
+        f"{args.search_reps} replicates per size. 'runs/side (mean)': the mean of that many runs on each "
+        "side; 'history runs': accepted runs in the baseline's history, one new run."
+    )
     print(f"\n({time.perf_counter() - t0:.0f} s)\n")
     if args.suite_reps:
         import simulate_suite  # beside this script

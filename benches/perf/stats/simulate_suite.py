@@ -41,10 +41,9 @@ import numpy as np
 from scipy import stats
 
 from pytest_llmbench.gate.budget import holm, parse_alpha
-from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.judge import beyond_band, judge
-from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise import Binomial, History, NoiseModel, Relative, Spread, StdErr
+from pytest_llmbench.gate.types import BaselineEntry, Observation
 
 TIMING = History(k=3.0, min_runs=3, fallback=Relative(0.30))
 NOISE = {"name": "sim"}
@@ -67,20 +66,30 @@ def suite_gates() -> list[Gate]:
     for n in (4, 8, 2, 4, 8, 2, 10, 10, 10, 10, 8):
         gates.append(Gate("quality", StdErr(k=2.0), "samples", n))
     gates.append(Gate("quality", Spread(3), "cases", 50, mean=0.5))
-    gates += [Gate("decisions", Binomial(alpha=0.01), "cases", 110, mean=0.6),
-              Gate("decisions", StdErr(k=2.0), "samples", 100, 99), Gate("decisions", StdErr(k=2.0), "samples", 100, 99),
-              Gate("decisions", Spread(3), "poisson", direction="lower", mean=1.0),
-              Gate("decisions", Spread(0.03), "fixed", direction="lower"),
-              Gate("decisions", History(k=3, fallback=Spread(3)), "poisson", direction="lower", mean=1.0),
-              Gate("decisions", History(k=3, fallback=Spread(2)), "poisson", direction="lower", mean=0.5)]
+    gates += [
+        Gate("decisions", Binomial(alpha=0.01), "cases", 110, mean=0.6),
+        Gate("decisions", StdErr(k=2.0), "samples", 100, 99),
+        Gate("decisions", StdErr(k=2.0), "samples", 100, 99),
+        Gate("decisions", Spread(3), "poisson", direction="lower", mean=1.0),
+        Gate("decisions", Spread(0.03), "fixed", direction="lower"),
+        Gate("decisions", History(k=3, fallback=Spread(3)), "poisson", direction="lower", mean=1.0),
+        Gate("decisions", History(k=3, fallback=Spread(2)), "poisson", direction="lower", mean=0.5),
+    ]
     return gates
 
 
 class Run:
     """One session's values for every gate; ``prompt`` effects are shared across sessions (same prompts)."""
 
-    def __init__(self, rng: np.random.Generator, gates: list[Gate], prompt: dict[int, np.ndarray], drift: float,
-                 rho: float, shift: dict[int, float] | None = None) -> None:
+    def __init__(
+        self,
+        rng: np.random.Generator,
+        gates: list[Gate],
+        prompt: dict[int, np.ndarray],
+        drift: float,
+        rho: float,
+        shift: dict[int, float] | None = None,
+    ) -> None:
         d = rng.normal(0, drift)
         shared = {g: rng.normal() for g in {x.group for x in gates}}
         shift = shift or {}
@@ -110,16 +119,25 @@ def baselines(runs: list[Run], gates: list[Gate]) -> list[BaselineEntry]:
     for i, g in enumerate(gates):
         o = [r.obs[i] for r in runs]
         last = o[-1]
-        out.append(BaselineEntry(last.value, g.direction, NOISE, n=last.n, se=last.se,  # type: ignore[arg-type]
-                                 history=tuple(x.value for x in o)))
+        out.append(
+            BaselineEntry(
+                last.value,
+                g.direction,
+                NOISE,
+                n=last.n,
+                se=last.se,  # type: ignore[arg-type]
+                history=tuple(x.value for x in o),
+            )
+        )
     return out
 
 
-def judge_run(gates: list[Gate], entries: list[BaselineEntry], run: Run, budget: dict[str, float] | None,
-              method: str = "holm") -> list[bool]:
+def judge_run(
+    gates: list[Gate], entries: list[BaselineEntry], run: Run, budget: dict[str, float] | None, method: str = "holm"
+) -> list[bool]:
     counts = {f: sum(g.family == f and g.model.gives_p for g in gates) for f in ("timing", "quality", "decisions")}
     verdicts = []
-    for g, e, o in zip(gates, entries, run.obs):
+    for g, e, o in zip(gates, entries, run.obs, strict=True):
         thr = budget[g.family] / counts[g.family] if budget else None
         verdicts.append(judge(e, o, g.model, e.direction, threshold=thr))
     flags = [v.status == "REGRESSED" for v in verdicts]
@@ -129,7 +147,7 @@ def judge_run(gates: list[Gate], entries: list[BaselineEntry], run: Run, budget:
         idx = [i for i, v in enumerate(verdicts) if gates[i].family == fam and v.p_value is not None]
         ps = [verdicts[i].p_value for i in idx]
         qs = holm(ps) if method == "holm" else stats.false_discovery_control(ps).tolist() if ps else []
-        for i, q in zip(idx, qs):
+        for i, q in zip(idx, qs, strict=True):
             if q <= alpha and beyond_band(verdicts[i]):
                 flags[i] = True
             elif method != "holm":
@@ -155,18 +173,25 @@ def simulate(reps: int, m: int, drift: float, rho: float, seed: int) -> dict[str
         bad = Run(rng, gates, prompt, drift, rho, shift={target: effect[target]})
         for key, (b, meth) in {"off": (None, "holm"), "holm": (budget, "holm"), "bh": (budget, "bh")}.items():
             f = judge_run(gates, entries, clean, b, meth)
-            res[key].append([sum(x for x, y in zip(f, fam_of) if y == fa) for fa in ("timing", "quality", "decisions")])
+            res[key].append(
+                [sum(x for x, y in zip(f, fam_of, strict=True) if y == fa) for fa in ("timing", "quality", "decisions")]
+            )
             fb = judge_run(gates, entries, bad, b, meth)
             power[key].append((fam, fb[target], sum(fb) - fb[target]))
     out = {}
     for key in res:
         a = np.array(res[key])
         tot = a.sum(axis=1)
-        out[key] = {"any": float(np.mean(tot > 0)), "mean": float(tot.mean()),
-                    **{f"any_{f}": float(np.mean(a[:, j] > 0)) for j, f in enumerate(("timing", "quality", "decisions"))},
-                    **{f"power_{f}": float(np.mean([hit for fa, hit, _ in power[key] if fa == f] or [np.nan]))
-                       for f in injected},
-                    "false_with": float(np.mean([fl for *_, fl in power[key]]))}
+        out[key] = {
+            "any": float(np.mean(tot > 0)),
+            "mean": float(tot.mean()),
+            **{f"any_{f}": float(np.mean(a[:, j] > 0)) for j, f in enumerate(("timing", "quality", "decisions"))},
+            **{
+                f"power_{f}": float(np.mean([hit for fa, hit, _ in power[key] if fa == f] or [np.nan]))
+                for f in injected
+            },
+            "false_with": float(np.mean([fl for *_, fl in power[key]])),
+        }
     return out
 
 
@@ -193,8 +218,12 @@ def paired_decisions(reps: int, noise: float, seed: int) -> dict[str, float]:
         old.append(bool(np.isfinite(high) and high < 0))
         p01.append(p is not None and p <= 0.01)
         p025.append(p is not None and p <= 0.025)
-    return {"old": float(np.mean(old)), "p025": float(np.mean(p025)), "p01": float(np.mean(p01)),
-            "flips": float(np.mean(flips))}
+    return {
+        "old": float(np.mean(old)),
+        "p025": float(np.mean(p025)),
+        "p01": float(np.mean(p01)),
+        "flips": float(np.mean(flips)),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,32 +237,46 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     print(f"## Suite level: the CPU suite's 46 gates, {args.reps} clean runs per row (seed {args.seed})\n")
-    print("| history runs | drift SD | same-prompt ρ | control | P(any false REGRESSED) | timing | quality | "
-          "decisions | false flags / run | power timing −20% | power accept −1 SD | power Binomial −15% passes | "
-          "false flags beside a real one |")
+    print(
+        "| history runs | drift SD | same-prompt ρ | control | P(any false REGRESSED) | timing | quality | "
+        "decisions | false flags / run | power timing −20% | power accept −1 SD | power Binomial −15% passes | "
+        "false flags beside a real one |"
+    )
     print("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for m in args.history:
         for drift in args.drift:
             for rho in args.rho:
                 r = simulate(args.reps, m, drift, rho, args.seed)
-                for key, label in (("off", "none (each gate alone)"), ("holm", "Holm (default budget)"),
-                                   ("bh", "BH (same alphas)")):
+                for key, label in (
+                    ("off", "none (each gate alone)"),
+                    ("holm", "Holm (default budget)"),
+                    ("bh", "BH (same alphas)"),
+                ):
                     x = r[key]
-                    print(f"| {m} | {100 * drift:g}% | {rho:g} | {label} | {100 * x['any']:.1f}% | "
-                          f"{100 * x['any_timing']:.1f}% | {100 * x['any_quality']:.1f}% | "
-                          f"{100 * x['any_decisions']:.1f}% | {x['mean']:.3f} | {100 * x['power_timing']:.0f}% | "
-                          f"{100 * x['power_quality']:.0f}% | {100 * x['power_decisions']:.0f}% | "
-                          f"{x['false_with']:.3f} |", flush=True)
-    print(f"\nMonte Carlo SE ≈ {100 * np.sqrt(0.05 * 0.95 / args.reps):.1f} points at 5%; power columns use "
-          f"about a third of the runs each.")
+                    print(
+                        f"| {m} | {100 * drift:g}% | {rho:g} | {label} | {100 * x['any']:.1f}% | "
+                        f"{100 * x['any_timing']:.1f}% | {100 * x['any_quality']:.1f}% | "
+                        f"{100 * x['any_decisions']:.1f}% | {x['mean']:.3f} | {100 * x['power_timing']:.0f}% | "
+                        f"{100 * x['power_quality']:.0f}% | {100 * x['power_decisions']:.0f}% | "
+                        f"{x['false_with']:.3f} |",
+                        flush=True,
+                    )
+    print(
+        f"\nMonte Carlo SE ≈ {100 * np.sqrt(0.05 * 0.95 / args.reps):.1f} points at 5%; power columns use "
+        f"about a third of the runs each."
+    )
     print("\n## The paired decisions gate (CPU canary: 20 cases, 110 questions) under the null\n")
-    print("| answers flipped between reruns | old rule: 95% interval below 0 (nominal 2.5%) | p ≤ 0.025 | "
-          "p ≤ 0.01 (the decisions α) |")
+    print(
+        "| answers flipped between reruns | old rule: 95% interval below 0 (nominal 2.5%) | p ≤ 0.025 | "
+        "p ≤ 0.01 (the decisions α) |"
+    )
     print("|---:|---:|---:|---:|")
     for noise in (0.05, 0.2, 0.6):
         r = paired_decisions(args.paired_reps, noise, args.seed)
-        print(f"| {100 * r['flips']:.1f}% | {100 * r['old']:.2f}% | {100 * r['p025']:.2f}% | {100 * r['p01']:.2f}% |",
-              flush=True)
+        print(
+            f"| {100 * r['flips']:.1f}% | {100 * r['old']:.2f}% | {100 * r['p025']:.2f}% | {100 * r['p01']:.2f}% |",
+            flush=True,
+        )
     print(f"\n({args.paired_reps} null replicates per row; {time.perf_counter() - t0:.0f} s in all)")
     return 0
 

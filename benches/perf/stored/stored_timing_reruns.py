@@ -52,17 +52,34 @@ def _history_lengths(baselines: Path) -> list[int]:
     return out
 
 
-def run(args: argparse.Namespace, label: str, *extra: str, configs: Path | None = None, busy_after: float | None = None
-        ) -> dict:
+def run(
+    args: argparse.Namespace, label: str, *extra: str, configs: Path | None = None, busy_after: float | None = None
+) -> dict:
     out = Path(args.out)
     folder = out / label
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args.pytest_args,
-           f"--baselines-dir={out / 'baselines'}", f"--results-dir={folder}", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *args.pytest_args,
+        f"--baselines-dir={out / 'baselines'}",
+        f"--results-dir={folder}",
+        *extra,
+    ]
     if configs:
         cmd.append(f"--llmbench-configs={configs}")
     t0 = time.monotonic()
-    session = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    session = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     neighbour = None
     try:
         if busy_after is not None:
@@ -77,17 +94,33 @@ def run(args: argparse.Namespace, label: str, *extra: str, configs: Path | None 
             neighbour.wait()
     proc = subprocess.CompletedProcess(cmd, session.returncode, stdout, "")
     (out / f"{label}.log").write_text(proc.stdout)
-    vs = [{k: v.get(k) for k in ("config", "test_key", "metric", "status", "observed", "baseline", "p_value", "rule",
-                                 "recorded")} for v in _verdicts(folder) if v.get("metric") in TIMING]
-    line = {"label": label, "exit": proc.returncode, "wall_s": round(time.monotonic() - t0, 1), "extra": list(extra),
-            "verdicts": vs, "history_lengths": sorted(set(_history_lengths(out / "baselines")))}
+    vs = [
+        {
+            k: v.get(k)
+            for k in ("config", "test_key", "metric", "status", "observed", "baseline", "p_value", "rule", "recorded")
+        }
+        for v in _verdicts(folder)
+        if v.get("metric") in TIMING
+    ]
+    line = {
+        "label": label,
+        "exit": proc.returncode,
+        "wall_s": round(time.monotonic() - t0, 1),
+        "extra": list(extra),
+        "verdicts": vs,
+        "history_lengths": sorted(set(_history_lengths(out / "baselines"))),
+    }
     with open(out / "runs.jsonl", "a") as f:
         f.write(json.dumps(line) + "\n")
     count = defaultdict(int)
     for v in vs:
         count[v["status"]] += 1
-    print(f"{label}: exit {proc.returncode}, {line['wall_s']:.0f} s, {dict(count)}, history lengths "
-          f"{line['history_lengths']}", file=sys.stderr, flush=True)
+    print(
+        f"{label}: exit {proc.returncode}, {line['wall_s']:.0f} s, {dict(count)}, history lengths "
+        f"{line['history_lengths']}",
+        file=sys.stderr,
+        flush=True,
+    )
     return line
 
 
@@ -118,22 +151,31 @@ def report(lines: list[dict], inject: str) -> None:
         for v in ln["verdicts"]:
             c[v["status"]] += 1
         judged = c["pass"] + c["REGRESSED"] + c["improved"]
-        print(f"| {ln['label']} | {ln['exit']} | {ln['wall_s']:.0f} | {judged} | {c['REGRESSED']} | {c['learning']} | "
-              f"{c['not comparable']} | {c['new']} | {ln['history_lengths']} |")
+        print(
+            f"| {ln['label']} | {ln['exit']} | {ln['wall_s']:.0f} | {judged} | {c['REGRESSED']} | {c['learning']} | "
+            f"{c['not comparable']} | {c['new']} | {ln['history_lengths']} |"
+        )
     clean, injected, busy = phases.get("clean", []), phases.get("injected", []), phases.get("busy", [])
     false_runs = sum(any(v["status"] == "REGRESSED" for v in ln["verdicts"]) for ln in clean)
-    caught = sum(any(v["status"] == "REGRESSED" and v["metric"] == "output_throughput" for v in ln["verdicts"])
-                 for ln in injected)
-    print(f"\n- recording runs exit 0: {sum(ln['exit'] == 0 for ln in phases.get('record', []))} of "
-          f"{len(phases.get('record', []))}")
+    caught = sum(
+        any(v["status"] == "REGRESSED" and v["metric"] == "output_throughput" for v in ln["verdicts"])
+        for ln in injected
+    )
+    print(
+        f"\n- recording runs exit 0: {sum(ln['exit'] == 0 for ln in phases.get('record', []))} of "
+        f"{len(phases.get('record', []))}"
+    )
     print(f"- clean reruns with a false REGRESSED: {_rate(false_runs, len(clean))}")
     print(f"- injected `{inject}`: runs with a REGRESSED tok/s check: {_rate(caught, len(injected))}")
     if busy:
         busy_false = sum(any(v["status"] == "REGRESSED" for v in ln["verdicts"]) for ln in busy)
-        named = sum(v["status"] == "not comparable" and "host busy" in (v["rule"] or "") for ln in busy
-                    for v in ln["verdicts"])
-        print(f"- busy neighbour: runs with a false REGRESSED {_rate(busy_false, len(busy))}; checks named "
-              f"'not comparable: host busy' {named} of {sum(len(ln['verdicts']) for ln in busy)}")
+        named = sum(
+            v["status"] == "not comparable" and "host busy" in (v["rule"] or "") for ln in busy for v in ln["verdicts"]
+        )
+        print(
+            f"- busy neighbour: runs with a false REGRESSED {_rate(busy_false, len(busy))}; checks named "
+            f"'not comparable: host busy' {named} of {sum(len(ln['verdicts']) for ln in busy)}"
+        )
     by = defaultdict(lambda: {"clean": [], "injected": []})
     for phase, runs in (("clean", clean), ("injected", injected)):
         for ln in runs:
@@ -143,9 +185,16 @@ def report(lines: list[dict], inject: str) -> None:
     for (cfg, test), d in sorted(by.items()):
         if d["clean"] and d["injected"]:
             ratio = (sum(d["injected"]) / len(d["injected"])) / (sum(d["clean"]) / len(d["clean"]))
-            caught_here = sum(any(v["status"] == "REGRESSED" and v["metric"] == "output_throughput"
-                                  and v["test_key"] == test and v["config"] == cfg for v in ln["verdicts"])
-                              for ln in injected)
+            caught_here = sum(
+                any(
+                    v["status"] == "REGRESSED"
+                    and v["metric"] == "output_throughput"
+                    and v["test_key"] == test
+                    and v["config"] == cfg
+                    for v in ln["verdicts"]
+                )
+                for ln in injected
+            )
             print(f"  - {cfg} {test}: injected/clean tok/s ×{ratio:.3f}; REGRESSED in {caught_here}/{len(injected)}")
 
 
@@ -161,8 +210,12 @@ def main() -> None:
     ap.add_argument("--busy", type=int, default=0)
     ap.add_argument("--busy-after", type=float, default=8.0)
     ap.add_argument("--first", type=int, default=1, help="number of the first clean/injected run (to resume)")
-    ap.add_argument("--deadline", type=float, default=None,
-                    help="start no clean/injected/busy run after this many seconds (a device call ends in time)")
+    ap.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="start no clean/injected/busy run after this many seconds (a device call ends in time)",
+    )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("pytest_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()
