@@ -44,7 +44,9 @@ def main() -> None:
             history[key].append(value)
     gates = sorted(history)
     threshold = ALPHA / len(gates)
-    learned = History(k=3, fallback=Relative(0.10))
+    learned = History(
+        k=3, min_runs=3, fallback=Relative(0.10)
+    )  # the History this output measured (min_runs 3 before 32268a3)
     rows, as_ran, relearned = [], [], []
     for i, run in enumerate(reruns, 1):
         old = [k for k in gates if k in run and run[k][2] == "REGRESSED"]
