@@ -62,6 +62,8 @@ stored)
     --first ${FIRST:-1} ${DEADLINE:+--deadline $DEADLINE} --inject "${INJECT:--fa off}" -- -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py \
     -m gpu_smoke -k test_serving 2>&1 | tee "$OUT/stored.md"
   cp $W/stored/runs.jsonl "$OUT/stored_runs.jsonl"
+  # every run's pytest log and the baselines (not the results folders and their server logs: > 2 MB)
+  (cd $W/stored && tar czf "$OUT/logs.tgz" ./*.log baselines)
   ;;
 campaign)
   start=$SECONDS; i=${FIRST:?}; sess=$W/sessions-$i
