@@ -74,7 +74,7 @@ def _hex(rgba: tuple[float, ...]) -> str:
 
 def throughput_vs_prompt(folder: ResultsFolder) -> list[Plot]:
     """Output tok/s and median TPOT against mean prompt length, one line per config and concurrency."""
-    series: dict[tuple[str, Any], list[tuple[float, float | None, float | None]]] = defaultdict(list)
+    series: dict[tuple[Any, Any], list[tuple[float, float | None, float | None]]] = defaultdict(list)
     for s in folder.kind("scenario"):
         m, x = s.get("metrics") or {}, mean_prompt_tokens(s)
         if x is None:
@@ -119,7 +119,7 @@ def throughput_vs_prompt(folder: ResultsFolder) -> list[Plot]:
 
 def ttft_vs_decode(folder: ResultsFolder) -> list[Plot]:
     """Mean time to first token and mean decode time (E2E − TTFT) per scenario, stacked."""
-    bars = []
+    bars: list[tuple[str, Any, float, float]] = []  # (label, config, TTFT ms, decode ms)
     for s in folder.kind("scenario"):
         ok = [
             r
@@ -358,7 +358,7 @@ def history(folder: ResultsFolder, baselines_dir: Path | None) -> list[Plot]:
             ax.axhline(base, color="#1f77b4", lw=0.8)
             ax.plot(xs, hist, "o-", color="#555", markersize=3)
             today = len(hist) + 1
-            ax.plot([today], [v["observed"]], "D", color=STATUS_COLOR.get(v.get("status"), "#000"), markersize=6)
+            ax.plot([today], [v["observed"]], "D", color=STATUS_COLOR.get(str(v.get("status")), "#000"), markersize=6)
             ax.set_xticks([*xs, today], [str(x) for x in xs] + ["today"], fontsize=6)
             ax.tick_params(axis="y", labelsize=6)
             test = str(v.get("test_key", "")).split("::")[-1]
