@@ -348,7 +348,7 @@ def history(folder: ResultsFolder, baselines_dir: Path | None) -> list[Plot]:
         nrows = math.ceil(len(verdicts) / ncols)
         fig = _figure(2.6 * ncols, 1.9 * nrows + 0.3)
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-        for ax, v in zip(axes, verdicts, strict=True):
+        for ax, v in zip(axes, verdicts, strict=False):  # the grid may have spare axes: hidden below
             entry = bf.get(v.get("runner"), str(v.get("test_key")), str(v.get("metric"))) if bf else None
             hist = list(entry.accepted) if entry else [v["baseline"]]
             xs = list(range(1, len(hist) + 1))
