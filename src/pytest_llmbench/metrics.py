@@ -9,7 +9,7 @@ of latency statistics; output throughput is all output tokens over the whole sce
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict, cast
 
 import numpy as np
 from scipy import stats
@@ -81,18 +81,20 @@ def mean_se(values: Iterable[float]) -> tuple[float, float, int]:
     return float(arr.mean()), se, int(arr.size)
 
 
-def _summary(prefix: str, values_s: Sequence[float]) -> dict[str, float]:
+def _summary(prefix: Literal["ttft", "tpot", "itl", "e2e_latency"], values_s: Sequence[float]) -> ScenarioMetrics:
+    """``{mean,median,std,p90,p95,p99}_{prefix}_ms``: for the latency prefixes, keys ScenarioMetrics declares."""
     arr = np.asarray(values_s, dtype=float) * 1000.0
     if arr.size == 0:
-        return {f"{k}_{prefix}_ms": 0.0 for k in ("mean", "median", "std", "p90", "p95", "p99")}
-    out = {
-        f"mean_{prefix}_ms": float(arr.mean()),
-        f"median_{prefix}_ms": float(np.median(arr)),
-        f"std_{prefix}_ms": float(arr.std()),
-    }
-    for p in PERCENTILES:
-        out[f"p{p}_{prefix}_ms"] = float(np.percentile(arr, p))
-    return out
+        out = {f"{k}_{prefix}_ms": 0.0 for k in ("mean", "median", "std", "p90", "p95", "p99")}
+    else:
+        out = {
+            f"mean_{prefix}_ms": float(arr.mean()),
+            f"median_{prefix}_ms": float(np.median(arr)),
+            f"std_{prefix}_ms": float(arr.std()),
+        }
+        for p in PERCENTILES:
+            out[f"p{p}_{prefix}_ms"] = float(np.percentile(arr, p))
+    return cast(ScenarioMetrics, out)  # keys built from the prefix: mypy cannot check them against the TypedDict
 
 
 def peak_output_rate(records: Sequence[RequestRecord], t0: float, window_s: float = 1.0) -> tuple[float, int]:

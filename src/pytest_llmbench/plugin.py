@@ -248,7 +248,8 @@ def _wanted(item: pytest.Item, cfg: ServerConfig) -> bool:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Drop (config, test) pairs a test's ``llm_configs`` marker excludes."""
     configs = config.stash[stash.CONFIGS]
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         name = _server_param(item)
         (keep if name is None or _wanted(item, configs[name]) else drop).append(item)

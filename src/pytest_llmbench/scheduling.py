@@ -124,7 +124,7 @@ def make_scheduler(pytest_config: Any, log: Any, configs: dict[str, Any]) -> Any
 
         def schedule(self) -> None:
             first = self.collection is None  # later calls only reschedule
-            collection = next(iter(self.registered_collections.values()), [])
+            collection: list[str] = next(iter(self.registered_collections.values()), [])
             problems = gpu_problems(configs, collection, self.numnodes, pytest_config) if first else []
             if problems:
                 import pytest

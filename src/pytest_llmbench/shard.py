@@ -187,7 +187,8 @@ class ShardSelector:
         self.costs = expected_costs(tests_per_config(items), durations)
         self.assignment = assign(self.costs, self.shard.count)
         mine = set(self.assignment[self.shard.index - 1])
-        keep, drop = [], []
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
         for item in items:
             name = _config_of(item)
             ours = name in mine if name is not None else self.shard.index == 1

@@ -109,6 +109,16 @@ def test_call_strings_round_trip_and_bad_ids_are_named():
         M.load_multi_turn_cases(["multi_turn_long_context_1"])
 
 
+def test_call_string_keyword_unpacking_is_keyword_arguments():
+    """``f(a=1, **{'b': 2})`` is the call ``f(a=1, b=2)``; the unpacked dict used to become one argument
+    named None (and ``call_string`` then wrote ``None={...}``, which bfcl cannot execute)."""
+    assert M.parse_call_string("mv(source='a.pdf', **{'destination': 't'})") == (
+        "mv",
+        {"source": "a.pdf", "destination": "t"},
+    )
+    assert M.call_string(*M.parse_call_string("mv(**{'source': 'a'})")) == "mv(source='a')"
+
+
 @pytest.mark.integration
 def test_a_multi_turn_case_through_a_real_llama_server(smol_server, cases):
     """SmolLM2 on llama-server's completions route: the loop runs turn by turn through our client and the

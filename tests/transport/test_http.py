@@ -4,7 +4,9 @@
 import asyncio
 import time
 
-from pytest_llmbench.transport.http import StreamClient
+import pytest
+
+from pytest_llmbench.transport.http import StreamClient, StreamError
 from tests.scripted_http import STREAM_HEAD, chunk, read_request, sse
 
 
@@ -64,3 +66,41 @@ def test_content_length_body_and_accept_header(scripted):
     raw = asyncio.run(go())
     assert raw.status == 404 and b"".join(raw.chunks) == b"nope"
     assert "Accept: application/json" in heads[0]
+
+
+def test_the_watchdog_rearms_while_bytes_arrive_and_catches_a_later_stall(scripted):
+    """The one timer per request: re-armed each time it fires while data keeps coming (a stream longer
+    than the stall limit is fine), and the re-armed timer still ends a stream that then goes silent."""
+
+    def handler(conn, srv):
+        first = srv.connections == 1
+        read_request(conn)
+        conn.sendall(STREAM_HEAD)
+        for i in range(6):  # 0.6 s of data, a chunk every 0.1 s: longer than the 0.25 s stall limit
+            conn.sendall(chunk(sse({"i": i})))
+            time.sleep(0.1)
+        if first:
+            conn.sendall(chunk(b""))
+            read_request(conn)  # keep the connection until the client closes it
+        else:
+            time.sleep(3.0)  # then silence
+
+    srv = scripted(handler)
+
+    async def post_on_a_new_connection():
+        client = StreamClient("127.0.0.1", srv.port)
+        try:
+            return await client.post("/v1/chat/completions", {"x": 1}, stall_timeout=0.25)
+        finally:
+            client.close()
+
+    async def go():
+        raw = await post_on_a_new_connection()
+        t0 = time.perf_counter()
+        with pytest.raises(StreamError, match=r"stream stalled: no data for 0.25 s"):
+            await post_on_a_new_connection()
+        return raw, time.perf_counter() - t0
+
+    raw, failed_after = asyncio.run(go())
+    assert raw.status == 200 and len(raw.chunks) == 6
+    assert 0.6 < failed_after < 2.5  # the data, then the stall limit: not the 3 s of silence to the end

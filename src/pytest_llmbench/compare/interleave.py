@@ -84,8 +84,8 @@ class Rounds:
     def round_values(self, metric: str) -> tuple[list[float], list[float]]:
         """One value per complete round per arm (e.g. output tok/s of each block), paired by round."""
         ref, cand = self._by_round("reference"), self._by_round("candidate")
-        pairs = [(ref[r].result.metrics.get(metric), cand[r].result.metrics.get(metric)) for r in self.complete]
-        pairs = [(a, b) for a, b in pairs if isinstance(a, (int, float)) and isinstance(b, (int, float))]
+        raw = [(ref[r].result.metrics.get(metric), cand[r].result.metrics.get(metric)) for r in self.complete]
+        pairs = [(a, b) for a, b in raw if isinstance(a, (int, float)) and isinstance(b, (int, float))]
         return [float(a) for a, _ in pairs], [float(b) for _, b in pairs]
 
     def request_values(
@@ -124,7 +124,7 @@ class Rounds:
         duration = sum(float(b.result.metrics.get("duration") or 0.0) for b in blocks)
         notes = [f"round {b.round}: {n}" for b in blocks for n in b.result.notes]
         info = blocks[-1].result.server_info if blocks else {}
-        metrics = scenario_metrics(records, duration) if records and duration > 0 else {}
+        metrics: dict[str, Any] = {**scenario_metrics(records, duration)} if records and duration > 0 else {}
         metrics["rounds"] = len(blocks)
         return ScenarioResult(self.scenario, records, metrics, notes, info)
 

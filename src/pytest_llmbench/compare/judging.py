@@ -97,7 +97,8 @@ def compare_metric(
         return compare_rounds(
             metric, ref, cand, higher_is_better=source.higher_is_better, sizes=sizes, alpha=alpha, spread=spread
         )
-    ref, cand, where = rounds.request_values(source.value)  # type: ignore[arg-type]
+    assert source.value is not None  # source_of gives every per-prompt source its value function
+    ref, cand, where = rounds.request_values(source.value)
     # Timing shares each block's host state, so the round is its unit; accept length does not, and a prompt
     # sent again in the next round is the same observation, so the prompt is its unit.
     unit = "rounds" if family_of(metric) == "timing" else "prompts"

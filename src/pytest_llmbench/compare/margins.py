@@ -118,24 +118,23 @@ def sizes_for(
     """The sizes of ``metric``: overrides by exact name (``detect``, ``ignore``), else the defaults. An
     override of ``detect`` alone keeps the default's ratio ignore/detect (1% of 3% → a third)."""
     default = default_sizes(metric)
-    given_detect = detect is not None and metric in detect
-    given_ignore = ignore is not None and metric in ignore
-    if default is None and not given_detect:
+    if detect is not None and metric in detect:
+        kind, d_detect = parse_size(metric, detect[metric], default[0] if default is not None else None)
+        share = default[1] / default[2] if default is not None and kind == default[0] else 1 / 3
+        d_ignore = d_detect * share
+    elif default is not None:
+        kind, d_ignore, d_detect = default
+    else:
         known = ", ".join(sorted(DEFAULT_SIZES))
         raise ValueError(
             f"no comparison size for metric {metric!r}: set detect (e.g. {metric}=0.05 or "
             f"{metric}=3%, and optionally ignore) — metrics with defaults: {known}"
         )
-    kind, d_ignore, d_detect = default if default is not None else (None, None, None)
-    if given_detect:
-        kind, d = parse_size(metric, detect[metric], kind)  # type: ignore[index]
-        share = d_ignore / d_detect if default is not None and kind == default[0] else 1 / 3
-        d_detect, d_ignore = d, d * share
-    if given_ignore:
-        ikind, d_ignore = parse_size(metric, ignore[metric], kind)  # type: ignore[index]
+    if ignore is not None and metric in ignore:
+        ikind, d_ignore = parse_size(metric, ignore[metric], kind)
         if ikind != kind:
             raise ValueError(f"size for {metric!r}: ignore is a {ikind} but detect a {kind}")
     try:
-        return Sizes(str(kind), float(d_ignore), float(d_detect))  # type: ignore[arg-type]
+        return Sizes(kind, d_ignore, d_detect)
     except ValueError as e:
         raise ValueError(f"sizes for {metric!r}: {e}") from None

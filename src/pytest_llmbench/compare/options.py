@@ -196,7 +196,8 @@ def parse_sizes(lines: list[str], ini: str) -> dict[str, str]:
             if not sep or not metric or not value:
                 raise pytest.UsageError(f"ini {ini}: {part!r} is not 'metric=value' (e.g. output_throughput=3%)")
             try:
-                parse_size(metric, value.strip(), default_sizes(metric)[0] if default_sizes(metric) else None)
+                default = default_sizes(metric)
+                parse_size(metric, value.strip(), default[0] if default is not None else None)
             except ValueError as e:
                 raise pytest.UsageError(f"ini {ini}: {part!r}: {e}") from None
             out[metric] = value.strip()

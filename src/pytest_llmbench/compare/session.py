@@ -18,15 +18,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
 from pytest_llmbench import sink, stash
 from pytest_llmbench.compare import suite, table
-from pytest_llmbench.compare.arms import ArmError, ArmPair, arms_from_options, block_pairs, read_compare_blocks
-from pytest_llmbench.compare.interleave import ArmServers, Block, Outcome, Rounds, run_rounds
+from pytest_llmbench.compare.arms import (
+    Arm,
+    ArmError,
+    ArmPair,
+    ComparePair,
+    arms_from_options,
+    block_pairs,
+    read_compare_blocks,
+)
+from pytest_llmbench.compare.interleave import ArmServers, Block, Outcome, Rounds, Starter, run_rounds
 from pytest_llmbench.compare.judging import Judge, family_of, source_of
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.options import CompareSettings, read_settings
@@ -39,11 +48,14 @@ from pytest_llmbench.report.results import server_line
 from pytest_llmbench.scheduling import server_config_name
 from pytest_llmbench.workload.scenario import WorkloadError
 
+if TYPE_CHECKING:
+    from pytest_llmbench.server import LLMServer
+
 COMPARE = pytest.StashKey["CompareSession"]()
 DEFAULT_ALPHA = 0.01  # one comparison, when the suite's budget is off
 
 
-def maybe_register(config: pytest.Config, config_paths: list) -> None:
+def maybe_register(config: pytest.Config, config_paths: list[Path]) -> None:
     """Called from the plugin's pytest_configure: a session plugin only when something is compared."""
     settings = read_settings(config)
     try:
@@ -57,7 +69,7 @@ def maybe_register(config: pytest.Config, config_paths: list) -> None:
 
 def active_for(bench: Any) -> CompareSession | None:
     """The session plugin when ``bench``'s config is compared (the seam fixtures.Bench calls)."""
-    session = bench.item.config.stash.get(COMPARE, None)
+    session: CompareSession | None = bench.item.config.stash.get(COMPARE, None)
     if session is None or session.pairs.get(bench.config_name) is None:
         return None
     return session
@@ -73,7 +85,7 @@ class _LastRun:
 
 
 class CompareSession:
-    def __init__(self, config: pytest.Config, settings: CompareSettings, yaml_pairs: list) -> None:
+    def __init__(self, config: pytest.Config, settings: CompareSettings, yaml_pairs: list[ComparePair]) -> None:
         self.config = config
         self.settings = settings
         self.yaml_pairs = yaml_pairs
@@ -92,8 +104,9 @@ class CompareSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         configs = self.config.stash[stash.CONFIGS]
         registry = self.config.stash[stash.REGISTRY]
-        items = [i for i in session.items if _config_of(i) is not None]
-        selected = sorted({_config_of(i) for i in items})
+        named = [(i, name) for i in session.items if (name := _config_of(i)) is not None]
+        items = [i for i, _ in named]
+        selected = sorted({name for _, name in named})
         try:
             if self.settings.arms.active:
                 for name in selected:
@@ -359,12 +372,12 @@ class CompareSession:
             self._servers = ArmServers(pair, candidate, self._starter(candidate), keep_both=keep_both, facts=_facts)
         return self._servers
 
-    def _starter(self, candidate: Any):
+    def _starter(self, candidate: Any) -> Starter:
         from pytest_llmbench.server import ServerStartError, start_server
 
         results = self.config.stash[stash.RESULTS]
 
-        def start(arm):
+        def start(arm: Arm) -> LLMServer:
             try:
                 server = start_server(
                     arm.config, results.server_dir(arm.server_name), gpu_ids=candidate.gpu_ids, image=arm.image
@@ -406,7 +419,7 @@ class CompareSession:
     # --- outcome, table, budget ----------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         report = yield
         if report.when in ("call", "teardown"):
             fail_at_end(report, self._failing.pop(item.nodeid, None), "comparison(s) failed", "llmbench comparisons")

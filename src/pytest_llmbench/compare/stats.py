@@ -390,9 +390,10 @@ def _smallest_alpha(rejects: Callable[[float], bool]) -> float:
 
 
 def compare_pass_fail(
-    metric: str, reference: Sequence[bool], candidate: Sequence[bool], *, sizes: Sizes, alpha: float
+    metric: str, reference: Sequence[float], candidate: Sequence[float], *, sizes: Sizes, alpha: float
 ) -> Comparison:
-    """Pass/fail per case, same cases: exact McNemar, with the sizes on the pass-rate difference.
+    """Pass/fail per case (booleans, or 0/1), same cases: exact McNemar, with the sizes on the pass-rate
+    difference.
 
     Over ``n`` cases the difference is ψ·(1 − 2θ), ψ the share of cases the arms disagree on and θ the
     share of those the candidate lost. The exact McNemar test is the binomial on θ; against a nonzero
@@ -402,7 +403,7 @@ def compare_pass_fail(
     (benches/perf/compare/simulate_comparisons.out.md). With ignore 0 the regression test is exact McNemar.
     """
     _check(metric, alpha, sizes)
-    ref, cand = _pairs(metric, np.asarray(reference, dtype=float), np.asarray(candidate, dtype=float), positive=False)
+    ref, cand = _pairs(metric, reference, candidate, positive=False)
     if not np.all(np.isin(ref, (0, 1))) or not np.all(np.isin(cand, (0, 1))):
         raise ValueError(f"{metric}: pass/fail values must be booleans (0/1)")
     n = ref.size
@@ -530,10 +531,12 @@ def compare_decisions(
         return result(math.nan, math.nan, math.nan, math.nan, 1.0, 1.0, method)
 
     def mean_diff(r: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
-        return c.mean(axis=axis) - r.mean(axis=axis)
+        out: np.ndarray = c.mean(axis=axis) - r.mean(axis=axis)  # numpy types a reduction as Any
+        return out
 
     def pooled(s: np.ndarray, k: np.ndarray, axis: int = -1) -> np.ndarray:
-        return s.sum(axis=axis) / k.sum(axis=axis)
+        out: np.ndarray = s.sum(axis=axis) / k.sum(axis=axis)
+        return out
 
     data, statistic = ((sums, counts), pooled) if clusters is not None else ((ref, cand), mean_diff)
     res = stats.bootstrap(

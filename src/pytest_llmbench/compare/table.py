@@ -62,7 +62,7 @@ def _short_test(rec: Mapping[str, Any]) -> str:
     return test.rsplit("::", 1)[-1]
 
 
-def sort_key(rec: Mapping[str, Any]) -> tuple:
+def sort_key(rec: Mapping[str, Any]) -> tuple[int, Any, Any, Any]:
     return (
         ORDER.get(str(rec.get("suite_verdict") or rec.get("verdict")), 9),
         rec.get("config") or "",
@@ -126,7 +126,7 @@ def counts(comparisons: Sequence[Mapping[str, Any]]) -> str:
     for r in comparisons:
         v = str(r.get("suite_verdict") or r.get("verdict"))
         by[v] = by.get(v, 0) + 1
-    rounds = [r.get("rounds") for r in comparisons if isinstance(r.get("rounds"), int)]
+    rounds = [n for r in comparisons if isinstance(n := r.get("rounds"), int)]
     parts = [f"{by[v]} {v}" for v in ORDER if by.get(v)]
     cost = ""
     if rounds:
@@ -137,7 +137,7 @@ def counts(comparisons: Sequence[Mapping[str, Any]]) -> str:
 
 def _prompts_per_run(comparisons: Sequence[Mapping[str, Any]]) -> list[int]:
     """Prompts per scenario run (several metrics share one run: counted once)."""
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[Any, Any], int] = {}
     for r in comparisons:
         if isinstance(r.get("prompts"), int):
             seen[(r.get("nodeid"), r.get("scenario"))] = r["prompts"]

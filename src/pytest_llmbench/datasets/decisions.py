@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_llmbench.datasets.files import DatasetError, DatasetNotFound, data_dir, env_name, wheel_file
 from pytest_llmbench.datasets.sources import WheelSource, register
@@ -259,8 +259,8 @@ def _rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     if path.suffix == ".parquet":
         import pandas as pd
 
-        for i, row in enumerate(pd.read_parquet(path).to_dict("records")):
-            yield f"{path} row {i}", row
+        for i, record in enumerate(pd.read_parquet(path).to_dict("records")):
+            yield f"{path} row {i}", cast("dict[str, Any]", record)  # parquet column names are strings
         return
     if path.name.endswith((".jsonl", ".jsonl.gz")):
         for n, row in _jsonl(path):

@@ -21,7 +21,11 @@ from pytest_llmbench.datasets.files import DatasetNotFound, data_dir, env_name, 
 class Source(Protocol):
     """One data set: ``load`` returns its items or raises DatasetNotFound naming where it looked."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The set's name (what ``load`` and the ``datasets`` fixture take); read-only, so a frozen
+        dataclass satisfies the protocol."""
+        ...
 
     def load(self, folder: Path, split: str | None = None) -> list[Any]:
         """Every item of the set (of ``split`` where the set has splits); ``folder`` is the data folder."""

@@ -99,18 +99,21 @@ class LlamaCppEngine(Engine):
 
     def prepare(self, cfg: ServerConfig, log: Any) -> None:
         for ref in [cfg.model, *cfg.models.values()]:
-            if ref.kind != "quantized" or ref.path.exists():  # type: ignore[union-attr]
+            if ref.kind != "quantized":
                 continue
-            out: Path = ref.path  # type: ignore[assignment]
+            out, base, quant_type = ref.path, ref.base, ref.quant_type
+            assert out is not None and base is not None and quant_type is not None  # parse_model_ref sets all three
+            if out.exists():
+                continue
             out.parent.mkdir(parents=True, exist_ok=True)
             tmp = out.with_suffix(f".tmp{os.getpid()}")
             cmd = [
                 str(llamacpp_binary("llama-quantize")),
                 "--allow-requantize",
-                str(ref.base.path),
+                str(base.path),
                 str(tmp),
-                ref.quant_type,
-            ]  # type: ignore[union-attr]
+                quant_type,
+            ]
             log.write(f"[llmbench] preparing {ref.describe()}: {' '.join(cmd)}\n")
             log.flush()
             proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)

@@ -44,7 +44,7 @@ class Summary:
         return f"{self.mean:.3f} ± {self.se:.3f} (n={self.n})"
 
 
-def _num(x: float) -> float | None:
+def _num(x: float | None) -> float | None:
     return None if x is None or math.isnan(x) else round(float(x), 6)
 
 
@@ -78,7 +78,9 @@ def run_turns(
     within a round; a prompt whose earlier turn failed stops there.
     """
     if run is None:
-        from pytest_llmbench.workload.requests import run_requests as run
+        from pytest_llmbench.workload.requests import run_requests
+
+        run = run_requests
     results: list[TurnResult] = []
     answers: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
     alive = list(range(len(prompts)))

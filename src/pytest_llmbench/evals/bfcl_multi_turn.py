@@ -168,7 +168,12 @@ def parse_call_string(call: str, functions: Sequence[Mapping[str, Any]] = ()) ->
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         raise ValueError(f"not a function call: {call!r}")
     name = node.func.id
-    args = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
+    args: dict[str, Any] = {}
+    for kw in node.keywords:
+        if kw.arg is None:  # f(**{...}): the unpacked dict's items are keyword arguments
+            args.update(ast.literal_eval(kw.value))
+        else:
+            args[kw.arg] = ast.literal_eval(kw.value)
     if node.args:
         doc = next((f for f in functions if f["name"] == name), None)
         if doc is None:

@@ -169,7 +169,9 @@ def run_gsm8k(
 ) -> tuple[GSM8KResult, list[RequestRecord]]:
     """Ask every question under ``protocol`` and grade; returns the result and the raw records."""
     if run is None:
-        from pytest_llmbench.workload.requests import run_requests as run
+        from pytest_llmbench.workload.requests import run_requests
+
+        run = run_requests
     proto = get_protocol(protocol)
     body = proto.request_body(**overrides)
     bodies = [{**body, "messages": p.messages()} for p in prompts]

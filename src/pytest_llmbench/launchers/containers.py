@@ -134,7 +134,7 @@ def container_spec(
     env.update(cfg.env)
     env.update(req.env)
 
-    device_requests = []
+    device_requests: list[dict[str, Any]] = []
     if req.gpu_ids:
         if gpu_driver == "cdi":
             device_requests.append({"driver": "cdi", "device_ids": [f"nvidia.com/gpu={g}" for g in req.gpu_ids]})

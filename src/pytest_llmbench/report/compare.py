@@ -142,32 +142,45 @@ def compare(a: ResultsFolder, b: ResultsFolder) -> Comparison:
             per = (_per_request(ra, field, scale), _per_request(rb, field, scale)) if field else (None, None)
             rows.append(_row(key[0], key[1], metric, ma.get(metric), mb.get(metric), *per))
     ea, eb = _evals(a), _evals(b)
-    for key in [k for k in ea if k in eb]:
-        config, kind, name = key
-        ra, rb = ea[key], eb[key]
+    for eval_key in [k for k in ea if k in eb]:
+        config, kind, name = eval_key
+        ea_rec, eb_rec = ea[eval_key], eb[eval_key]
         if kind == "accept_length":
-            per = [
+            per_a, per_b = (
                 {
                     (p.get("id"), p.get("turn")): (None, p["accept_length"])
                     for p in r.get("per_request") or []
                     if isinstance(p.get("accept_length"), (int, float))
                 }
-                for r in (ra, rb)
-            ]
+                for r in (ea_rec, eb_rec)
+            )
             rows.append(
                 _row(
                     config,
                     f"accept length · {name}",
                     "accept_length",
-                    (ra.get("accept_length") or {}).get("mean"),
-                    (rb.get("accept_length") or {}).get("mean"),
-                    *per,
+                    (ea_rec.get("accept_length") or {}).get("mean"),
+                    (eb_rec.get("accept_length") or {}).get("mean"),
+                    per_a,
+                    per_b,
                 )
             )
         else:
-            per = [{c.get("id"): (None, float(bool(c.get("passed")))) for c in r.get("cases") or []} for r in (ra, rb)]
+            per_a, per_b = (
+                {c.get("id"): (None, float(bool(c.get("passed")))) for c in r.get("cases") or []}
+                for r in (ea_rec, eb_rec)
+            )
             rows.append(
-                _row(config, f"BFCL · {name}", "passed", ra.get("passed"), rb.get("passed"), *per, pass_fail=True)
+                _row(
+                    config,
+                    f"BFCL · {name}",
+                    "passed",
+                    ea_rec.get("passed"),
+                    eb_rec.get("passed"),
+                    per_a,
+                    per_b,
+                    pass_fail=True,
+                )
             )
     ka = set(sa) | {(k[0], f"{k[1]} {k[2]}") for k in ea}
     kb = set(sb) | {(k[0], f"{k[1]} {k[2]}") for k in eb}

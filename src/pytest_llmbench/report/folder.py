@@ -45,8 +45,8 @@ class ResultsFolder:
 
     def verdicts(self) -> list[dict[str, Any]]:
         """Verdict records, regressions first, then improved, new, pass (run order within each)."""
-        order = {s: i for i, s in enumerate(STATUSES)}
-        return sorted(self.kind("verdict"), key=lambda v: order.get(v.get("status"), len(order)))
+        order: dict[str, int] = {s: i for i, s in enumerate(STATUSES)}
+        return sorted(self.kind("verdict"), key=lambda v: order.get(str(v.get("status")), len(order)))
 
     def server(self, config: str) -> dict[str, Any]:
         """The last server record of ``config`` (a restarted server writes a new one)."""

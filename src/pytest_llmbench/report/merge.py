@@ -97,11 +97,11 @@ def merge_results(out: Path, folders: list[Path]) -> dict[str, Any]:
             top_files.setdefault(f.name, f)
 
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "results.jsonl", "w", encoding="utf-8") as f:
+    with open(out / "results.jsonl", "w", encoding="utf-8") as results:
         for src in sources:
             for rec in src.records:
                 rec = {k: _relocate(v, src.dir, out) for k, v in rec.items()}
-                f.write(json.dumps(rec, sort_keys=True) + "\n")
+                results.write(json.dumps(rec, sort_keys=True) + "\n")
     for src in sources:
         for d in sorted(p for p in src.dir.iterdir() if p.is_dir()):
             shutil.copytree(d, out / d.name)

@@ -74,7 +74,7 @@ def _hex(rgba: tuple[float, ...]) -> str:
 
 def throughput_vs_prompt(folder: ResultsFolder) -> list[Plot]:
     """Output tok/s and median TPOT against mean prompt length, one line per config and concurrency."""
-    series: dict[tuple[str, Any], list[tuple[float, float | None, float | None]]] = defaultdict(list)
+    series: dict[tuple[Any, Any], list[tuple[float, float | None, float | None]]] = defaultdict(list)
     for s in folder.kind("scenario"):
         m, x = s.get("metrics") or {}, mean_prompt_tokens(s)
         if x is None:
@@ -119,7 +119,7 @@ def throughput_vs_prompt(folder: ResultsFolder) -> list[Plot]:
 
 def ttft_vs_decode(folder: ResultsFolder) -> list[Plot]:
     """Mean time to first token and mean decode time (E2E − TTFT) per scenario, stacked."""
-    bars = []
+    bars: list[tuple[str, Any, float, float]] = []  # (label, config, TTFT ms, decode ms)
     for s in folder.kind("scenario"):
         ok = [
             r
@@ -296,7 +296,7 @@ def reliability(folder: ResultsFolder, bins: int | None = None) -> list[Plot]:
     edges = np.linspace(0, 1, bins + 1)
     for ax, (config, dataset, curves) in zip(axes, panels, strict=True):
         ax.plot([0, 1], [0, 1], color="#999", lw=0.8, ls="--", label="perfect calibration")
-        for (name, arr), color in zip(curves, ("#d62728", "#1f77b4"), strict=True):
+        for (name, arr), color in zip(curves, ("#d62728", "#1f77b4"), strict=False):  # one or two curves
             idx = np.clip(np.digitize(arr[:, 0], edges[1:-1], right=True), 0, bins - 1)
             xs, ys, ns = [], [], []
             for b in range(bins):
@@ -348,7 +348,7 @@ def history(folder: ResultsFolder, baselines_dir: Path | None) -> list[Plot]:
         nrows = math.ceil(len(verdicts) / ncols)
         fig = _figure(2.6 * ncols, 1.9 * nrows + 0.3)
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-        for ax, v in zip(axes, verdicts, strict=True):
+        for ax, v in zip(axes, verdicts, strict=False):  # the grid may have spare axes: hidden below
             entry = bf.get(v.get("runner"), str(v.get("test_key")), str(v.get("metric"))) if bf else None
             hist = list(entry.accepted) if entry else [v["baseline"]]
             xs = list(range(1, len(hist) + 1))
@@ -358,7 +358,7 @@ def history(folder: ResultsFolder, baselines_dir: Path | None) -> list[Plot]:
             ax.axhline(base, color="#1f77b4", lw=0.8)
             ax.plot(xs, hist, "o-", color="#555", markersize=3)
             today = len(hist) + 1
-            ax.plot([today], [v["observed"]], "D", color=STATUS_COLOR.get(v.get("status"), "#000"), markersize=6)
+            ax.plot([today], [v["observed"]], "D", color=STATUS_COLOR.get(str(v.get("status")), "#000"), markersize=6)
             ax.set_xticks([*xs, today], [str(x) for x in xs] + ["today"], fontsize=6)
             ax.tick_params(axis="y", labelsize=6)
             test = str(v.get("test_key", "")).split("::")[-1]

@@ -161,7 +161,7 @@ class Cell:
 def scenario_cells(records: Iterable[Mapping[str, Any]], metric: str) -> dict[tuple[str, str], Cell]:
     """(config, scenario) → the metric over every run of it in the folder, with its interval."""
     spec = METRICS[metric]
-    runs: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    runs: dict[tuple[Any, Any], list[Mapping[str, Any]]] = defaultdict(list)  # keys as the records have them
     for rec in records:
         value = (rec.get("metrics") or {}).get(metric)
         if isinstance(value, (int, float)):
@@ -294,12 +294,12 @@ DECISION_COLUMNS = (
 def render_decisions(records: Iterable[Mapping[str, Any]], dataset: str = "typed-decisions.pass1") -> str:
     """The decisions post's table for ``dataset``: agreement, KL, Brier and log loss per config, best in bold
     (the last record of a config wins when a folder holds several)."""
-    latest = {
+    latest: dict[str | None, dict[str, Any]] = {
         r.get("config"): (r.get("metrics") or {}).get("all") or {}
         for r in records
         if r.get("record") == "decisions" and r.get("dataset") == dataset
     }
-    rows = [(c, label) for c, label in DECISION_CONFIGS if c in latest]
+    rows: list[tuple[str | None, str | None]] = [(c, label) for c, label in DECISION_CONFIGS if c in latest]
     rows += [(c, c) for c in latest if c not in dict(DECISION_CONFIGS)]
     header = ["", *[label for _, label, _ in DECISION_COLUMNS]]
     lines = [f"### {dataset}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

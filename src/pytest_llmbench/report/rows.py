@@ -265,7 +265,7 @@ def facts_table(folder: ResultsFolder) -> Table | None:
     """Per config: startup, memory, KV pool (resources.json) and provenance (engine, build, model, runner)."""
     if not folder.configs:
         return None
-    runners = {}
+    runners: dict[str | None, Any] = {}  # config → its runner (the first verdict naming one)
     for v in folder.kind("verdict"):
         if v.get("runner"):
             runners.setdefault(v.get("config"), v["runner"])

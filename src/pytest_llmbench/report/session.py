@@ -81,13 +81,10 @@ class ReportSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
         report = yield
-        if (
-            report.when == "call"
-            and "bench" in getattr(item, "funcargs", {})
-            and item.config.pluginmanager.has_plugin("html")
-        ):
+        funcargs = getattr(item, "funcargs", {})  # a pytest.Function's; other items have none
+        if report.when == "call" and "bench" in funcargs and item.config.pluginmanager.has_plugin("html"):
             try:
-                extras = bench_extras(item, item.funcargs["bench"])
+                extras = bench_extras(item, funcargs["bench"])
             except Exception as e:  # extras decorate a report; they never fail a test
                 extras = [_html_extra(f"<p>llmbench extras failed: {html_escape.escape(repr(e))}</p>")]
             report.extras = [*getattr(report, "extras", []), *extras]

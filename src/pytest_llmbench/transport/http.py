@@ -20,7 +20,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 perf_counter = time.perf_counter
 
@@ -70,14 +70,14 @@ class _StreamProtocol(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.closed = False
-        self.done: asyncio.Future | None = None
+        self.done: asyncio.Future[None] | None = None
         # After a chunked body's last chunk ("0\r\n") the trailer section and its closing CRLF may still
         # be on the way (llama-server sends that CRLF in a separate write): those bytes belong to the
         # previous response, never to the next one on this connection. None: nothing pending.
         self._trail: bytes | None = None
 
-    def connection_made(self, transport):  # type: ignore[override]
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # create_connection: a stream transport
 
     def begin(self, loop: asyncio.AbstractEventLoop) -> None:
         self.done = loop.create_future()
@@ -185,7 +185,7 @@ class _StreamProtocol(asyncio.Protocol):
 
     def _eat_trailer(self, data: bytes) -> bytes:
         """Consume the end of the previous chunked body (trailer fields, then CRLF); return what follows."""
-        buf = self._trail + data  # type: ignore[operator]
+        buf = (self._trail or b"") + data  # called while a trailer is pending (_trail is bytes)
         if buf.startswith(b"\r\n"):
             self._trail = None
             return buf[2:]
@@ -291,11 +291,12 @@ class StreamClient:
         loop = asyncio.get_running_loop()
         proto.begin(loop)
         self._active.add(proto)
+        transport, done = proto.transport, proto.done
+        assert transport is not None and done is not None  # connected, and begin() made the future
         t_start = perf_counter()
-        proto.transport.write(request)  # type: ignore[union-attr]
+        transport.write(request)
         deadline = t_start + timeout
-        done = proto.done
-        assert done is not None
+        timer: asyncio.TimerHandle  # the armed one; watchdog re-arms it
 
         # One timer per request, re-armed only when it fires: the total deadline and the stall limit are
         # checked without waking the request's task or allocating anything per network read.
@@ -315,7 +316,7 @@ class StreamClient:
         try:
             await done
         except BaseException:
-            proto.transport.abort()  # type: ignore[union-attr]
+            transport.abort()
             raise
         finally:
             timer.cancel()
@@ -324,7 +325,7 @@ class StreamClient:
         if proto.keep_alive and not proto.closed:
             self._idle.append(proto)
         else:
-            proto.transport.close()  # type: ignore[union-attr]
+            transport.close()
         return RawResponse(proto.status, proto.headers, proto.times, proto.chunks, t_start, t_end)
 
     def close(self) -> None:

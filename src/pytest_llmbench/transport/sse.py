@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -30,7 +31,9 @@ def parse_sse(pieces: list[tuple[float, bytes]]) -> list[SSEEvent]:
     return [SSEEvent(t, d) for t, d in zip(times, datas, strict=True)]
 
 
-_scan_once = json.JSONDecoder().scan_once  # the C scanner: one value at an index, no json.loads wrapper work
+# The C scanner: one value at an index, no json.loads wrapper work. typeshed's JSONDecoder omits
+# scan_once (JSONDecoder.__init__ sets it), hence the ignore; the annotation is the scanner's signature.
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def parse_sse_columns(arrivals: list[float], chunks: list[bytes]) -> tuple[list[float], list[dict[str, Any]]]:

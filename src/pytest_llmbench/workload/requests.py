@@ -117,8 +117,8 @@ async def run_requests_async(
     finally:
         watcher.cancel()
         client.close()
-    if watcher.done() and not watcher.cancelled() and watcher.exception() is not None:
-        raise watcher.exception()  # a broken watch must not pass for a healthy server
+    if watcher.done() and not watcher.cancelled() and (broken := watcher.exception()) is not None:
+        raise broken  # a broken watch must not pass for a healthy server
     if gone:
         for i, rec in enumerate(records):
             if rec is None:

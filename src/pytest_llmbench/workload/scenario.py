@@ -167,18 +167,17 @@ def run_scenario(
     except BaseException as exc:
         progress.close()
         kept = sorted(done, key=lambda r: r.index)
-        exc.llmbench_partial = _result(
+        partial = _result(
             sc,
             kept,
             plist,
             time.perf_counter() - t0,
             None,
-            [  # type: ignore[attr-defined]
-                *notes,
-                f"interrupted ({type(exc).__name__}) after {len(kept)} of {len(plist)} requests",
-            ],
+            [*notes, f"interrupted ({type(exc).__name__}) after {len(kept)} of {len(plist)} requests"],
             {},
         )
+        # An attribute BaseException does not declare (the caller reads it with getattr): setattr, for mypy.
+        setattr(exc, "llmbench_partial", partial)  # noqa: B010
         raise
     duration = time.perf_counter() - t0
     progress.close()
@@ -209,4 +208,5 @@ def _result(
         p = plist[r.index] if r.index < len(plist) else None
         if r.prompt_tokens is None and p is not None and p.input_tokens is not None:
             r.prompt_tokens = p.input_tokens
-    return ScenarioResult(sc, records, scenario_metrics(records, duration, spec_server), notes, info, spec_server)
+    metrics: dict[str, Any] = {**scenario_metrics(records, duration, spec_server)}  # open to more keys
+    return ScenarioResult(sc, records, metrics, notes, info, spec_server)

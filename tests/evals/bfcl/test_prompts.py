@@ -39,3 +39,16 @@ def test_our_qwen_fc_prompt_equals_the_handlers_on_the_205_subset():
         assert bfcl.qwen_fc_prompt(case.messages, funcs) == ns["_format_prompt"](
             None, [dict(m) for m in case.messages], funcs
         ), case.id
+
+
+def test_python_hint_takes_any_mapping_and_leaves_it_alone():
+    """The signature takes Mappings (Case.functions is a tuple of them): a read-only one is copied into a
+    dict, not deep-copied as it is and written to (a mappingproxy cannot be deep-copied, a Mapping has no
+    item assignment)."""
+    from types import MappingProxyType
+
+    doc = {"name": "f", "description": "Add.", "parameters": {"type": "dict", "properties": {}}}
+    frozen = MappingProxyType(doc)
+    out = bfcl.with_python_hint([frozen])
+    assert out == [{**doc, "description": "Add." + bfcl.PYTHON_HINT}]
+    assert frozen["description"] == "Add." and out[0]["parameters"] is not doc["parameters"]

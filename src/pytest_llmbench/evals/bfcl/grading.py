@@ -70,7 +70,7 @@ def grade(
     """BFCL's verdict: irrelevance passes without a call, relevance with any, the rest by ast_checker."""
     calls = list(calls or [])
     made_call = decode_error is None and any(len(c) == 1 and next(iter(c.values())) is not None for c in calls)
-    v = dict(id=case.id, category=case.category, calls=tuple(calls), latency_s=latency_s)
+    v: dict[str, Any] = dict(id=case.id, category=case.category, calls=tuple(calls), latency_s=latency_s)
     if case.expects_no_call:
         return Verdict(passed=not made_call, error="" if not made_call else "made a call where none fits", **v)
     if case.expects_any_call:
@@ -164,7 +164,9 @@ def run_bfcl(
 ) -> BFCLResult:
     """Ask every case in ``mode`` under ``protocol`` and grade it with bfcl's checker."""
     if run is None:
-        from pytest_llmbench.workload.requests import run_requests as run
+        from pytest_llmbench.workload.requests import run_requests
+
+        run = run_requests
     if mode not in MODES:
         raise ValueError(f"unknown BFCL prompt mode {mode!r}; known: {', '.join(MODES)}")
     proto = get_protocol(protocol)

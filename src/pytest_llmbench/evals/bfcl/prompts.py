@@ -39,7 +39,7 @@ JSON_TYPES = {
 
 def with_python_hint(functions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Function docs as bfcl's generation step sends them: the Python-syntax note on each description."""
-    out = copy.deepcopy(list(functions))
+    out = [copy.deepcopy(dict(f)) for f in functions]  # a Mapping may be read-only (or not deep-copyable)
     for f in out:
         f["description"] = f.get("description", "") + PYTHON_HINT
     return out

@@ -111,6 +111,7 @@ def fit(decisions: Iterable[Decision], *, priors: bool = False, l2: float = 1.0)
     for i, d in enumerate(ds):
         m = len(d.options)
         mask[i, :m] = True
+        assert d.probs is not None  # ds keeps decisions with probabilities only
         logp[i, :m] = np.log(np.clip(d.probs, EPS, 1.0))
         gold[i, :m] = d.gold
         if priors:
@@ -133,7 +134,7 @@ def fit(decisions: Iterable[Decision], *, priors: bool = False, l2: float = 1.0)
         ce = float(np.sum(lse[:, 0] - np.sum(gold * np.where(mask, z, 0.0), axis=1)))
         dz = np.where(mask, q - gold, 0.0)
         gu = -np.bincount(t_index, np.sum(dz * logp * s, axis=1), n_t)
-        grad = [gu]
+        grad: list[np.ndarray] = [gu]  # weighted bincounts are float (numpy's stubs say integer)
         penalty = 0.0
         if n_b:
             gb = np.bincount(pidx[has_prior], dz[has_prior], n_b) + 2.0 * l2 * b

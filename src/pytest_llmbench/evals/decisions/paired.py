@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from scipy import stats
@@ -91,7 +91,7 @@ def paired_bootstrap(
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
-    method: str = "percentile",
+    method: Literal["percentile", "basic", "bca", "BCa"] = "percentile",
 ) -> tuple[float, float, float]:
     """(gap, low, high) of Σdiff / Σcount with cases resampled together (scipy.stats.bootstrap, paired)."""
     if case_count.sum() == 0:
