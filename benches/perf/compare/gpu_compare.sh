@@ -17,6 +17,8 @@
 #                # stored timing baselines (issue 21): stored_timing_reruns.py on the GPU smoke serving tests,
 #                # both configs; the baselines stay in /tmp/w/stored while the machine is warm, so a later call
 #                # with RECORD_RUNS=0 RECORD_STARTS=0 FIRST=5 goes on from there; DEADLINE=s starts no rerun after s
+# K (STEP=pytest, campaign) is the -k expression, default "test_serving and nospec and chat-1u"; e.g.
+# K="test_serving and nospec and (chat-1u or chat-4u)" gives 4 comparisons a session instead of 2.
 # CANDIDATES for STEP=noise is a ';'-separated list of candidate server args ("-ctv f32;-ctk bf16 -ctv f32").
 set -uo pipefail
 W=/tmp/w
@@ -52,7 +54,7 @@ noise)
   ;;
 pytest)
   python3 benches/perf/compare/compare_pytest_sessions.py run --label "${LABEL:?}" --sessions "${SESSIONS:-1}" --out "$OUT" -- \
-    -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py -m gpu_smoke -k "test_serving and nospec and chat-1u" \
+    -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py -m gpu_smoke -k "${K:-test_serving and nospec and chat-1u}" \
     --baselines-dir /tmp/baselines ${ARGS:-} 2>&1 | tee -a "$OUT/pytest_sessions.log"
   tail -60 "$OUT"/${LABEL}-0.log
   ;;
@@ -75,7 +77,7 @@ campaign)
       if [ -z "$cargs" ]; then arms=(--llmbench-reference-bin $W/build/bin --llmbench-candidate-bin $W/build/bin)
       else arms=("--llmbench-candidate-args=$cargs"); fi
       python3 benches/perf/compare/compare_pytest_sessions.py run --label "$label" --sessions 1 --first "$i" --out "$sess" -- \
-        -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py -m gpu_smoke -k "test_serving and nospec and chat-1u" \
+        -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py -m gpu_smoke -k "${K:-test_serving and nospec and chat-1u}" \
         --baselines-dir /tmp/baselines "${arms[@]}" ${ARGS:-} 2>&1 | tee -a "$OUT/campaign.log"
       cp "$sess/sessions.jsonl" "$OUT/sessions.jsonl"   # after each session: a call cut at its limit keeps them
     done
