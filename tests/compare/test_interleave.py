@@ -126,7 +126,7 @@ def _run(
         speed = speeds[0] if server.role == "reference" else speeds[1]
         return _result(speed * (1 + noise * rng.standard_normal()), [0.1, 0.2, 0.3][: len(prompts)])
 
-    design = design or Design(warmup_rounds=1, pilot_rounds=3, max_rounds=4, budget_s=None)
+    design = design or Design(restart_rounds=0, warmup_rounds=1, pilot_units=3, max_rounds=4, budget_s=None)
     judge = Judge(decide, {"timing": alpha, "quality": alpha}, design=design)
     sc = Scenario("s", dataset="prompts", output_len=8, num_prompts=3, warmup=2)
     rounds, comps, outcome = run_rounds(
@@ -166,7 +166,12 @@ def test_blocks_send_a_window_that_moves_through_the_prompts():
 
 def test_per_block_mode_has_one_arm_up_at_a_time_and_restarts_the_candidate_in_place():
     servers, log, cand = _servers(keep_both=False)
-    _run(servers, speeds=(100.0, 100.0), decide=(), design=Design(warmup_rounds=0, pilot_rounds=3, budget_s=None))
+    _run(
+        servers,
+        speeds=(100.0, 100.0),
+        decide=(),
+        design=Design(restart_rounds=0, warmup_rounds=0, pilot_units=3, budget_s=None),
+    )
     events = [e for e in log if e[0] != "block"]
     # r c | c r: the candidate stops before the reference starts; each block's server stops after it
     assert events[:3] == [("stop", "candidate"), ("start", "reference"), ("stop", "reference")]
@@ -177,11 +182,16 @@ def test_per_block_mode_has_one_arm_up_at_a_time_and_restarts_the_candidate_in_p
 
 def test_the_pilot_plans_the_rounds_and_a_clear_change_still_runs_them():
     quiet, _, _ = _servers(keep_both=True)
-    rounds, comps, _, outcome = _run(quiet, speeds=(100.0, 50.0), design=Design(pilot_rounds=4, budget_s=None))
+    rounds, comps, _, outcome = _run(
+        quiet, speeds=(100.0, 50.0), design=Design(restart_rounds=0, pilot_units=4, budget_s=None)
+    )
     assert comps[0].verdict == "regressed" and outcome.rounds == 4 and outcome.stop == "planned"
     noisy, _, _ = _servers(keep_both=True)
     rounds, comps, _, outcome = _run(
-        noisy, speeds=(100.0, 100.0), noise=0.02, design=Design(pilot_rounds=4, max_rounds=200, budget_s=None)
+        noisy,
+        speeds=(100.0, 100.0),
+        noise=0.02,
+        design=Design(restart_rounds=0, pilot_units=4, max_rounds=200, budget_s=None),
     )
     assert outcome.plan.needed > 4 and len(rounds.complete) == outcome.rounds == outcome.plan.rounds
     assert comps[0].df == 3 and comps[0].n == outcome.rounds  # Stein: the pilot's spread and df
@@ -190,7 +200,7 @@ def test_the_pilot_plans_the_rounds_and_a_clear_change_still_runs_them():
 def test_the_budget_caps_the_rounds_and_the_outcome_says_underpowered():
     servers, _, _ = _servers(keep_both=True)
     clock = Clock(block_s=1.0)  # a round: 2 s
-    design = Design(warmup_rounds=1, pilot_rounds=4, max_rounds=200, budget_s=30)
+    design = Design(restart_rounds=0, warmup_rounds=1, pilot_units=4, max_rounds=200, budget_s=30)
     rounds, _comps, _, outcome = _run(servers, speeds=(100.0, 100.0), noise=0.03, design=design, clock=clock)
     assert outcome.plan.underpowered and outcome.stop == "underpowered"
     assert outcome.rounds == len(rounds.complete) == outcome.plan.limit == 14  # (30 s - 2 s warm-up) / 2 s
@@ -200,7 +210,7 @@ def test_the_budget_caps_the_rounds_and_the_outcome_says_underpowered():
 
 def test_a_budget_shorter_than_the_pilot_still_judges_two_abba_pairs():
     servers, _, _ = _servers(keep_both=True)
-    design = Design(warmup_rounds=1, pilot_rounds=8, budget_s=5)
+    design = Design(restart_rounds=0, warmup_rounds=1, pilot_units=8, budget_s=5)
     rounds, comps, _, _outcome = _run(servers, design=design, clock=Clock(block_s=1.0))
     assert len(rounds.complete) == 4 and comps[0].n == 4
 
@@ -208,7 +218,7 @@ def test_a_budget_shorter_than_the_pilot_still_judges_two_abba_pairs():
 def test_rounds_come_in_whole_abba_pairs():
     """An odd count leaves one arm first once more; planned, capped and pilot counts are all even."""
     servers, _, _ = _servers(keep_both=True)
-    design = Design(warmup_rounds=0, pilot_rounds=5, max_rounds=11, budget_s=None)
+    design = Design(restart_rounds=0, warmup_rounds=0, pilot_units=5, max_rounds=11, budget_s=None)
     rounds, _comps, seen, outcome = _run(servers, speeds=(100.0, 100.0), noise=0.03, design=design)
     assert outcome.plan.pilot == 4 and len(rounds.complete) % 2 == 0 and len(rounds.complete) <= 10
     firsts = [seen[i][0] for i in range(0, len(seen), 2)]
@@ -234,3 +244,46 @@ def test_merged_candidate_result_renumbers_requests_and_sums_durations_without_t
     assert [r.index for r in merged.records] == list(range(6))
     assert merged.metrics["duration"] == pytest.approx(2.0) and merged.metrics["completed"] == 6
     assert merged.metrics["rounds"] == 2
+
+
+def test_both_up_restarts_both_arms_for_every_server_pair_and_warms_each_new_pair():
+    """Two starts of one build can differ for a whole session (×1.05 TPOT once in 20 CPU A/A sessions);
+    restarting both arms every unit makes that difference part of the noise the tests measure."""
+    servers, log, cand = _servers(keep_both=True)
+    design = Design(restart_rounds=2, warmup_rounds=1, pilot_units=3, max_rounds=6, budget_s=None)
+    rounds, _comps, seen, outcome = _run(servers, speeds=(100.0, 100.0), decide=(), design=design)
+    assert outcome.rounds == 6 and rounds.unit_rounds == 2
+    # warm-up BA on the first pair, then per pair: stop both, start both, AB (warmup requests first) | BA
+    assert [w for *_, w in seen] == [2, 2] + [2, 2, 0, 0] * 3
+    events = [e for e in log if e[0] != "block"]
+    renew = [("stop", "reference"), ("stop", "candidate"), ("start", "candidate"), ("start", "reference")]
+    assert events[1:] == renew * 3  # the first event: the reference's start at the warm-up
+    assert log.count(("start", "reference")) == 4 and cand.alive()
+    assert [rounds.unit_of(r) for r in rounds.complete] == [0, 0, 1, 1, 2, 2]
+
+
+def test_per_block_servers_keep_the_round_as_the_unit():
+    servers, _, _ = _servers(keep_both=False)
+    rounds, *_ = _run(servers, decide=(), design=Design(restart_rounds=2, pilot_units=3, budget_s=None))
+    assert rounds.unit_rounds == 1 and rounds.unit_name == "rounds"
+
+
+def test_server_pair_values_are_each_arms_geometric_mean_over_the_pairs_rounds():
+    rounds = Rounds(SC, unit_rounds=2)
+    for r, (a, b) in enumerate([(100, 90), (100, 110), (50, 40), (200, 160)]):
+        rounds.add(Block(r, "reference", _result(a, [0.1, 0.2])))
+        rounds.add(Block(r, "candidate", _result(b, [0.1 * b / a, 0.2])))
+    ref, cand = rounds.round_values("output_throughput")
+    assert ref == pytest.approx([100.0, 100.0]) and cand == pytest.approx([(90 * 110) ** 0.5, (40 * 160) ** 0.5])
+    _, _, where = rounds.request_values(lambda rec: rec.ttft_s)
+    assert sorted({rounds.unit_of(r) for r, _ in where}) == [0, 1]
+
+
+def test_the_pilot_counts_server_pairs_and_the_test_runs_over_them():
+    servers, _, _ = _servers(keep_both=True)
+    design = Design(restart_rounds=2, warmup_rounds=0, pilot_units=4, max_rounds=200, budget_s=None)
+    _rounds, comps, _, outcome = _run(servers, speeds=(100.0, 100.0), noise=0.02, design=design)
+    assert outcome.plan.pilot == 8 and outcome.plan.unit_rounds == 2 and outcome.rounds % 2 == 0
+    assert comps[0].df == 3 and comps[0].n == outcome.rounds // 2  # Stein over server pairs
+    assert comps[0].method.startswith(f"log-ratio t over {outcome.rounds // 2} server pairs")
+    assert "(spread from a pilot of 4 server pairs)" in comps[0].method

@@ -90,7 +90,7 @@ def test_judge_plans_from_the_pilot_and_tests_with_its_spread():
     judge = Judge(
         ("output_throughput", "accept_length"),
         {"timing": 0.01, "quality": 0.01},
-        design=Design(pilot_rounds=8, budget_s=None),
+        design=Design(pilot_units=8, budget_s=None),
     )
     pilot = _tput_rounds(8, 0.02)
     plan = judge.plan(pilot, seconds_per_round=1.0, elapsed_s=0.0)
@@ -112,12 +112,12 @@ def test_judge_plans_from_the_pilot_and_tests_with_its_spread():
     assert need.spread.sd == pytest.approx(sd)
     more = _tput_rounds(plan.rounds, 0.02)  # the same pilot rounds (same seed), then more
     [tput, accept] = judge.judge(more, plan)
-    assert tput.df == 7 and tput.n == plan.rounds and "8-round pilot" in tput.method
+    assert tput.df == 7 and tput.n == plan.rounds and "pilot of 8 rounds" in tput.method
     assert accept.metric == "accept_length" and accept.verdict == "equivalent"
 
 
 def test_a_metric_that_did_not_plan_gets_its_own_pilot_spread():
-    judge = Judge(("output_throughput",), {"timing": 0.01, "quality": 0.01}, design=Design(pilot_rounds=4))
+    judge = Judge(("output_throughput",), {"timing": 0.01, "quality": 0.01}, design=Design(pilot_units=4))
     rounds = _tput_rounds(10, 0.02)
     plan = judge.plan(rounds.upto(4), seconds_per_round=1.0, elapsed_s=0.0)
     c = judge.compare("median_ttft_ms", rounds, plan)

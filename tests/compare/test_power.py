@@ -8,31 +8,31 @@ import pytest
 from scipy import stats
 
 from pytest_llmbench.compare.margins import Sizes
-from pytest_llmbench.compare.power import Design, Need, plan_rounds, rounds_for
+from pytest_llmbench.compare.power import Design, Need, plan_rounds, units_for
 from pytest_llmbench.compare.stats import Spread
 
 TPUT = Sizes("ratio", 0.01, 0.03)
 
 
-def test_rounds_for_is_steins_formula():
+def test_units_for_is_steins_formula():
     spread = Spread(0.021, 7)
     reach = stats.t.isf(0.01, 7) + stats.t.isf(0.05, 7)
     gap = math.log(0.99) - math.log(0.97)
-    assert rounds_for(spread, sizes=TPUT, alpha=0.01, higher_is_better=True) == math.ceil((reach * 0.021 / gap) ** 2)
+    assert units_for(spread, sizes=TPUT, alpha=0.01, higher_is_better=True) == math.ceil((reach * 0.021 / gap) ** 2)
 
 
 def test_rounds_grow_with_the_spread_and_a_smaller_alpha_and_never_go_below_the_pilot():
-    low = rounds_for(Spread(0.01, 7), sizes=TPUT, alpha=0.01, higher_is_better=True)
-    high = rounds_for(Spread(0.03, 7), sizes=TPUT, alpha=0.01, higher_is_better=True)
-    strict = rounds_for(Spread(0.03, 7), sizes=TPUT, alpha=0.001, higher_is_better=True)
+    low = units_for(Spread(0.01, 7), sizes=TPUT, alpha=0.01, higher_is_better=True)
+    high = units_for(Spread(0.03, 7), sizes=TPUT, alpha=0.01, higher_is_better=True)
+    strict = units_for(Spread(0.03, 7), sizes=TPUT, alpha=0.001, higher_is_better=True)
     assert 8 <= low < high < strict
-    assert rounds_for(Spread(0.0, 7), sizes=TPUT, alpha=0.01, higher_is_better=True) == 8
-    assert rounds_for(Spread(0.0001, 7), sizes=TPUT, alpha=0.01, higher_is_better=True) == 8
+    assert units_for(Spread(0.0, 7), sizes=TPUT, alpha=0.01, higher_is_better=True) == 8
+    assert units_for(Spread(0.0001, 7), sizes=TPUT, alpha=0.01, higher_is_better=True) == 8
 
 
 def test_latency_uses_the_upper_side():
     lat = Sizes("ratio", 0.02, 0.05)
-    up = rounds_for(Spread(0.02, 9), sizes=lat, alpha=0.01, higher_is_better=False)
+    up = units_for(Spread(0.02, 9), sizes=lat, alpha=0.01, higher_is_better=False)
     reach = stats.t.isf(0.01, 9) + stats.t.isf(0.05, 9)
     assert up == math.ceil((reach * 0.02 / (math.log(1.05) - math.log(1.02))) ** 2)
 
@@ -42,7 +42,7 @@ def _need(rounds: int, sd: float = 0.021) -> Need:
 
 
 def test_plan_caps_by_budget_and_says_underpowered():
-    design = Design(pilot_rounds=8, max_rounds=100, budget_s=120)
+    design = Design(pilot_units=8, max_rounds=100, budget_s=120)
     plan = plan_rounds([_need(40)], design=design, pilot=8, seconds_per_round=3.0, elapsed_s=30.0)
     assert plan.limit == 8 + 30 and plan.rounds == 38 and plan.underpowered
     assert plan.describe() == (
@@ -52,10 +52,42 @@ def test_plan_caps_by_budget_and_says_underpowered():
     assert ok.rounds == 20 and not ok.underpowered and ok.describe().startswith("20 rounds: ~20 rounds for 3%")
 
 
+def test_plans_in_server_pairs_count_whole_pairs_and_say_so():
+    """With restarts every 2 rounds a need of 41 rounds is 21 server pairs: 42 rounds; the budget's limit
+    is cut to whole pairs too."""
+    design = Design(pilot_units=4, max_rounds=400, budget_s=None)
+    plan = plan_rounds([_need(41)], design=design, pilot=8, seconds_per_round=2.0, elapsed_s=0.0, unit_rounds=2)
+    assert plan.rounds == 42 and plan.unit_rounds == 2
+    assert (
+        plan.describe()
+        == "42 rounds: ~41 rounds for 3% at the measured 2.1% SD per server pair of 2 rounds (output_throughput)"
+    )
+    four = plan_rounds(
+        [_need(41)],
+        design=Design(max_rounds=30, budget_s=None),
+        pilot=8,
+        seconds_per_round=2.0,
+        elapsed_s=0.0,
+        unit_rounds=4,
+    )
+    assert four.rounds == four.limit == 28  # 30 cut to whole units of 4
+
+
+def test_the_unit_is_a_server_pair_only_while_both_arms_stay_up():
+    design = Design(pilot_units=6, restart_rounds=2)
+    assert design.unit_rounds(keep_both=True) == 2 and design.pilot(2) == 12
+    assert design.unit_rounds(keep_both=False) == 1 and design.pilot(1) == 6  # per-block: each block a new start
+    never = Design(pilot_units=5, restart_rounds=0)
+    assert never.unit_rounds(keep_both=True) == 1 and never.pilot(1) == 4  # whole ABBA pairs
+    assert Design(pilot_units=12, max_rounds=10).pilot(4) == 8
+    assert "units of 2 rounds on a fresh pair of servers, a 6-unit pilot, then the units" in design.describe(True)
+    assert "a 6-round pilot, then the rounds" in design.describe(False)
+
+
 def test_plan_without_budget_is_capped_by_max_rounds_and_never_below_the_pilot():
-    design = Design(pilot_rounds=8, max_rounds=30, budget_s=None)
+    design = Design(pilot_units=8, max_rounds=30, budget_s=None)
     assert plan_rounds([_need(50)], design=design, pilot=8, seconds_per_round=9.0, elapsed_s=1e6).rounds == 30
-    spent = Design(pilot_rounds=8, max_rounds=30, budget_s=10)
+    spent = Design(pilot_units=8, max_rounds=30, budget_s=10)
     assert plan_rounds([_need(50)], design=spent, pilot=8, seconds_per_round=9.0, elapsed_s=100).rounds == 8
     assert plan_rounds([], design=design, pilot=8, seconds_per_round=1.0, elapsed_s=0).rounds == 8
 
@@ -63,7 +95,9 @@ def test_plan_without_budget_is_capped_by_max_rounds_and_never_below_the_pilot()
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"pilot_rounds": 2}, "a pilot needs >= 3 rounds"),
+        ({"pilot_units": 2}, "a pilot needs >= 3 units"),
+        ({"restart_rounds": 3}, "must be 0 .never restart. or even"),
+        ({"restart_rounds": -2}, "must be 0 .never restart. or even"),
         ({"warmup_rounds": -1}, "warm-up rounds must be >= 0"),
         ({"budget_s": 0}, "the budget must be > 0"),
         ({"max_rounds": 1}, "max rounds must be >= 2"),

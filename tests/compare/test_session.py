@@ -29,7 +29,7 @@ from .test_arms import CPU_YAML
 REGISTRY = Registry.builtin()
 
 SC = Scenario("s", dataset="prompts", output_len=8, num_prompts=4, warmup=0)
-DESIGN = Design(warmup_rounds=0, pilot_rounds=5, max_rounds=5, budget_s=None)
+DESIGN = Design(warmup_rounds=0, pilot_units=5, max_rounds=5, budget_s=None)
 ALPHAS = {"timing": 0.01, "quality": 0.01, "decisions": 0.01}
 
 

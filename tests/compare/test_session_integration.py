@@ -75,7 +75,18 @@ def _run(pytester: pytest.Pytester, configs: Path, *args: str) -> pytest.RunResu
 def test_candidate_with_tiny_batches_regresses_and_fails_its_test(pytester: pytest.Pytester):
     """Prefill in batches of 8 tokens: time to first token several times longer on every 384-token prompt.
     (Thread count is no good here: on 2 shared cores fewer threads is sometimes faster.)"""
-    result = _run(pytester, CPU_YAML, "--llmbench-candidate-args", "-b 8 -ub 8", "--llmbench-max-rounds", "6")
+    # the round as the unit (no restarts, as with per-block servers): 6 rounds give 5 df, where 3 server pairs
+    # would give 2; the A/A test below runs the default server pairs
+    result = _run(
+        pytester,
+        CPU_YAML,
+        "--llmbench-candidate-args",
+        "-b 8 -ub 8",
+        "--llmbench-max-rounds",
+        "6",
+        "-o",
+        "llmbench_compare_restart_rounds=0",
+    )
     result.assert_outcomes(failed=1)
     out = pytester.path / "out"
     comps = {c["metric"]: c for c in _records(out, "comparison")}
@@ -108,6 +119,7 @@ def test_candidate_with_tiny_batches_regresses_and_fails_its_test(pytester: pyte
 
 
 def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
+    """The default design: both arms restarted for every server pair of 2 rounds (4 pairs here)."""
     folder = shlex.quote(str(llamacpp_binary().parent))
     # alpha 0.001 (the last --llmbench-compare-alpha wins): six one-sided tests at _run's 0.05 would flag a
     # true A/A up to ~30% of the time on purpose; at 0.001 a decided verdict here would be a real defect
@@ -119,13 +131,16 @@ def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
         "--llmbench-candidate-bin",
         folder,
         "--llmbench-max-rounds",
-        "4",
+        "8",
         "--llmbench-compare-alpha",
         "0.001",
     )
     result.assert_outcomes(passed=1)
     out = pytester.path / "out"
     comps = _records(out, "comparison")
+    assert all(c["rounds"] == 8 and c["df"] == 3 and "over 4 server pairs" in c["method"] for c in comps), comps
+    units = [b["unit"] for b in _records(out, "comparison_block") if not b["warmup"]]
+    assert units == [0] * 4 + [1] * 4 + [2] * 4 + [3] * 4  # 2 rounds × 2 arms per pair
     assert {c["metric"] for c in comps} == {"output_throughput", "median_tpot_ms", "median_ttft_ms"}
     assert all(c["verdict"] in ("equivalent", "inconclusive") for c in comps), comps
     for c in comps:  # what an undecided comparison could have caught, and what its 95% interval rules out
@@ -133,6 +148,9 @@ def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
         assert c["confidence"] == 0.95 and c["ci_low"] <= c["ratio"] <= c["ci_high"] < 2 * c["ci_low"], c
     starts = _records(out, "arm_start")
     assert {s["role"] for s in starts} == {"reference", "candidate"}
+    # the reference's first start (warm-up) and a fresh pair for each of the 4 units; the fixture's
+    # candidate start is not an arm_start, the 4 restarts in place are
+    assert sum(s["role"] == "reference" for s in starts) == 5 and sum(s["role"] == "candidate" for s in starts) >= 4
     assert len({s["build_info"] for s in starts}) == 1  # one build on both sides
     assert all(s["host_rss_bytes"] > 50 * 2**20 for s in starts)  # the model is loaded in each
     (verdict,) = [v for v in _records(out, "verdict")]

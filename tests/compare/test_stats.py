@@ -111,7 +111,7 @@ def test_stein_uses_the_pilot_spread_and_its_degrees_of_freedom():
     assert c.p_value == pytest.approx(stats.t.cdf((d.mean() - math.log(0.99)) / se, 7))
     half = stats.t.isf(0.025, 7) * se
     assert c.ci_low == pytest.approx(math.exp(d.mean() - half))
-    assert "8-round pilot" in c.method
+    assert "(spread from a pilot of 8 rounds)" in c.method
 
 
 def test_detectable_change_is_ignore_plus_the_reach_of_the_test():

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
 from pytest_llmbench.compare.interleave import ArmServers, _run_block, block_window, round_order
 from pytest_llmbench.compare.margins import Sizes
-from pytest_llmbench.compare.power import rounds_for
+from pytest_llmbench.compare.power import units_for
 from pytest_llmbench.compare.stats import Spread
 from pytest_llmbench.config import load_config_file
 from pytest_llmbench.registry import Registry
@@ -128,7 +128,7 @@ def blocks(args: argparse.Namespace) -> None:
             d = np.array(got["tput"])
             sd, tsd = float(d.std(ddof=1)), float(np.nanstd(got["tpot"], ddof=1))
             per = float(np.mean(got["seconds"]))
-            n = rounds_for(Spread(sd, 11), sizes=TPUT, alpha=0.01, higher_is_better=True)
+            n = units_for(Spread(sd, 11), sizes=TPUT, alpha=0.01, higher_is_better=True)
             print(
                 f"| {size} | {d.size} | {per:.2f} | {100 * sd:.2f}% | {100 * tsd:.2f}% | {sd * sd * per:.2e} "
                 f"| {n} | {(n + 1) * per:.0f} |",

@@ -7,13 +7,16 @@ other arm's prompts are never reused). A block sends ``block_prompts`` of the sc
 window moving on each round, so short blocks and many rounds still cover every prompt; the warm-up
 round (compare/power.py) runs the scenario's own warmup requests, later blocks run none.
 
-Servers: both arms stay up when both fit (CPU, or GPU with room); otherwise each block starts its
-arm's server and stops it afterwards (one GPU's memory), and the candidate is started again into the
-``llm_server`` object the test holds.
+Servers: both arms stay up when both fit (CPU, or GPU with room), restarted together every
+``restart_rounds`` rounds so that each unit of the tests is a fresh pair of servers (compare/power.py
+says why); the first round on a new pair runs the scenario's warmup requests first. Otherwise each block
+starts its arm's server and stops it afterwards (one GPU's memory), and the candidate is started again
+into the ``llm_server`` object the test holds.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -60,13 +63,22 @@ class Block:
 
 @dataclass
 class Rounds:
-    """Every block of one scenario's comparison, and the paired views the statistics need."""
+    """Every block of one scenario's comparison, and the paired views the statistics need, per unit:
+    ``unit_rounds`` consecutive rounds on one pair of server starts (1: the round is the unit)."""
 
     scenario: Scenario
     blocks: list[Block] = field(default_factory=list)
+    unit_rounds: int = 1
 
     def add(self, block: Block) -> None:
         self.blocks.append(block)
+
+    def unit_of(self, round_index: int) -> int:
+        return round_index // self.unit_rounds
+
+    @property
+    def unit_name(self) -> str:
+        return "rounds" if self.unit_rounds == 1 else "server pairs"
 
     def _by_round(self, role: str) -> dict[int, Block]:
         return {b.round: b for b in self.blocks if b.role == role}
@@ -79,14 +91,20 @@ class Rounds:
 
     def upto(self, rounds: int) -> Rounds:
         """The first ``rounds`` judged rounds (a pilot's view)."""
-        return Rounds(self.scenario, [b for b in self.blocks if 0 <= b.round < rounds])
+        return Rounds(self.scenario, [b for b in self.blocks if 0 <= b.round < rounds], self.unit_rounds)
 
     def round_values(self, metric: str) -> tuple[list[float], list[float]]:
-        """One value per complete round per arm (e.g. output tok/s of each block), paired by round."""
+        """One value per unit per arm (e.g. output tok/s of each block), paired by unit: a unit of several
+        rounds gives each arm's geometric mean over them, so the log ratio of the two is the mean of the
+        rounds' log ratios."""
         ref, cand = self._by_round("reference"), self._by_round("candidate")
-        raw = [(ref[r].result.metrics.get(metric), cand[r].result.metrics.get(metric)) for r in self.complete]
-        pairs = [(a, b) for a, b in raw if isinstance(a, (int, float)) and isinstance(b, (int, float))]
-        return [float(a) for a, _ in pairs], [float(b) for _, b in pairs]
+        units: dict[int, list[tuple[float, float]]] = {}
+        for r in self.complete:
+            a, b = ref[r].result.metrics.get(metric), cand[r].result.metrics.get(metric)
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                units.setdefault(self.unit_of(r), []).append((float(a), float(b)))
+        pairs = [(_gmean([a for a, _ in v]), _gmean([b for _, b in v])) for v in units.values()]
+        return [a for a, _ in pairs], [b for _, b in pairs]
 
     def request_values(
         self, value: Callable[[RequestRecord], float | None]
@@ -127,6 +145,13 @@ class Rounds:
         metrics: dict[str, Any] = {**scenario_metrics(records, duration)} if records and duration > 0 else {}
         metrics["rounds"] = len(blocks)
         return ScenarioResult(self.scenario, records, metrics, notes, info)
+
+
+def _gmean(values: list[float]) -> float:
+    """The geometric mean; a non-positive value passes through (the ratio test then names it)."""
+    if len(values) == 1 or min(values) <= 0:
+        return min(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def _renumbered(rec: RequestRecord, index: int) -> RequestRecord:
@@ -201,6 +226,17 @@ class ArmServers:
             self.reference = self._start(self.pair.reference)
             self._note("reference", self.reference)
         return self.reference
+
+    def renew(self) -> None:
+        """A fresh pair of servers for the next unit (both arms up): stop both; the candidate starts
+        again in place now, the reference at its next block. Per-block servers are fresh every block."""
+        if not self.keep_both:
+            return
+        self._stop_reference()
+        self.candidate.stop()
+        self._restart_candidate()
+        self.reference = self._start(self.pair.reference)
+        self._note("reference", self.reference)
 
     def release(self, role: str) -> None:
         """After a block: in per-block mode its server stops (the next block starts one afresh)."""
@@ -285,8 +321,10 @@ def run_rounds(
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[Rounds, list[Comparison], Outcome]:
     """Warm-up rounds, the pilot, then the rounds the pilot's plan asks for (compare/power.py), each an
-    ABBA pair of blocks on the same prompts; the comparisons are judged once, after the last round."""
-    rounds = Rounds(scenario)
+    ABBA pair of blocks on the same prompts, in units of one server pair each; the comparisons are judged
+    once, after the last round."""
+    unit = design.unit_rounds(servers.keep_both)
+    rounds = Rounds(scenario, unit_rounds=unit)
     if prompts is None:
         prompts = build_prompts(servers.acquire("candidate"), scenario)
     prompts = list(prompts)[: scenario.num_prompts]
@@ -294,45 +332,52 @@ def run_rounds(
     size = min(size, len(prompts))
     quiet = replace(scenario, warmup=0, num_prompts=size)
     warm = replace(scenario, num_prompts=size)
+    restarting = unit > 1
+    step = max(2, unit)  # rounds played at a time: a whole unit, and whole ABBA pairs
     t0 = clock()
 
-    def play(r: int) -> None:
+    def play(r: int, *, fresh: bool = False) -> None:
         ids = block_window(r, size, len(prompts))
         for role in round_order(r):
             server = servers.acquire(role)
-            block = Block(r, role, run_block(server, warm if r < 0 else quiet, [prompts[i] for i in ids]), ids)
+            block = Block(r, role, run_block(server, warm if fresh else quiet, [prompts[i] for i in ids]), ids)
             servers.release(role)
             rounds.add(block)
             if on_block is not None:
                 on_block(block)
 
-    def over_budget(next_round_s: float) -> bool:
-        return design.budget_s is not None and clock() - t0 + next_round_s > design.budget_s
+    def play_unit(first: int) -> None:
+        if restarting:
+            servers.renew()
+        for r in range(first, first + step):
+            play(r, fresh=r == first and restarting)
+
+    def over_budget(next_s: float) -> bool:
+        return design.budget_s is not None and clock() - t0 + next_s > design.budget_s
 
     try:
         for w in range(design.warmup_rounds):
-            play(w - design.warmup_rounds)
+            play(w - design.warmup_rounds, fresh=w == 0)
         t_pilot = clock()
         r = 0
-        while r < design.pilot:  # whole ABBA pairs; at least two of them before the budget can stop it
+        pilot = design.pilot(unit)
+        while r < pilot:  # whole units; at least two of them before the budget can stop it
             per = (clock() - t_pilot) / r if r else 0.0
-            if r >= 4 and over_budget(2 * per):
+            if r >= 2 * step and over_budget(step * per):
                 break
-            play(r)
-            play(r + 1)
-            r += 2
+            play_unit(r)
+            r += step
         per_round = (clock() - t_pilot) / max(r, 1)
         plan = judge.plan(rounds, seconds_per_round=per_round, elapsed_s=clock() - t0)
         if on_plan is not None:
             on_plan(plan)
         stop = "underpowered" if plan.underpowered else "planned"
         while r < plan.rounds:
-            if over_budget(2 * per_round):
+            if over_budget(step * per_round):
                 stop = "budget"
                 break
-            play(r)
-            play(r + 1)
-            r += 2
+            play_unit(r)
+            r += step
             per_round = (clock() - t_pilot) / r
     finally:
         servers.finish()

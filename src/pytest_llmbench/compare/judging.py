@@ -1,9 +1,10 @@
 """Which data judges which metric: a serving metric name → per-round or per-prompt paired values.
 
-Throughput is a property of a whole block (requests overlap), so it is compared per round (log-ratio
-t over rounds). Latencies belong to one request but share their block's host state: per-prompt log
-ratios, paired by (round, prompt), averaged per round, t over rounds. Accept length does not depend on the
-host: per prompt, averaged over rounds. A latency check named by its summary (``median_ttft_ms``,
+Throughput is a property of a whole block (requests overlap), so it is compared per unit (log-ratio
+t over server pairs, or over rounds where the round is the unit: compare/power.py). Latencies belong to one
+request but share their block's host state and their server's start: per-prompt log ratios, paired by
+(round, prompt), averaged per unit, t over units. Accept length does not depend on the host: per prompt,
+averaged over rounds. A latency check named by its summary (``median_ttft_ms``,
 ``p99_tpot_ms``) is judged on the per-prompt values it summarises.
 """
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_llmbench.compare.margins import sizes_for
-from pytest_llmbench.compare.power import MIN_ROUNDS, Design, Need, Plan, plan_rounds, rounds_for
+from pytest_llmbench.compare.power import MIN_ROUNDS, Design, Need, Plan, plan_rounds, units_for
 from pytest_llmbench.compare.stats import Spread, compare_paired, compare_rounds
 from pytest_llmbench.workload.records import RequestRecord
 
@@ -95,14 +96,23 @@ def compare_metric(
         if len(ref) < MIN_ROUNDS:
             return None
         return compare_rounds(
-            metric, ref, cand, higher_is_better=source.higher_is_better, sizes=sizes, alpha=alpha, spread=spread
+            metric,
+            ref,
+            cand,
+            higher_is_better=source.higher_is_better,
+            sizes=sizes,
+            alpha=alpha,
+            spread=spread,
+            unit=rounds.unit_name,
         )
     assert source.value is not None  # source_of gives every per-prompt source its value function
     ref, cand, where = rounds.request_values(source.value)
-    # Timing shares each block's host state, so the round is its unit; accept length does not, and a prompt
-    # sent again in the next round is the same observation, so the prompt is its unit.
-    unit = "rounds" if family_of(metric) == "timing" else "prompts"
-    groups = [r for r, _ in where] if unit == "rounds" else [i for _, i in where]
+    # Timing shares each block's host state and each server's start, so the unit (server pair or round) is
+    # its unit; accept length does not, and a prompt sent again in the next round is the same observation,
+    # so the prompt is its unit.
+    timing = family_of(metric) == "timing"
+    unit = rounds.unit_name if timing else "prompts"
+    groups = [rounds.unit_of(r) for r, _ in where] if timing else [i for _, i in where]
     if len(ref) < 2 or len(set(groups)) < 2:
         return None
     return compare_paired(
@@ -114,7 +124,7 @@ def compare_metric(
         alpha=alpha,
         rounds=groups,
         unit=unit,
-        spread=spread if unit == "rounds" else None,
+        spread=spread if timing else None,
     )
 
 
@@ -161,7 +171,8 @@ class Judge:
                     metric,
                     spread,
                     c.sizes,
-                    rounds_for(
+                    rounds.unit_rounds
+                    * units_for(
                         spread,
                         sizes=c.sizes,
                         alpha=self.alpha(metric),
@@ -171,7 +182,12 @@ class Judge:
                 )
             )
         return plan_rounds(
-            needs, design=self.design, pilot=pilot, seconds_per_round=seconds_per_round, elapsed_s=elapsed_s
+            needs,
+            design=self.design,
+            pilot=pilot,
+            seconds_per_round=seconds_per_round,
+            elapsed_s=elapsed_s,
+            unit_rounds=rounds.unit_rounds,
         )
 
     def spread_of(self, metric: str, rounds: Rounds, plan: Plan) -> Spread | None:

@@ -13,7 +13,8 @@ from pytest_llmbench.compare.power import Design
 
 SERVER_MODES = ("auto", "both", "per-block")
 DEFAULT_MAX_ROUNDS = 400
-DEFAULT_PILOT_ROUNDS = 12
+DEFAULT_PILOT_UNITS = 12
+DEFAULT_RESTART_ROUNDS = 2
 DEFAULT_WARMUP_ROUNDS = 1
 DEFAULT_BUDGET_S = 300.0
 DEFAULT_BLOCK_PROMPTS = 2
@@ -111,7 +112,16 @@ def add_options(parser: pytest.Parser) -> None:
         "llmbench_compare_block_prompts", "default --llmbench-block-prompts", default=str(DEFAULT_BLOCK_PROMPTS)
     )
     parser.addini(
-        "llmbench_compare_pilot_rounds", "rounds whose spread plans the rest (>= 3)", default=str(DEFAULT_PILOT_ROUNDS)
+        "llmbench_compare_pilot",
+        "units whose spread plans the rest (>= 3): server pairs of llmbench_compare_restart_rounds rounds, "
+        "or rounds where every block starts its server",
+        default=str(DEFAULT_PILOT_UNITS),
+    )
+    parser.addini(
+        "llmbench_compare_restart_rounds",
+        "while both arms stay up, restart both every N rounds (even; 0: never), so the tests run over "
+        "server pairs and a difference between two starts of one build counts as noise",
+        default=str(DEFAULT_RESTART_ROUNDS),
     )
     parser.addini(
         "llmbench_compare_warmup_rounds", "rounds run first and never judged", default=str(DEFAULT_WARMUP_ROUNDS)
@@ -169,6 +179,15 @@ def _int(config: pytest.Config, option: str | None, ini: str, least: int) -> int
     return value
 
 
+def _restart_rounds(config: pytest.Config) -> int:
+    value = _int(config, None, "llmbench_compare_restart_rounds", 0)
+    if value % 2:
+        raise pytest.UsageError(
+            f"ini llmbench_compare_restart_rounds: {value} — must be even (whole ABBA pairs per server pair) or 0"
+        )
+    return value
+
+
 def _budget(config: pytest.Config) -> float | None:
     raw = config.getoption("llmbench_compare_budget", None)
     where = "--llmbench-compare-budget"
@@ -221,7 +240,8 @@ def read_settings(config: pytest.Config) -> CompareSettings:
         raise pytest.UsageError(f"--llmbench-compare-alpha {alpha}: must be between 0 and 0.5")
     design = Design(
         warmup_rounds=_int(config, None, "llmbench_compare_warmup_rounds", 0),
-        pilot_rounds=_int(config, None, "llmbench_compare_pilot_rounds", 3),
+        pilot_units=_int(config, None, "llmbench_compare_pilot", 3),
+        restart_rounds=_restart_rounds(config),
         max_rounds=_int(config, "llmbench_max_rounds", "llmbench_max_rounds", 2),
         budget_s=_budget(config),
     )

@@ -1,20 +1,28 @@
 """How many rounds a comparison runs: warm-up, a pilot that measures the spread, then enough for 95% power.
 
+The unit of every timing test is one **server pair**: both arms' servers started afresh, then
+``restart_rounds`` ABBA rounds on them (two by default: A B | B A). Two starts of one build differ by more
+than their rounds do (an A/A on 2 cores read ×1.050 TPOT at ±1.6% once in 20 sessions, the two processes
+of one build staying apart for the whole session), so a difference between instances is noise that rounds
+on one pair of servers cannot see; restarting both arms for every unit puts it in the error term, where
+the test accounts for it (Pinpoint repeats whole isolated runs for the same reason). When only one arm is
+up at a time (per-block servers) every block is a fresh start already and the round is the unit.
+
 The design is Stein's two-stage t test (Stein 1945), per scenario:
 
 1. ``warmup_rounds`` ABBA rounds that are run and recorded but never judged (the first blocks after a
    server start measured the opposite sign of the later ones on an H200: issue 20);
-2. ``pilot_rounds`` rounds; their per-round spread ``s`` (``df = pilot - 1``) is each timing metric's
+2. a pilot of ``pilot_units`` units; their spread ``s`` (``df = units - 1``) is each timing metric's
    :class:`~pytest_llmbench.compare.stats.Spread`;
-3. ``N = max(pilot, ceil(s² (t_α,df + t_β,df)² / Δ²))`` rounds in all, Δ the distance from ``ignore`` to
+3. ``N = max(pilot, ceil(s² (t_α,df + t_β,df)² / Δ²))`` units in all, Δ the distance from ``ignore`` to
    ``detect`` on the log scale, the largest N over the deciding metrics, capped by ``max_rounds`` and the
    time budget (``budget_s``, from the first warm-up block on).
 
-The final test uses the pilot's ``s`` and ``df`` with the mean of all N rounds. Sample means are independent
+The final test uses the pilot's ``s`` and ``df`` with the mean of all N units. Sample means are independent
 of sample variances for normal data, so N (a function of the pilot's variances alone) tells the test
 nothing about the means, and the statistic is exactly t with the pilot's df: the false-alarm rate at
 ``ignore`` is exactly alpha, and the power at ``detect`` is at least 95% whatever the true spread (Stein's
-bound), not only when the pilot guessed it well. Reusing the pilot's rounds with the *final* variance
+bound), not only when the pilot guessed it well. Reusing the pilot's units with the *final* variance
 (an internal pilot) is slightly liberal: benches/perf/compare/simulate_comparisons.py measures both.
 
 No look before the last can stop the rounds, so no alpha is spent on looks that cannot decide, and the
@@ -41,21 +49,34 @@ def even_below(n: int) -> int:
     return max(MIN_ROUNDS, n - n % 2)
 
 
+def whole_units(rounds: int, unit_rounds: int) -> int:
+    """``rounds`` cut down to whole units (at least two) and whole ABBA pairs."""
+    step = max(2, unit_rounds)
+    return max(2 * unit_rounds, MIN_ROUNDS, rounds - rounds % step)
+
+
 @dataclass(frozen=True)
 class Design:
     """The rounds of one scenario's comparison."""
 
     warmup_rounds: int = 1
-    pilot_rounds: int = 12
+    pilot_units: int = 12
     max_rounds: int = 400
     budget_s: float | None = 300.0
     power: float = POWER
+    #: Rounds per server pair while both arms stay up (0: never restart them within a scenario).
+    restart_rounds: int = 2
 
     def __post_init__(self) -> None:
         if self.warmup_rounds < 0:
             raise ValueError(f"warm-up rounds must be >= 0, got {self.warmup_rounds}")
-        if self.pilot_rounds < 3:
-            raise ValueError(f"a pilot needs >= 3 rounds (2 degrees of freedom), got {self.pilot_rounds}")
+        if self.pilot_units < 3:
+            raise ValueError(f"a pilot needs >= 3 units (2 degrees of freedom), got {self.pilot_units}")
+        if self.restart_rounds < 0 or self.restart_rounds % 2:
+            raise ValueError(
+                f"rounds per server pair must be 0 (never restart) or even (whole ABBA pairs), "
+                f"got {self.restart_rounds}"
+            )
         if self.max_rounds < MIN_ROUNDS:
             raise ValueError(f"max rounds must be >= {MIN_ROUNDS}, got {self.max_rounds}")
         if self.budget_s is not None and self.budget_s <= 0:
@@ -63,17 +84,26 @@ class Design:
         if not 0.5 <= self.power < 1:
             raise ValueError(f"power must be in [0.5, 1), got {self.power}")
 
-    @property
-    def pilot(self) -> int:
-        """The pilot's rounds: an even number (whole ABBA pairs), at most ``max_rounds``."""
-        return even_below(min(self.pilot_rounds, self.max_rounds))
+    def unit_rounds(self, keep_both: bool) -> int:
+        """Rounds per unit of the tests: a server pair's rounds, or 1 where every block starts its server
+        (per-block servers) or the arms are never restarted."""
+        return self.restart_rounds if keep_both and self.restart_rounds else 1
 
-    def describe(self) -> str:
+    def pilot(self, unit_rounds: int = 1) -> int:
+        """The pilot's rounds: whole units and whole ABBA pairs, at most ``max_rounds``."""
+        return whole_units(min(self.pilot_units * unit_rounds, self.max_rounds), unit_rounds)
+
+    def describe(self, keep_both: bool = True) -> str:
         budget = f"{self.budget_s:g} s" if self.budget_s else "no time limit"
+        unit = self.unit_rounds(keep_both)
+        pilot = self.pilot(unit) // unit
+        if unit > 1:
+            plan = f"units of {unit} rounds on a fresh pair of servers, a {pilot}-unit pilot, then the units"
+        else:
+            plan = f"a {pilot}-round pilot, then the rounds"
         return (
-            f"{self.warmup_rounds} warm-up round(s) not judged, a {self.pilot}-round pilot, then the rounds "
-            f"for {100 * self.power:g}% power at each metric's detect size (at most {self.max_rounds} rounds, "
-            f"{budget} per scenario)"
+            f"{self.warmup_rounds} warm-up round(s) not judged, {plan} for {100 * self.power:g}% power at each "
+            f"metric's detect size (at most {self.max_rounds} rounds, {budget} per scenario)"
         )
 
 
@@ -85,8 +115,8 @@ def distance(sizes: Sizes, higher_is_better: bool) -> float:
     )
 
 
-def rounds_for(spread: Spread, *, sizes: Sizes, alpha: float, higher_is_better: bool, power: float = POWER) -> int:
-    """Stein's second-stage size: the rounds (pilot included) for ``power`` at ``detect``."""
+def units_for(spread: Spread, *, sizes: Sizes, alpha: float, higher_is_better: bool, power: float = POWER) -> int:
+    """Stein's second-stage size: the units (pilot included) for ``power`` at ``detect``."""
     if spread.df < 1:
         raise ValueError(f"a spread needs >= 1 degree of freedom, got {spread.df}")
     if spread.sd == 0:
@@ -97,7 +127,7 @@ def rounds_for(spread: Spread, *, sizes: Sizes, alpha: float, higher_is_better: 
 
 @dataclass(frozen=True)
 class Need:
-    """One deciding metric's pilot: its spread and the rounds it needs."""
+    """One deciding metric's pilot: its spread (per unit) and the rounds it needs (whole units)."""
 
     metric: str
     spread: Spread
@@ -121,6 +151,7 @@ class Plan:
     seconds_per_round: float
     needs: tuple[Need, ...] = ()
     spreads: Mapping[str, Spread] = field(default_factory=dict)
+    unit_rounds: int = 1  # rounds per unit (server pair) of the tests
 
     @property
     def needed(self) -> int:
@@ -138,21 +169,32 @@ class Plan:
         need = self.binding()
         if need is None:
             return f"{self.rounds} rounds (no metric judged per round: the pilot alone)"
-        why = f"~{need.rounds} rounds for {need.detect_text()} at the measured {need.sd_text()} SD ({need.metric})"
+        per = f" per server pair of {self.unit_rounds} rounds" if self.unit_rounds > 1 else ""
+        why = f"~{need.rounds} rounds for {need.detect_text()} at the measured {need.sd_text()} SD{per} ({need.metric})"
         if self.underpowered:
             return f"underpowered: needs {why}; the budget allows {self.limit}"
         return f"{self.rounds} rounds: {why}"
 
 
-def plan_rounds(needs: list[Need], *, design: Design, pilot: int, seconds_per_round: float, elapsed_s: float) -> Plan:
-    """The rounds to run after a pilot of ``pilot`` rounds that took ``seconds_per_round`` each."""
+def plan_rounds(
+    needs: list[Need],
+    *,
+    design: Design,
+    pilot: int,
+    seconds_per_round: float,
+    elapsed_s: float,
+    unit_rounds: int = 1,
+) -> Plan:
+    """The rounds to run after a pilot of ``pilot`` rounds that took ``seconds_per_round`` each (server
+    restarts included), in whole units of ``unit_rounds``."""
     limit = design.max_rounds
     if design.budget_s is not None and seconds_per_round > 0:
         left = design.budget_s - elapsed_s
         limit = min(limit, pilot + max(0, int(left // seconds_per_round)))
-    limit = even_below(max(limit, pilot))
+    limit = whole_units(max(limit, pilot), unit_rounds)
     needed = max((n.rounds for n in needs), default=pilot)
-    rounds = min(max(needed + needed % 2, pilot), limit)
+    step = max(2, unit_rounds)
+    rounds = min(max(-(-needed // step) * step, pilot), limit)
     return Plan(
         rounds=rounds,
         limit=limit,
@@ -160,4 +202,5 @@ def plan_rounds(needs: list[Need], *, design: Design, pilot: int, seconds_per_ro
         seconds_per_round=seconds_per_round,
         needs=tuple(needs),
         spreads={n.metric: n.spread for n in needs},
+        unit_rounds=unit_rounds,
     )

@@ -145,7 +145,8 @@ class CompareSession:
         lines = [f"llmbench compare: {p.describe()}" for p in self.pairs.values()]
         if self.pairs:
             lines.append(
-                f"llmbench compare: {self.settings.design.describe()}, {self.settings.block_prompts} "
+                f"llmbench compare: {self.settings.design.describe(self.settings.server_mode != 'per-block')}, "
+                f"{self.settings.block_prompts} "
                 f"prompts per block; per-comparison α " + ", ".join(f"{f}={a:.3g}" for f, a in self.alphas.items())
             )
         return lines
@@ -155,6 +156,7 @@ class CompareSession:
     def run(self, bench: Any, scenario: Any, *, prompts: Any = None) -> Any:
         pair = self.pairs[bench.config_name]
         servers = self._servers_for(pair, bench.server)
+        servers_unit = self.settings.design.unit_rounds(servers.keep_both)
         judge = Judge(
             self.settings.decide,
             self.alphas,
@@ -173,6 +175,7 @@ class CompareSession:
                     "test_key": bench.test_key,
                     "scenario": scenario.name,
                     "round": block.round,
+                    "unit": block.round // servers_unit if block.round >= 0 else None,
                     "role": block.role,
                     "arm": pair.arm(block.role).label,
                     "notes": block.result.notes,
@@ -194,6 +197,7 @@ class CompareSession:
                     "needed": plan.needed,
                     "limit": plan.limit,
                     "pilot": plan.pilot,
+                    "unit_rounds": plan.unit_rounds,
                     "seconds_per_round": plan.seconds_per_round,
                     "underpowered": plan.underpowered,
                     "reason": plan.describe(),

@@ -276,8 +276,10 @@ def compare_rounds(
     sizes: Sizes,
     alpha: float,
     spread: Spread | None = None,
+    unit: str = "rounds",
 ) -> Comparison:
-    """One value per round per arm (tok/s of each block), paired by round: t on the log ratios.
+    """One value per round (or per server pair: ``unit``) per arm (tok/s of each block), paired: t on the
+    log ratios.
 
     Rounds, not requests, are the unit because throughput drifts within a session (thermal, host load);
     an ABBA block sees the same drift on both arms, so the per-round ratio cancels it.
@@ -293,12 +295,12 @@ def compare_rounds(
         higher_is_better=higher_is_better,
         alpha=alpha,
         spread=spread,
-        method=f"log-ratio t over {ref.size} rounds" + _pilot(spread),
+        method=f"log-ratio t over {ref.size} {unit}" + _pilot(spread, unit),
     )
 
 
-def _pilot(spread: Spread | None) -> str:
-    return f" (spread from a {spread.df + 1}-round pilot)" if spread is not None else ""
+def _pilot(spread: Spread | None, unit: str) -> str:
+    return f" (spread from a pilot of {spread.df + 1} {unit})" if spread is not None else ""
 
 
 def compare_paired(
@@ -348,7 +350,7 @@ def compare_paired(
         candidate=summary[1],
         higher_is_better=higher_is_better,
         alpha=alpha,
-        method=method + _pilot(spread),
+        method=method + _pilot(spread, unit),
         spread=spread,
     )
 
