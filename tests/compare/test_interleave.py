@@ -287,3 +287,16 @@ def test_the_pilot_counts_server_pairs_and_the_test_runs_over_them():
     assert comps[0].df == 3 and comps[0].n == outcome.rounds // 2  # Stein over server pairs
     assert comps[0].method.startswith(f"log-ratio t over {outcome.rounds // 2} server pairs")
     assert "(spread from a pilot of 4 server pairs)" in comps[0].method
+
+
+def test_a_failed_block_in_a_server_pair_still_reaches_the_ratio_test_as_zero():
+    """A block with 0 tok/s is not averaged away: its pair's value is 0 and the ratio test names it."""
+    rounds = Rounds(SC, unit_rounds=2)
+    for r, (a, b) in enumerate([(100, 90), (100, 0), (100, 95), (100, 97)]):
+        rounds.add(Block(r, "reference", _result(a, [0.1])))
+        rounds.add(Block(r, "candidate", _result(b, [0.1])))
+    _ref, cand = rounds.round_values("output_throughput")
+    assert cand[0] == 0 and cand[1] == pytest.approx((95 * 97) ** 0.5)
+    judge = Judge(("output_throughput",), {"timing": 0.01, "quality": 0.01}, design=Design())
+    with pytest.raises(ValueError, match="a ratio needs positive values"):
+        judge.compare("output_throughput", rounds, judge.plan(rounds, seconds_per_round=1.0, elapsed_s=0.0))

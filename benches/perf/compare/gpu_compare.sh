@@ -17,6 +17,10 @@
 #                # stored timing baselines (issue 21): stored_timing_reruns.py on the GPU smoke serving tests,
 #                # both configs; the baselines stay in /tmp/w/stored while the machine is warm, so a later call
 #                # with RECORD_RUNS=0 RECORD_STARTS=0 FIRST=5 goes on from there; DEADLINE=s starts no rerun after s
+# Chain the calls with nothing in between: the machine goes back ~30 s after a call returns (a `cp` and a
+# reply in between lost it once, with the recorded baselines), and after 30 minutes held in all. Each
+# call's files stay under /work/.device/<n>/ here: copy them into benches/perf/data/ after the last call.
+# .device/ itself is made by benches/perf/compare/prepare_device.sh.
 # K (STEP=pytest, campaign) is the -k expression, default "test_serving and nospec and chat-1u"; e.g.
 # K="test_serving and nospec and (chat-1u or chat-4u)" gives 4 comparisons a session instead of 2.
 # CANDIDATES for STEP=noise is a ';'-separated list of candidate server args ("-ctv f32;-ctk bf16 -ctv f32").

@@ -15,8 +15,12 @@ Per-round log ratios (candidate/reference tok/s of one ABBA round) are drawn thr
 SDs: CPU 2 cores chat-1u 9% at 1–4 prompts per block (benches/perf/compare/compare_noise_cpu.out.md), H200 4.4% (the
 100-round A/A session; a 10-round pilot measured 2.1%, 8-round pilots 4.7–5.4%).
 
-Run: ``PYTHONPATH=src python benches/perf/compare/simulate_comparisons.py --reps 4000`` (~15 s, 1 core);
-output in simulate_comparisons.out.md.
+§1–4 treat a round as the unit (one pair of servers, no offset between them). §5 adds an offset per server
+start (``simulate_instances``) and compares one pair per session with a fresh pair per unit of 2 or 4 rounds
+(the plugin's default since the CPU A/A that read ×1.050: compare/power.py), at the measured cost of a round
+and of a restart (``--*-round-s``, ``--*-restart-s``).
+
+Run: the command in the first line of simulate_comparisons.out.md (~1 min, 1 core).
 """
 
 from __future__ import annotations
@@ -64,6 +68,20 @@ def draw(
     return mu + rng.choice(pool, size=shape) * (sd / pool.std(ddof=1))
 
 
+def real_regressed(log_ratios: np.ndarray, pilot_sd: float, df: int, alpha: float) -> bool:
+    """The plugin's own verdict (Stein with the pilot's spread) on one replicate's units."""
+    c = compare_rounds(
+        "output_throughput",
+        np.ones(log_ratios.size),
+        np.exp(log_ratios),
+        higher_is_better=True,
+        sizes=TPUT,
+        alpha=alpha,
+        spread=Spread(pilot_sd, df),
+    )
+    return c.verdict == "regressed"
+
+
 def stein_n(s0: np.ndarray, df: int, alpha: float, limit: int) -> np.ndarray:
     reach = stats.t.isf(alpha, df) + stats.t.isf(1 - POWER, df)
     gap = math.log(0.99) - math.log(0.97)
@@ -102,16 +120,7 @@ def simulate(
         out[f"{name}_regressed"] = float(np.mean(high < worse))
         out[f"{name}_equivalent"] = float(np.mean((low > lo_d) & (high < hi_d) & ~(high < worse)))
     for i in range(min(CHECKED, reps)):  # the real code on the same rounds
-        c = compare_rounds(
-            "output_throughput",
-            np.ones(n[i]),
-            np.exp(d[i, : n[i]]),
-            higher_is_better=True,
-            sizes=TPUT,
-            alpha=alpha,
-            spread=Spread(float(s0[i]), pilot - 1),
-        )
-        assert (c.verdict == "regressed") == (
+        assert real_regressed(d[i, : n[i]], float(s0[i]), pilot - 1, alpha) == (
             mean[i] + stats.t.isf(alpha, pilot - 1) * s0[i] / math.sqrt(n[i]) < worse
         ), i
         assert n[i] == min(
@@ -149,16 +158,7 @@ def simulate_instances(
     mean = (d * mask).sum(axis=1) / n
     high = mean + stats.t.isf(alpha, pilot_units - 1) * s0 / np.sqrt(n)
     for i in range(min(CHECKED, reps)):
-        c = compare_rounds(
-            "output_throughput",
-            np.ones(n[i]),
-            np.exp(d[i, : n[i]]),
-            higher_is_better=True,
-            sizes=TPUT,
-            alpha=alpha,
-            spread=Spread(float(s0[i]), pilot_units - 1),
-        )
-        assert (c.verdict == "regressed") == (high[i] < math.log(0.99)), i
+        assert real_regressed(d[i, : n[i]], float(s0[i]), pilot_units - 1, alpha) == (high[i] < math.log(0.99)), i
     return {
         "regressed": float(np.mean(high < math.log(0.99))),
         "units": float(n.mean()),
@@ -177,13 +177,18 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cpu-sd", type=float, default=0.09, help="per-round SD on the CPU (compare_noise_cpu.out.md)")
+    ap.add_argument("--cpu-round-s", type=float, default=3.4, help="seconds per ABBA round on the CPU")
+    ap.add_argument("--cpu-restart-s", type=float, default=2.5, help="seconds to restart both arms on the CPU")
+    ap.add_argument("--gpu-round-s", type=float, default=1.5, help="seconds per ABBA round on the H200")
+    ap.add_argument("--gpu-restart-s", type=float, default=1.7, help="seconds to restart both arms on the H200")
     args = ap.parse_args()
     t0 = time.monotonic()
     pool = gpu_residuals()
     reps = args.reps
     print(
         f"<!-- Written by: PYTHONPATH=src python benches/perf/compare/simulate_comparisons.py --reps {reps} "
-        f"--seed {args.seed} --cpu-sd {args.cpu_sd} -->"
+        f"--seed {args.seed} --cpu-sd {args.cpu_sd} --cpu-round-s {args.cpu_round_s} --cpu-restart-s "
+        f"{args.cpu_restart_s} --gpu-round-s {args.gpu_round_s} --gpu-restart-s {args.gpu_restart_s} -->"
     )
     print("# Comparisons by simulation: Stein's two-stage t at the measured noise (issue 20)\n")
     print(
@@ -255,16 +260,24 @@ def main() -> int:
         "One pair per session (the issue-20 design before restarts) cannot see b: every A/A with |b| beyond "
         "ignore drifts towards 'regressed' as the rounds grow. A fresh pair per unit of 2 rounds (the default "
         "`llmbench_compare_restart_rounds = 2`) makes b noise of the unit: exact at any sd_b. Cost: rounds and "
-        "restarts (s per round and per restart: CPU 3.4 and 2.5, H200 1.5 and 1.7, measured in the campaigns).\n"
+        f"restarts (s per round and per restart of both arms: CPU {args.cpu_round_s} and {args.cpu_restart_s}, "
+        f"H200 {args.gpu_round_s} and {args.gpu_restart_s}).\n"
     )
     print(
         "| where | SD per round | sd_b | design | A/A regressed | at 1% (ignore) regressed | at 3% regressed "
         "| mean rounds at 3% | mean s at 3% |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    for where, sd_w, per, restart_s in (("CPU", args.cpu_sd, 3.4, 2.5), ("H200", 0.044, 1.5, 1.7)):
+    for where, sd_w, per, restart_s in (
+        ("CPU", args.cpu_sd, args.cpu_round_s, args.cpu_restart_s),
+        ("H200", 0.044, args.gpu_round_s, args.gpu_restart_s),
+    ):
         for sd_b in (0.0, 0.005, 0.01, 0.02):
-            for name, unit, restart in (("one pair, rounds", 1, False), ("fresh pair per 2 rounds", 2, True)):
+            for name, unit, restart in (
+                ("one pair, rounds", 1, False),
+                ("fresh pair per 2 rounds", 2, True),
+                ("fresh pair per 4 rounds", 4, True),
+            ):
                 pilot = 12
                 limit = 4000 // unit
                 cells = [
@@ -276,7 +289,7 @@ def main() -> int:
                         restart=restart,
                         pilot_units=pilot,
                         limit_units=limit,
-                        reps=reps // 4,
+                        reps=reps,
                         seed=args.seed + 5,
                     )
                     for ch in (0.0, 0.01, 0.03)
@@ -284,8 +297,8 @@ def main() -> int:
                 rounds = cells[2]["units"] * unit
                 secs = rounds * per + (cells[2]["units"] * restart_s if restart else 0.0)
                 print(
-                    f"| {where} | {100 * sd_w:.1f}% | {100 * sd_b:.1f}% | {name} | {rate(cells[0]['regressed'], reps // 4)} | "
-                    f"{rate(cells[1]['regressed'], reps // 4)} | {100 * cells[2]['regressed']:.1f}% | {rounds:.0f} | {secs:.0f} |",
+                    f"| {where} | {100 * sd_w:.1f}% | {100 * sd_b:.1f}% | {name} | {rate(cells[0]['regressed'], reps)} | "
+                    f"{rate(cells[1]['regressed'], reps)} | {100 * cells[2]['regressed']:.1f}% | {rounds:.0f} | {secs:.0f} |",
                     flush=True,
                 )
     print(
