@@ -228,8 +228,8 @@ class ArmServers:
         return self.reference
 
     def renew(self) -> None:
-        """A fresh pair of servers for the next unit (both arms up): stop both; the candidate starts
-        again in place now, the reference at its next block. Per-block servers are fresh every block."""
+        """A fresh pair of servers for the next unit (both arms up): stop both, start the candidate again in
+        place, then a new reference. Per-block servers are fresh every block already."""
         if not self.keep_both:
             return
         self._stop_reference()
