@@ -50,6 +50,14 @@ def test_sizes_from_ini_lines():
             "--llmbench-block-prompts: 0 — must be at least 1",
         ),
         (
+            ["--llmbench-reference-args", "-t 1", "-o", "llmbench_compare_restart_rounds=3"],
+            "ini llmbench_compare_restart_rounds: 3 — must be even",
+        ),
+        (
+            ["--llmbench-reference-args", "-t 1", "-o", "llmbench_compare_pilot=2"],
+            "ini llmbench_compare_pilot: 2 — must be at least 3",
+        ),
+        (
             ["--llmbench-reference-args", "-t 1", "-o", "llmbench_compare_ignore=output_throughput=5%"],
             "sizes for 'output_throughput': need 0 <= ignore < detect",
         ),
