@@ -21,6 +21,9 @@
 # reply in between lost it once, with the recorded baselines), and after 30 minutes held in all. Each
 # call's files stay under /work/.device/<n>/ here: copy them into benches/perf/data/ after the last call.
 # .device/ itself is made by benches/perf/compare/prepare_device.sh.
+# The install call waits ~5 min for the build; chain the first measurement into it so the wait is not a call
+# of its own: `STEP=install bash …/gpu_compare.sh && STEP=stored … bash …/gpu_compare.sh` (carry .device/b),
+# or `&& STEP=campaign … DEADLINE=90 …` — one session fits in the rest of that 600-s call.
 # K (STEP=pytest, campaign) is the -k expression, default "test_serving and nospec and chat-1u"; e.g.
 # K="test_serving and nospec and (chat-1u or chat-4u)" gives 4 comparisons a session instead of 2.
 # CANDIDATES for STEP=noise is a ';'-separated list of candidate server args ("-ctv f32;-ctk bf16 -ctv f32").
