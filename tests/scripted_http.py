@@ -4,6 +4,8 @@ reproduces transport-level behaviour — bad chunks, stalls, closed connections 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import threading
 from types import SimpleNamespace
@@ -103,3 +105,17 @@ def fake_server(port: int):
     return SimpleNamespace(
         port=port, engine=LlamaCppEngine(), config=SimpleNamespace(name="t", request={}), alive=lambda: True
     )
+
+
+@pytest.fixture
+def ctrl_c_works():
+    """SIGINT raises KeyboardInterrupt during the test, as at a terminal, also when the suite was started
+    with SIGINT ignored (a background job of a non-interactive shell inherits that); restored after."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def ctrl_c() -> None:
+    """Ctrl-C: SIGINT to this process (use with ``ctrl_c_works``)."""
+    os.kill(os.getpid(), signal.SIGINT)

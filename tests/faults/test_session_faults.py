@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import WHEN_TOKENS, assert_nothing_left_running, records
+from .conftest import WHEN_TOKENS, assert_nothing_left_running, records, watcher_saw
 
 pytestmark = pytest.mark.integration
 
@@ -14,12 +14,12 @@ def test_ctrl_c_mid_scenario_keeps_finished_requests_and_stops_the_server(sessio
         test_x=WHEN_TOKENS
         + """
 def test_x(llm_server, bench):
-    when_tokens(llm_server, 32 + 2 * 48, lambda: os.kill(os.getpid(), signal.SIGINT))
+    ctrl_c_when_tokens(llm_server, 32 + 2 * 48)
     bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1))
 """
     )
     result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert result.ret == pytest.ExitCode.INTERRUPTED, watcher_saw(session)
     [sc] = records(session.results, "scenario")
     assert 0 < sc["metrics"]["completed"] < 60, "the requests that finished before Ctrl-C are written"
     assert any(n.startswith("interrupted (KeyboardInterrupt) after") for n in sc["notes"])
@@ -60,6 +60,6 @@ def test_y(llm_server):
 """
     )
     result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
-    assert result.ret == -15, result.stdout.str()[-2000:]
+    assert result.ret == -15, result.stdout.str()[-2000:] + "\n" + watcher_saw(session)
     assert not marker.exists(), "no test runs after SIGTERM"
     assert_nothing_left_running(session.results)

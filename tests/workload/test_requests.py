@@ -2,10 +2,14 @@
 exception (a scripted raw-socket server, not an engine double)."""
 
 import re
+import threading
 import time
 
+import pytest
+
+from pytest_llmbench.transport.http import StreamClient, _StreamProtocol
 from pytest_llmbench.workload.requests import run_requests
-from tests.scripted_http import STREAM_HEAD, chunk, delta, fake_server, read_request, sse
+from tests.scripted_http import STREAM_HEAD, chunk, ctrl_c, delta, fake_server, read_request, sse
 
 
 def good_stream(conn, srv, n=5):
@@ -155,3 +159,122 @@ def test_late_final_crlf_then_close_is_reconnected_not_failed(scripted):
     recs = run_requests(fake_server(srv.port), [{"messages": []}] * 3, concurrency=1)
     assert [r.error for r in recs] == [None, None, None]
     assert srv.requests == 3
+
+
+# ---- Ctrl-C ---------------------------------------------------------------------------------------
+# asyncio.run's first SIGINT only cancels the main task; KeyboardInterrupt reaches the caller only if
+# that cancel is never caught on the way. Each point below sends the SIGINT where a request is in one
+# particular state, from the server's thread (the client is waiting on the socket) or from the client's
+# own code, so no point depends on timing.
+
+CTRL_C_AT = 3  # the 4th request the server reads (two connections: at least two have finished by then)
+
+
+def streaming_with_ctrl_c(at: str):
+    """Answers every request with a 3-token stream; sends SIGINT at ``at`` of request CTRL_C_AT."""
+    lock = threading.Lock()
+
+    def handler(conn, srv):
+        while read_request(conn) is not None:
+            with lock:
+                n, srv.requests = srv.requests, srv.requests + 1
+            here = n == CTRL_C_AT
+            if here and at == "request read":  # the client waits for the status line
+                ctrl_c()
+            conn.sendall(STREAM_HEAD)
+            if here and at == "head sent":  # status line and headers in, no token yet
+                time.sleep(0.05)
+                ctrl_c()
+            for i in range(3):
+                conn.sendall(chunk(sse(delta(f"t{i}"))))
+                if here and at == "mid-stream" and i == 0:
+                    time.sleep(0.05)
+                    ctrl_c()
+            final = {
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
+                "usage": {"completion_tokens": 3},
+            }
+            conn.sendall(chunk(sse(final) + b"data: [DONE]\n\n") + chunk(b""))
+            if here and at == "response sent":  # the client finishes this one and starts the next
+                ctrl_c()
+
+    return handler
+
+
+def run_until_ctrl_c(server) -> list:
+    """Eight requests at concurrency 2; the records reported before the interrupt."""
+    done: list = []
+    with pytest.raises(KeyboardInterrupt):
+        run_requests(server, [{"messages": []}] * 8, concurrency=2, on_done=done.append)
+    return done
+
+
+@pytest.mark.parametrize("at", ["request read", "head sent", "mid-stream", "response sent"])
+def test_ctrl_c_on_the_server_side_of_a_request_raises_keyboard_interrupt(scripted, ctrl_c_works, at):
+    srv = scripted(streaming_with_ctrl_c(at))
+    done = run_until_ctrl_c(fake_server(srv.port))
+    assert 2 <= len(done) < 8, "the requests that finished are reported, the rest are not sent"
+    assert all(r.ok for r in done), [r.error for r in done]  # an interrupted request is not a failure
+    assert srv.requests < 8
+
+
+def test_ctrl_c_between_requests_raises_keyboard_interrupt(scripted, ctrl_c_works):
+    srv = scripted(streaming_with_ctrl_c("never"))
+    done: list = []
+
+    def on_done(rec):
+        done.append(rec)
+        if len(done) == 3:
+            ctrl_c()  # in the client's own code, while a worker task runs
+
+    with pytest.raises(KeyboardInterrupt):
+        run_requests(fake_server(srv.port), [{"messages": []}] * 8, concurrency=2, on_done=on_done)
+    assert 3 <= len(done) < 8 and all(r.ok for r in done)
+
+
+@pytest.mark.parametrize("where", ["connect", "response complete", "response failed"])
+def test_ctrl_c_inside_the_transport_raises_keyboard_interrupt(scripted, ctrl_c_works, monkeypatch, where):
+    """The transport's own moments: a connection being opened; a response finished (or failed) whose
+    task has not resumed yet, so the cancel meets a future that is already done."""
+    calls = {"n": 0}
+
+    def nth() -> bool:
+        calls["n"] += 1
+        return calls["n"] == CTRL_C_AT + 1
+
+    if where == "connect":
+        connect = StreamClient._connect
+
+        async def connect_with_ctrl_c(self):
+            if nth():
+                ctrl_c()
+            return await connect(self)
+
+        monkeypatch.setattr(StreamClient, "_connect", connect_with_ctrl_c)
+        handler = one_request_per_connection
+    else:
+        settle = _StreamProtocol._finish if where == "response complete" else _StreamProtocol._fail
+        name = settle.__name__
+
+        def settle_with_ctrl_c(self, *a):
+            settle(self, *a)
+            if nth():
+                ctrl_c()
+
+        monkeypatch.setattr(_StreamProtocol, name, settle_with_ctrl_c)
+        handler = streaming_with_ctrl_c("never") if where == "response complete" else bad_chunk_stream
+    srv = scripted(handler)
+    done = run_until_ctrl_c(fake_server(srv.port))
+    assert CTRL_C_AT - 1 <= len(done) < 8
+
+
+def one_request_per_connection(conn, srv):
+    """One good stream, then the connection is closed: every request opens a new one."""
+    if read_request(conn) is not None:
+        head = STREAM_HEAD.replace(b"\r\n\r\n", b"\r\nconnection: close\r\n\r\n")
+        conn.sendall(head + chunk(sse(delta("x", usage={"completion_tokens": 1}))) + chunk(b""))
+
+
+def bad_chunk_stream(conn, srv):
+    while read_request(conn) is not None:
+        conn.sendall(STREAM_HEAD + chunk(sse(delta("ok"))) + b"zz\r\n")

@@ -4,6 +4,7 @@ with a fixed stream) behind a stand-in for LLMServer's control plane: warmup, fl
 from __future__ import annotations
 
 import json
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -12,7 +13,7 @@ from pytest_llmbench.datasets.prompt import Prompt
 from pytest_llmbench.engines.base import SpecStats
 from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 from pytest_llmbench.workload.scenario import Scenario, WorkloadError, run_scenario
-from tests.scripted_http import STREAM_HEAD, chunk, delta, read_request, sse
+from tests.scripted_http import STREAM_HEAD, chunk, ctrl_c, delta, read_request, sse
 
 
 def streaming(srv, conn, fail=False):
@@ -22,21 +23,25 @@ def streaming(srv, conn, fail=False):
         if fail:
             conn.sendall(b"HTTP/1.1 503 Unavailable\r\ncontent-length: 7\r\n\r\nloading")
             continue
-        conn.sendall(STREAM_HEAD)
-        for t in ("a", "b", "c"):
-            conn.sendall(chunk(sse(delta(t))))
-        conn.sendall(
-            chunk(
-                sse(
-                    {
-                        "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
-                        "usage": {"completion_tokens": 3},
-                    }
-                )
-                + b"data: [DONE]\n\n"
+        stream_reply(conn)
+
+
+def stream_reply(conn):
+    conn.sendall(STREAM_HEAD)
+    for t in ("a", "b", "c"):
+        conn.sendall(chunk(sse(delta(t))))
+    conn.sendall(
+        chunk(
+            sse(
+                {
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
+                    "usage": {"completion_tokens": 3},
+                }
             )
-            + chunk(b"")
+            + b"data: [DONE]\n\n"
         )
+        + chunk(b"")
+    )
 
 
 class FakeServer:
@@ -154,3 +159,42 @@ def test_failed_requests_on_a_server_that_died_are_noted_and_skip_the_control_pl
 def test_the_prompts_dataset_needs_prompts():
     with pytest.raises(WorkloadError, match="dataset 'prompts' needs prompts="):
         run_scenario(FakeServer(9), Scenario("p", dataset="prompts"))
+
+
+def ctrl_c_at_request(n):
+    """The scripted stream, with a SIGINT to this process once the server has read request ``n``
+    (counted from 0 across connections, warmups included)."""
+    lock = threading.Lock()
+    seen = [0]
+
+    def handler(conn, srv):
+        while read_request(conn) is not None:
+            with lock:
+                k, seen[0] = seen[0], seen[0] + 1
+            if k == n:
+                ctrl_c()
+            stream_reply(conn)
+
+    handler.seen = seen
+    return handler
+
+
+def test_ctrl_c_mid_run_raises_keyboard_interrupt_carrying_the_finished_requests(scripted, ctrl_c_works):
+    srv = scripted(ctrl_c_at_request(1 + 4))  # one warmup, then the 5th request of the run
+    server = FakeServer(srv.port)
+    sc = Scenario("c", dataset="prompts", num_prompts=8, concurrency=2, warmup=1)
+    with pytest.raises(KeyboardInterrupt) as exc:
+        run_scenario(server, sc, prompts=[f"p{i}" for i in range(8)])
+    partial = exc.value.llmbench_partial
+    assert 3 <= partial.metrics["completed"] < 8 and partial.metrics["failed"] == 0
+    assert partial.notes == [f"interrupted (KeyboardInterrupt) after {partial.metrics['completed']} of 8 requests"]
+    assert server.calls == ["flush", "counters"]  # no control-plane call after the interrupt
+
+
+def test_ctrl_c_in_the_warmup_raises_keyboard_interrupt(scripted, ctrl_c_works):
+    handler = ctrl_c_at_request(1)
+    server = FakeServer(scripted(handler).port)
+    with pytest.raises(KeyboardInterrupt) as exc:
+        run_scenario(server, Scenario("w", dataset="prompts", num_prompts=4, warmup=3), prompts=["p"] * 4)
+    assert handler.seen == [2], "the third warmup is never sent"
+    assert not hasattr(exc.value, "llmbench_partial") and server.calls == []  # nothing measured, no flush
