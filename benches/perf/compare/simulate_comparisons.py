@@ -318,7 +318,9 @@ def main() -> int:
         f"{args.cpu_unit_s} s (the median pilot of the 30 CPU sessions with pairs, compare_cpu.out.md). "
         "'18 of 20' is the binomial chance that ≥ 18 of 20 sessions say regressed at that power.\n"
     )
-    print("| where | SD per unit | budget | units | A/A regressed | 1% | 3% | 5% | 7% | 10% | 18 of 20 at 5% | underpowered |")
+    print(
+        "| where | SD per unit | budget | units | A/A regressed | 1% | 3% | 5% | 7% | 10% | 18 of 20 at 5% | underpowered |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for where, model, sd, unit_s, budgets in (
         ("H200", "normal", args.gpu_unit_sd, args.gpu_unit_s, (300,)),
