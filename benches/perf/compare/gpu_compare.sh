@@ -46,7 +46,7 @@ mkdir -p "$OUT"
 case "${STEP:?}" in
 build)
   mkdir -p $W && cp .device/a/* $W/ && cd $W && gunzip -f sharegpt.json.gz || exit 1
-  if [ -f bin.txz.sha256 ]; then echo "prebuilt llama.cpp (bin.txz, $(cat bin.txz.sha256 | cut -c1-12)): no build"
+  if [ -f bin.txz.sha256 ]; then echo "prebuilt llama.cpp (bin.txz, $(cut -c1-12 bin.txz.sha256)): no build"
   else tar xzf llama-src.tgz || exit 1
   setsid nohup sh -c 'cmake -S llama.cpp -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > cmake.log 2>&1 \
