@@ -56,11 +56,11 @@ with gzip.open(sys.argv[2], "wt") as f:
 PY
 rm -rf /tmp/sharegpt-extract
 # fill .device/a, b, ... in order, a folder at most 56 MiB (a call carries 64 MiB with the tree)
-cap=$((56 * 1024 * 1024)); n=0; used=$cap
+cap=$((56 * 1024 * 1024)); folders=(a b c d e f); n=0; used=$cap
 for f in "$dl"/pack/sharegpt.json.gz "$dl"/pack/*.sha256 $(ls "$dl"/pack/llama-src.tgz "$dl"/pack/bin.txz.a? 2>/dev/null) "$dl"/pack/wheel.part.a?; do
   size=$(stat -c %s "$f")
   if [ $((used + size)) -gt $cap ]; then
-    dir=.device/$(printf "\\$(printf %o $((97 + n)))"); n=$((n + 1)); used=0; mkdir -p "$dir"
+    dir=.device/${folders[n]}; n=$((n + 1)); used=0; mkdir -p "$dir"
   fi
   mv "$f" "$dir/"; used=$((used + size))
 done
