@@ -146,8 +146,8 @@ collect)  # follow a BG=1 campaign for WAIT s (default 580) or until it ends; ST
   [ "${STOP:-0}" = 1 ] && touch $W/bg/stop
   t0=$SECONDS
   while :; do
-    cp $W/bg/campaign.log $W/bg/campaign.out $W/bg/sessions.jsonl "$OUT"/ 2>/dev/null
-    last=$(ls -t $W/bg/*.log 2>/dev/null | grep -v campaign.log | head -1); [ -z "$last" ] || cp "$last" "$OUT"/
+    # every session's log (~5 KB each): copying the newest only lost one whose session ended between calls
+    cp $W/bg/*.log $W/bg/campaign.out $W/bg/sessions.jsonl "$OUT"/ 2>/dev/null
     [ -f $W/bg/done ] && { echo "campaign ended (exit $(cat $W/bg/done))"; break; }
     [ $((SECONDS - t0)) -lt "${WAIT:-580}" ] || { echo "campaign still running after ${WAIT:-580} s"; break; }
     sleep 10
