@@ -12,7 +12,7 @@ from pytest_llmbench.gate import History
 from pytest_llmbench.workload.scenario import Scenario
 
 # Timing on one H200 moves up to ±13% between server starts (draft config at 4 users, two modes ~13%
-# apart at prompt4k; benches/perf/stored/history_minimum.out.md): a fixed band false-alarms. The spread is
+# apart at prompt4k; experiments/stored/history_minimum.out.md): a fixed band false-alarms. The spread is
 # learned from recorded starts; until History's minimum is recorded the checks are "learning".
 GPU_TIMING = History(k=3)
 

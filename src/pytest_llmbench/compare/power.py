@@ -23,7 +23,7 @@ of sample variances for normal data, so N (a function of the pilot's variances a
 nothing about the means, and the statistic is exactly t with the pilot's df: the false-alarm rate at
 ``ignore`` is exactly alpha, and the power at ``detect`` is at least 95% whatever the true spread (Stein's
 bound), not only when the pilot guessed it well. Reusing the pilot's units with the *final* variance
-(an internal pilot) is slightly liberal: benches/perf/compare/simulate_comparisons.py measures both.
+(an internal pilot) is slightly liberal: experiments/compare/simulate_comparisons.py measures both.
 
 No look before the last can stop the rounds, so no alpha is spent on looks that cannot decide, and the
 printed interval is the nominal 95% one.

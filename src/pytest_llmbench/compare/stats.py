@@ -323,7 +323,7 @@ def compare_paired(
     ``rounds`` (the unit of each value) averages the per-prompt differences per unit and runs the t over
     units. Pass each prompt's round for timing: every prompt of a block shares the block's host state, so
     prompts of one round are not independent, and a t over prompts then reads a block's shock as signal
-    (benches/perf/compare/simulate_comparisons.out.md). Accept length does not depend on the host, so the prompt
+    (experiments/compare/simulate_comparisons.out.md). Accept length does not depend on the host, so the prompt
     is its unit: pass each value's prompt with ``unit="prompts"`` (a prompt repeated over rounds is one
     observation — greedy drafting repeats the same value every round).
     """
@@ -402,7 +402,7 @@ def compare_pass_fail(
     size the null also depends on ψ, so ψ gets its own exact (Clopper–Pearson) bound and the interval is
     taken over both (:func:`_pass_rate_gap`). Reading ψ as known (D/n) instead said "equivalent" 64% of the
     time for a candidate exactly 2 points worse when the arms disagree on 2% of cases
-    (benches/perf/compare/simulate_comparisons.out.md). With ignore 0 the regression test is exact McNemar.
+    (experiments/compare/simulate_comparisons.out.md). With ignore 0 the regression test is exact McNemar.
     """
     _check(metric, alpha, sizes)
     ref, cand = _pairs(metric, reference, candidate, positive=False)

@@ -14,7 +14,7 @@ p-values exist):
   had passed, so the session fails and the summary names it.
 
 Holm rather than Benjamini–Hochberg: a clean run must stay clean (one false REGRESSED blocks a merge),
-which is family-wise error, and the simulation in benches/perf/stats/simulate_gates.out.md shows the two give
+which is family-wise error, and the simulation in experiments/stats/simulate_gates.out.md shows the two give
 the same power at the suites' sizes where real regressions are few.
 """
 

@@ -1,6 +1,6 @@
 """The pure judge: a baseline entry and an observation in, a verdict out — no files, no pytest.
 
-Everything here is a function of its arguments so the simulation (benches/perf/stats/simulate_gates.py) and
+Everything here is a function of its arguments so the simulation (experiments/stats/simulate_gates.py) and
 the tests call exactly what ``bench.check`` calls.
 """
 

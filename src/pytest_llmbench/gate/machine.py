@@ -9,7 +9,7 @@ verdict: "re-record on this machine".
 
 Why not a speed score: a fixed numpy GEMV timed at session start (what this module measured before)
 does not predict llama.cpp's decode speed. On one quiet 2-core EPYC it read 54.7, 34.6 and 26.9 GB/s
-within minutes while decode held at 96–99 tok/s (benches/perf/stored/calibration_predicts.out.md). What does
+within minutes while decode held at 96–99 tok/s (experiments/stored/calibration_predicts.out.md). What does
 predict a slow state is contention (another process on the cores the server needs); that is measured
 during every scenario by ``pytest_llmbench.host_load``, not once at start. A short decode on the
 config's own server would predict the engine perfectly, and for the same reason it cannot calibrate: it

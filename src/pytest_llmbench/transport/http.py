@@ -6,7 +6,7 @@ it arrives falls behind the server, and its own backlog shows up as TTFT/ITL (RE
 httpx loop sustains a third of sglang's aiohttp client). This protocol does almost nothing per
 network read — take ``perf_counter()``, strip HTTP chunk framing, keep ``(time, bytes)`` — and parses
 the server-sent events once the stream has ended (:mod:`pytest_llmbench.transport.sse`). Numbers from
-``benches/perf/client/client_overhead.py`` justify it. Non-streamed JSON routes go through it too
+``experiments/client/client_overhead.py`` justify it. Non-streamed JSON routes go through it too
 (:mod:`pytest_llmbench.transport.kinds`), so one connection pool and one reconnect rule serve every
 request to the model; httpx stays the client for the control plane (health, flush, tokenize).
 

@@ -81,7 +81,7 @@ def record_from_response(index: int, raw: RawResponse, engine: Engine) -> Reques
         return rec
     # The parsed events are acyclic and dropped before this returns, so the cyclic GC has nothing to find
     # in them; left on, it would run several young collections per 512-event stream (measured: ~20% of
-    # the client's CPU at 256 streams, benches/perf/client/client_overhead.py).
+    # the client's CPU at 256 streams, experiments/client/client_overhead.py).
     gc_was_on = gc.isenabled()
     gc.disable()
     try:

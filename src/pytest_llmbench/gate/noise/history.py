@@ -9,7 +9,7 @@ multiple of ``s``, because ``s`` from 3 runs is itself noisy (a fixed k=3 false-
 Until ``min_runs`` values are recorded the check is **learning**: shown with its history, never failing.
 For timing the values are separate server starts (timing moves more between starts than within one:
 two modes ~13% apart on one H200), and ``DEFAULT_MIN_RUNS`` is argued from the real reruns in
-benches/perf/stored/history_minimum.out.md: with 3 starts the bound is ±19·s and catches almost nothing,
+experiments/stored/history_minimum.out.md: with 3 starts the bound is ±19·s and catches almost nothing,
 with 6 it holds and starts to decide. A ``fallback`` model, when given, judges instead of learning (a count
 such as "answers changed", where a fixed band is meaningful from the first run).
 """

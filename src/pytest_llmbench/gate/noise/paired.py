@@ -2,7 +2,7 @@
 
 Why: most of the spread of a mean over prompts is *between* prompts (a code prompt accepts 5 tokens, a
 chat prompt 2), and a rerun at the same seeds repeats it. Differencing case by case removes that shared
-part, so the same prompts resolve a much smaller change (benches/perf/stats/paired_power.out.md).
+part, so the same prompts resolve a much smaller change (experiments/stats/paired_power.out.md).
 
 Pairing rule: both sides carry cases (the observation's ``cases=``, the baseline's sidecar) and the
 case ids they share cover at least ``min_overlap`` (default 90%) of the larger side, and at least two
