@@ -1,4 +1,5 @@
-"""``python -m pytest_llmbench COMMAND …``: tools that work on results folders after a session.
+"""``python -m pytest_llmbench COMMAND …``: tools around a session: checking its configs, and working on
+its results folders afterwards.
 
 Each command is one module under ``pytest_llmbench.cli`` with a ``main(argv) -> int``; adding one means
 adding its module and one line in ``COMMANDS``.
@@ -13,6 +14,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "write report.html and summary.md for a results folder"),
     "compare": ("compare", "compare the same scenarios in two results folders (markdown, --html)"),
+    "check-config": ("check_config", "validate config files without starting anything (a CI lint)"),
     "merge": ("merge", "merge the results (or --baselines) folders of --llmbench-shard runs into one"),
 }
 
