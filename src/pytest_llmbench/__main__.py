@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python -m pytest_llmbench COMMAND [ARGS…]\n\ncommands:")
         for name, (_, summary) in sorted(COMMANDS.items()):
-            print(f"  {name:<10} {summary}")
+            print(f"  {name:<13} {summary}")
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
