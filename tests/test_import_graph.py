@@ -1,8 +1,13 @@
-"""The package's runtime import graph runs one way: no module imports, even lazily, one that imports it.
+"""The package's import graph runs one way: no module imports, even lazily, one that imports it.
 
 A cycle is how gate/ knotted before (noise models → metric → cases → baselines → noise registry), and
-one that "works" today breaks at the next import-order change. Imports under ``if TYPE_CHECKING:`` are
-left out: they never run. The test reads the source (ast), so a lazy import inside a function counts.
+one that "works" today breaks at the next import-order change. The test reads the source (ast), so a lazy
+import inside a function counts, and so do relative imports (``from . import x``, ``from .y import z``).
+
+Imports under ``if TYPE_CHECKING:`` never run, so they cannot make a runtime cycle; they still count
+here, in a test of their own: two modules that each need the other's types are one concern split in two
+(compare/interleave.py ↔ compare/judging.py over ``Rounds`` and ``Judge`` was one), and the cure is
+the same, the shared types in a module both import (compare/rounds.py).
 """
 
 from __future__ import annotations
@@ -26,11 +31,11 @@ def _modules(root: Path) -> dict[str, Path]:
     return out
 
 
-def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+def _imports(tree: ast.AST, type_checking: bool) -> list[ast.Import | ast.ImportFrom]:
     found: list[ast.Import | ast.ImportFrom] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and not type_checking:
             for child in node.orelse:
                 visit(child)
             return
@@ -43,32 +48,52 @@ def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def import_graph(root: Path) -> dict[str, set[str]]:
-    """{module: the package modules it imports at run time}; ``from a import b`` names module a.b when b
-    is a module."""
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from … import`` names, with a relative one (``from ..x import y``) resolved against
+    the importing module's package."""
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def import_graph(root: Path, type_checking: bool = False) -> dict[str, set[str]]:
+    """{module: the package modules it imports at run time (with ``type_checking``, under ``if
+    TYPE_CHECKING:`` too)}; ``from a import b`` names module a.b when b is a module."""
     mods = _modules(root)
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         deps: set[str] = set()
-        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8")), type_checking):
             if isinstance(node, ast.Import):
                 deps |= {a.name for a in node.names if a.name in mods}
-            elif node.module and node.level == 0:
-                for a in node.names:
-                    target = f"{node.module}.{a.name}"
-                    deps.add(target if target in mods else node.module)
+                continue
+            module = _absolute(node, package)
+            for a in node.names:
+                target = f"{module}.{a.name}"
+                deps.add(target if target in mods else module)
         graph[name] = {d for d in deps if d in mods and d != name}
     return graph
+
+
+def _fail_on_cycle(graph: dict[str, set[str]], what: str) -> None:
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        pytest.fail(f"{what} import cycle: {' → '.join(e.args[1])} (move what both need to a module of its own)")
+    assert len(order) == len(graph)
 
 
 def test_the_package_has_no_import_cycle():
     graph = import_graph(PACKAGE)
     assert "pytest_llmbench.gate.types" in graph  # the walk found the package
-    try:
-        order = list(graphlib.TopologicalSorter(graph).static_order())
-    except graphlib.CycleError as e:
-        pytest.fail(f"import cycle: {' → '.join(e.args[1])}")
-    assert len(order) == len(graph)
+    _fail_on_cycle(graph, "runtime")
+
+
+def test_the_package_has_no_import_cycle_even_through_type_only_imports():
+    _fail_on_cycle(import_graph(PACKAGE, type_checking=True), "type-only")
 
 
 def test_gate_types_is_a_leaf():
@@ -78,15 +103,53 @@ def test_gate_types_is_a_leaf():
     assert graph["pytest_llmbench.gate.files"] == set()
 
 
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    pkg = tmp_path / "knot"
+    for rel, text in {"__init__.py": "", **files}.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    return pkg
+
+
 def test_a_planted_cycle_is_found(tmp_path):
     """The check can fail: two modules that import each other lazily are a cycle."""
-    pkg = tmp_path / "knot"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("def f():\n    from knot.b import g\n")
-    (pkg / "b.py").write_text("from knot import a\n\nif TYPE_CHECKING:\n    from knot.c import h\n")
-    (pkg / "c.py").write_text("from knot.b import g\n")
+    pkg = _package(
+        tmp_path,
+        {
+            "a.py": "def f():\n    from knot.b import g\n",
+            "b.py": "from knot import a\n\nif TYPE_CHECKING:\n    from knot.c import h\n",
+            "c.py": "from knot.b import g\n",
+        },
+    )
     graph = import_graph(pkg)
     assert graph["knot.a"] == {"knot.b"} and graph["knot.b"] == {"knot.a"} and graph["knot.c"] == {"knot.b"}
-    with pytest.raises(graphlib.CycleError):
-        list(graphlib.TopologicalSorter(graph).static_order())
+    with pytest.raises(pytest.fail.Exception, match=r"runtime import cycle: knot\.(a|b) → "):
+        _fail_on_cycle(graph, "runtime")
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("from . import b\n", "from .a import f\n"),  # the relative forms
+        ("from .sub import mod\n", "from .. import a\n"),  # into and out of a subpackage
+    ],
+)
+def test_a_cycle_through_relative_imports_is_found(tmp_path, a, b):
+    second = "b.py" if "sub" not in a else "sub/mod.py"
+    pkg = _package(tmp_path, {"a.py": a, second: b, "sub/__init__.py": ""})
+    with pytest.raises(pytest.fail.Exception, match="runtime import cycle"):
+        _fail_on_cycle(import_graph(pkg), "runtime")
+
+
+def test_a_type_only_cycle_is_found_by_the_type_only_check_alone(tmp_path):
+    """Two modules that need each other's types: no runtime cycle, but the type-only graph has one."""
+    pkg = _package(
+        tmp_path,
+        {
+            "a.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from knot.b import B\n",
+            "b.py": "from knot.a import A\n",
+        },
+    )
+    _fail_on_cycle(import_graph(pkg), "runtime")
+    with pytest.raises(pytest.fail.Exception, match="type-only import cycle"):
+        _fail_on_cycle(import_graph(pkg, type_checking=True), "type-only")

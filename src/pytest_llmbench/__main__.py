@@ -1,4 +1,5 @@
-"""``python -m pytest_llmbench COMMAND …``: tools that work on results folders after a session.
+"""``python -m pytest_llmbench COMMAND …``: tools around a session: checking its configs, and working on
+its results folders afterwards.
 
 Each command is one module under ``pytest_llmbench.cli`` with a ``main(argv) -> int``; adding one means
 adding its module and one line in ``COMMANDS``.
@@ -13,6 +14,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "write report.html and summary.md for a results folder"),
     "compare": ("compare", "compare the same scenarios in two results folders (markdown, --html)"),
+    "check-config": ("check_config", "validate config files without starting anything (a CI lint)"),
     "merge": ("merge", "merge the results (or --baselines) folders of --llmbench-shard runs into one"),
 }
 
@@ -22,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python -m pytest_llmbench COMMAND [ARGS…]\n\ncommands:")
         for name, (_, summary) in sorted(COMMANDS.items()):
-            print(f"  {name:<10} {summary}")
+            print(f"  {name:<13} {summary}")
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:

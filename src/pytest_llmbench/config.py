@@ -14,7 +14,9 @@ exactly how the seeds build six drafter configs from one shared flag list plus s
       - {name: nvfp4-nospec, model: "{models.target}", flags: [shared], marks: [nospec]}
       - {name: nvfp4-dflash8, model: "{models.target}", flags: [shared, dflash8], marks: [dflash]}
 
-Every error names the file, the config and the key, in one line, so a bad config fails collection
+The keys, their types and bounds are declared once in :mod:`pytest_llmbench.config_schema`, which
+also writes the JSON Schema editors read; this module applies them and checks what a schema cannot
+(references between keys, model files). Every error names the file, the config and the key, in one line, so a bad config fails collection
 with a message a user can act on. This module only parses: whether the engine and launcher a config
 names exist, and whether they accept it, is checked against the registries the hooks filled
 (:meth:`pytest_llmbench.registry.Registry.check`).
@@ -31,27 +33,13 @@ from typing import Any
 
 import yaml
 
+from pytest_llmbench.config_schema import ConfigFileKeys, ServerKeys, keys_of, problem
 from pytest_llmbench.errors import ConfigError
 from pytest_llmbench.models import ModelRef, parse_model_ref
 
-FILE_KEYS = {"flag_sets", "defaults", "models", "configs", "compare"}  # compare: read by compare/arms.py
-CONFIG_KEYS = {
-    "name",
-    "engine",
-    "launcher",
-    "model",
-    "models",
-    "flags",
-    "args",
-    "env",
-    "marks",
-    "gpus",
-    "startup_timeout",
-    "image",
-    "description",
-    "request",
-    "engine_options",
-}
+FILE_KEYS = set(keys_of(ConfigFileKeys))  # compare: read by compare/arms.py
+CONFIG_KEYS = set(keys_of(ServerKeys))
+_DEFAULT = {k: f.metadata["default"] for k, f in keys_of(ServerKeys).items()}
 _PLACEHOLDER = re.compile(r"\{(models\.[A-Za-z0-9_-]+|env:[A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -78,32 +66,12 @@ class ServerConfig:
     engine_options: Mapping[str, Any] = field(default_factory=dict)
 
 
-_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
-    "name": (str, "a string"),
-    "engine": (str, "a string"),
-    "launcher": (str, "a string"),
-    "model": ((str, dict), "a path, a dist:// reference or a mapping"),
-    "models": (dict, "a mapping of name → model"),
-    "flags": (list, "a list of flag-set names"),
-    "args": (list, "a list of strings"),
-    "env": (dict, "a mapping of strings"),
-    "marks": (list, "a list of mark names"),
-    "gpus": (int, "an integer"),
-    "startup_timeout": ((int, float), "a number of seconds"),
-    "image": (str, "a string"),
-    "description": (str, "a string"),
-    "request": (dict, "a mapping"),
-    "engine_options": (dict, "a mapping"),
-}
-_MARK_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _check_type(file: Path, config: str | None, key: str, value: Any) -> None:
-    expected, words = _TYPES[key]
-    if isinstance(value, bool) and expected in (int, (int, float)):
-        raise ConfigError(file, f"must be {words}, got {value!r}", config, key)
-    if not isinstance(value, expected):
-        raise ConfigError(file, f"must be {words}, got {type(value).__name__} {value!r}", config, key)
+def _check(file: Path, config: str | None, key: str, value: Any, prefix: str = "") -> None:
+    """Raise when ``value`` breaks what config_schema.ServerKeys declares for ``key``."""
+    found = problem(ServerKeys, key, value)
+    if found:
+        message, sub_key = found
+        raise ConfigError(file, message, config, prefix + (sub_key or key))
 
 
 def _str_list(file: Path, config: str | None, key: str, value: list) -> tuple[str, ...]:
@@ -163,7 +131,7 @@ def load_config_file(path: Path) -> list[ServerConfig]:
     for k, v in defaults.items():
         if k not in CONFIG_KEYS - {"name"}:
             raise ConfigError(path, "unknown key in defaults", key=f"defaults.{k}")
-        _check_type(path, None, k, v)
+        _check(path, None, k, v, prefix="defaults.")
 
     file_models = raw.get("models") or {}
     if not isinstance(file_models, dict):
@@ -184,14 +152,14 @@ def load_config_file(path: Path) -> list[ServerConfig]:
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise ConfigError(path, f"configs[{i}] needs a string 'name'", key="name")
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
-            raise ConfigError(path, "use letters, digits, '.', '_' and '-' only (it names a folder)", name, "name")
+        _check(path, name, "name", name)
         if name in seen:
             raise ConfigError(path, "duplicate config name", name, "name")
         seen.add(name)
-        for k in entry:
+        for k, v in entry.items():
             if k not in CONFIG_KEYS:
                 raise ConfigError(path, f"unknown key (allowed: {sorted(CONFIG_KEYS)})", name, k)
+            _check(path, name, k, v)  # before merging: a string where marks want a list must not merge
         merged = {**defaults, **entry}
         # Lists and mappings merge rather than replace: marks add up, env/request overlay.
         for k in ("marks",):
@@ -200,18 +168,16 @@ def load_config_file(path: Path) -> list[ServerConfig]:
         for k in ("env", "request", "engine_options", "models"):
             if k in defaults and k in entry and isinstance(entry[k], dict):
                 merged[k] = {**defaults[k], **entry[k]}
-        for k, v in merged.items():
-            _check_type(path, name, k, v)
         out.append(_build(path, name, merged, flag_sets, shared_models))
     return out
 
 
 def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict) -> ServerConfig:
-    for req in ("engine", "model"):
+    for req in (k for k, f in keys_of(ServerKeys).items() if f.metadata["required_somewhere"]):
         if req not in m:
             raise ConfigError(path, "is required (set it on the config or in defaults)", name, req)
     engine = m["engine"]
-    launcher = m.get("launcher", "subprocess")
+    launcher = m.get("launcher", _DEFAULT["launcher"])
 
     models = dict(shared_models)
     for k, v in (m.get("models") or {}).items():
@@ -227,21 +193,11 @@ def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict)
     args = [_expand(a, models, path, name, "args") for a in args]
 
     env = m.get("env", {})
-    for k, v in env.items():
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise ConfigError(path, f"value of {k} must be a string", name, f"env.{k}")
     env = {str(k): _expand(str(v), models, path, name, f"env.{k}") for k, v in env.items()}
 
-    marks = _str_list(path, name, "marks", m.get("marks", []))
-    for mark in marks:
-        if not _MARK_NAME.match(mark):
-            raise ConfigError(path, f"mark {mark!r} is not a valid Python identifier", name, "marks")
-    gpus = m.get("gpus", 0)
-    if gpus < 0:
-        raise ConfigError(path, "must be ≥ 0", name, "gpus")
-    timeout = float(m.get("startup_timeout", 600))
-    if timeout <= 0:
-        raise ConfigError(path, "must be > 0", name, "startup_timeout")
+    marks = tuple(m.get("marks", []))
+    gpus = m.get("gpus", _DEFAULT["gpus"])
+    timeout = float(m.get("startup_timeout", _DEFAULT["startup_timeout"]))
 
     return ServerConfig(
         name=name,
@@ -262,8 +218,8 @@ def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict)
     )
 
 
-def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
-    """Load every ``*.yaml``/``*.yml`` under the given files or folders; names must be unique overall."""
+def config_files(paths: Sequence[Path], named_by: str = "--llmbench-configs or ini llmbench_configs") -> list[Path]:
+    """The config files named: each file, and every ``*.yaml``/``*.yml`` under each folder."""
     files: list[Path] = []
     for p in paths:
         p = Path(p)
@@ -272,7 +228,13 @@ def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
         elif p.exists():
             files.append(p)
         else:
-            raise ConfigError(p, "no such file or folder (from --llmbench-configs or ini llmbench_configs)")
+            raise ConfigError(p, f"no such file or folder (from {named_by})")
+    return files
+
+
+def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
+    """Load every ``*.yaml``/``*.yml`` under the given files or folders; names must be unique overall."""
+    files = config_files(paths)
     out: list[ServerConfig] = []
     by_name: dict[str, ServerConfig] = {}
     for f in files:
@@ -284,4 +246,4 @@ def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
     return out
 
 
-__all__ = ["ConfigError", "ServerConfig", "load_config_file", "load_configs"]
+__all__ = ["ConfigError", "ServerConfig", "config_files", "load_config_file", "load_configs"]

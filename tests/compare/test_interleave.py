@@ -15,8 +15,6 @@ import pytest
 from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
 from pytest_llmbench.compare.interleave import (
     ArmServers,
-    Block,
-    Rounds,
     block_order,
     block_window,
     round_order,
@@ -24,6 +22,7 @@ from pytest_llmbench.compare.interleave import (
 )
 from pytest_llmbench.compare.judging import Judge
 from pytest_llmbench.compare.power import Design
+from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.config import load_config_file
 from pytest_llmbench.registry import Registry
 from pytest_llmbench.workload.records import RequestRecord

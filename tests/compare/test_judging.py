@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from pytest_llmbench.compare.interleave import Block, Rounds
 from pytest_llmbench.compare.judging import Judge, compare_metric, family_of, per_round, source_of
 from pytest_llmbench.compare.power import Design
+from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.workload.records import RequestRecord, SpecStats
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
 

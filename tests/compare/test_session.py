@@ -12,10 +12,11 @@ import pytest
 
 from pytest_llmbench import sink, stash
 from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
-from pytest_llmbench.compare.interleave import Block, Outcome, Rounds
+from pytest_llmbench.compare.interleave import Outcome
 from pytest_llmbench.compare.judging import Judge
 from pytest_llmbench.compare.options import CompareSettings
 from pytest_llmbench.compare.power import Design, Plan
+from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.compare.session import CompareSession, _LastRun
 from pytest_llmbench.config import load_config_file
 from pytest_llmbench.registry import Registry

@@ -22,7 +22,7 @@ from pytest_llmbench.compare.stats import Spread, compare_paired, compare_rounds
 from pytest_llmbench.workload.records import RequestRecord
 
 if TYPE_CHECKING:
-    from pytest_llmbench.compare.interleave import Rounds
+    from pytest_llmbench.compare.rounds import Rounds
     from pytest_llmbench.compare.stats import Comparison
 
 #: The metrics the pilot plans the rounds for, unless ini ``llmbench_compare_metrics`` names others.

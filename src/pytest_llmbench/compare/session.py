@@ -35,11 +35,12 @@ from pytest_llmbench.compare.arms import (
     block_pairs,
     read_compare_blocks,
 )
-from pytest_llmbench.compare.interleave import ArmServers, Block, Outcome, Rounds, Starter, run_rounds
+from pytest_llmbench.compare.interleave import ArmServers, Outcome, Starter, run_rounds
 from pytest_llmbench.compare.judging import Judge, family_of, source_of
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.options import CompareSettings, read_settings
 from pytest_llmbench.compare.power import Plan
+from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.compare.stats import compare_decisions, compare_paired, compare_pass_fail
 from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
