@@ -144,10 +144,11 @@ class LLMServer:
 #: Log lines of a server that lost the race for its port (picked free, taken before it bound).
 _PORT_TAKEN = ("couldn't bind", "address already in use", "port is already allocated", "errno 98")
 PORT_ATTEMPTS = 3
-#: The first readiness poll's wait, doubled up to ``poll_interval``: a small model is up in about a second, so a
-#: fixed 0.25 s poll added ~0.1 s to every start (a test suite starts dozens), while a long GPU start still
-#: polls every ``poll_interval``.
-FIRST_POLL_S = 0.02
+#: Readiness is polled every FAST_POLL_S for the first FAST_POLL_WINDOW_S of a start, then every ``poll_interval``:
+#: a small model is up in one to two seconds, where a fixed 0.25 s poll added ~0.1 s on average to every start
+#: (a test suite starts dozens), while a long GPU start is not polled 20 times a second for minutes.
+FAST_POLL_S = 0.05
+FAST_POLL_WINDOW_S = 5.0
 
 
 def start_server(
@@ -232,7 +233,6 @@ def _launch(
         ) from e
     server = LLMServer(config=cfg, engine=engine, handle=handle, port=port, log_path=log_path, gpu_ids=gpu_ids)
     deadline = t0 + cfg.startup_timeout
-    delay = min(poll_interval, FIRST_POLL_S)
     try:
         while True:
             if not handle.alive():
@@ -253,8 +253,8 @@ def _launch(
                     f"polling {engine.health_path}\n--- last {LOG_TAIL_LINES} lines of {log_path} ---\n"
                     f"{log_tail(log_path)}"
                 )
-            time.sleep(delay)
-            delay = min(poll_interval, 2 * delay)
+            fast = time.monotonic() - t0 < FAST_POLL_WINDOW_S
+            time.sleep(min(poll_interval, FAST_POLL_S) if fast else poll_interval)
     except BaseException:
         server.stop(grace=5.0)
         raise
