@@ -75,9 +75,7 @@ def test_bad_options_stop_the_session_before_any_server(pytester: pytest.Pyteste
 
 def test_no_compare_option_leaves_the_session_alone(pytester: pytest.Pytester):
     pytester.makepyfile(test_bench=BENCH)
-    result = pytester.runpytest(
-        "-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML), "--collect-only", "-q"
-    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML), "--collect-only", "-q")
     assert result.ret == 0
     assert "llmbench compare" not in result.stdout.str()
 
