@@ -7,6 +7,7 @@ import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -122,6 +123,9 @@ def test_seeding_writes_files_the_gate_loads_and_keeps_measured_baselines(tmp_pa
 
 
 def test_the_repository_baselines_are_the_seeded_ones_and_load(seed, figures):
+    files: dict[str, Any] = {}  # each file loaded once, not once per entry
     for config, runner, key, metric, entry in seed.entries(figures):
-        stored = load(ROOT / "baselines" / f"{config}.yaml", config).get(runner, key, metric)
+        if config not in files:
+            files[config] = load(ROOT / "baselines" / f"{config}.yaml", config)
+        stored = files[config].get(runner, key, metric)
         assert stored is not None and stored.value == entry.value, (config, key, metric)

@@ -65,7 +65,7 @@ def test_sizes_from_ini_lines():
 )
 def test_bad_options_stop_the_session_before_any_server(pytester: pytest.Pytester, args, message):
     pytester.makepyfile(test_bench=BENCH)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML), "--results-dir", "out", *args
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -75,16 +75,14 @@ def test_bad_options_stop_the_session_before_any_server(pytester: pytest.Pyteste
 
 def test_no_compare_option_leaves_the_session_alone(pytester: pytest.Pytester):
     pytester.makepyfile(test_bench=BENCH)
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML), "--collect-only", "-q"
-    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML), "--collect-only", "-q")
     assert result.ret == 0
     assert "llmbench compare" not in result.stdout.str()
 
 
 def test_compare_header_names_the_arms(pytester: pytest.Pytester):
     pytester.makepyfile(test_bench=BENCH)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-p",
         "no:cacheprovider",
         "--llmbench-configs",

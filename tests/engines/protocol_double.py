@@ -64,7 +64,8 @@ class Double:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        # shutdown() waits for serve_forever's next poll: 10 ms, not the default 0.5 s per closed double
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
         return self.httpd.server_address[1]
 
     def close(self) -> None:

@@ -106,7 +106,9 @@ def test_request_spec_from_meta_info():
 def test_flush_retries_400_then_succeeds(double):
     d, client = double
     d.flush_400 = 3
-    assert SGLangEngine().flush_cache(client) is None
+    e = SGLangEngine()
+    e.flush_retry_s = 0.01  # the retries, not SGLang's pace, are under test
+    assert e.flush_cache(client) is None
     assert d.flushes == 1 and d.flush_400 == 0
 
 
@@ -114,7 +116,7 @@ def test_flush_gives_a_note_when_server_stays_busy(double):
     d, client = double
     d.flush_400 = 10**6
     e = SGLangEngine()
-    e.flush_timeout_s = 0.3
+    e.flush_timeout_s, e.flush_retry_s = 0.3, 0.01
     note = e.flush_cache(client)
     assert note and "cache not flushed" in note and "400" in note
 

@@ -69,6 +69,8 @@ class SGLangEngine(Engine):
     docker_host_ipc = True
     health_timeout_s = 30.0
     flush_timeout_s = 60.0
+    #: The wait between /flush_cache tries while SGLang answers 400 (requests still running); a test sets it small.
+    flush_retry_s = 0.5
 
     def command(self, cfg: ServerConfig, host: str, port: int) -> list[str]:
         python = cfg.engine_options.get("python") or ("python3" if cfg.launcher == "docker" else sys.executable)
@@ -125,7 +127,7 @@ class SGLangEngine(Engine):
                 break
             if time.monotonic() >= deadline:
                 break
-            time.sleep(0.5)
+            time.sleep(self.flush_retry_s)
         return f"cache not flushed: /flush_cache answered {last} (requests still running?)"
 
     def _get_json(self, client: httpx.Client, *paths: str) -> dict[str, Any]:

@@ -56,7 +56,8 @@ class DecisionRoutesDouble:
                 self.wfile.write(payload)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever's next poll: 10 ms, not the default 0.5 s per fake server
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     @property
     def base_url(self) -> str:
