@@ -13,6 +13,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "write report.html and summary.md for a results folder"),
     "compare": ("compare", "compare the same scenarios in two results folders (markdown, --html)"),
+    "history": ("history", "change points and a trend page over many nights' results folders (--fail-on-new)"),
     "merge": ("merge", "merge the results (or --baselines) folders of --llmbench-shard runs into one"),
 }
 
