@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Nights simulated by reruns (issue 40): each "night" is one real pytest session of the CPU suite's
-# smol-nospec chat scenarios, in its own results folder; runs SLOW_FROM..SLOW_TO start llama-server with
+# smol-nospec chat-1u scenario, in its own results folder; runs SLOW_FROM..SLOW_TO start llama-server with
 # -t 1 instead of -t 2 (a real, known slowdown), the others with -t 2.
 #
-#   FIRST=1 LAST=5 SLOW_FROM=13 SLOW_TO=24 bash experiments/history/nightly_reruns.sh
+#   FIRST=1 LAST=5 SLOW_FROM=11 SLOW_TO=20 bash experiments/history/nightly_reruns.sh
 #
 # One batch = one hold of the shared lock (other engineers share the 2 cores); each night's results.jsonl
 # and resources.json are copied to tests/history/data/night-NN/ (the tests' real data) and committed after the batch.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-FIRST=${FIRST:?} LAST=${LAST:?} SLOW_FROM=${SLOW_FROM:-13} SLOW_TO=${SLOW_TO:-24}
+FIRST=${FIRST:?} LAST=${LAST:?} SLOW_FROM=${SLOW_FROM:-11} SLOW_TO=${SLOW_TO:-20}
 PY=${PY:-/work/main/.venv/bin/python}
 WORK=${WORK:-/tmp/llmbench-history-nights}
 DATA=tests/history/data
@@ -24,7 +24,7 @@ batch() {
     rm -rf "${WORK:?}/$night"
     start=$(date +%s)
     LLMBENCH_NIGHT_THREADS=$threads "$PY" -m pytest benches/test_serving_cpu.py -p no:cacheprovider -q \
-      --llmbench-configs experiments/history/night.yaml -m cpu -k "test_serving and nospec and chat" \
+      --llmbench-configs experiments/history/night.yaml -m cpu -k "test_serving and nospec and chat-1u" \
       --baselines-dir "$WORK/baselines" --results-dir "$WORK/$night" >"$WORK/$night.log" 2>&1 || true
     echo "$night threads=$threads wall_s=$(( $(date +%s) - start )) $(tail -1 "$WORK/$night.log")"
     mkdir -p "$DATA/$night/smol-nospec"
