@@ -27,11 +27,17 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results folders or globs")
     parser.add_argument("--out", type=Path, default=Path("history"), help="folder for the outputs (./history)")
-    parser.add_argument("--last", type=int, default=1, metavar="K", help="'new' = first night after is one of the last K")
+    parser.add_argument(
+        "--last", type=int, default=1, metavar="K", help="'new' = first night after is one of the last K"
+    )
     parser.add_argument("--fail-on-new", action="store_true", help="exit 1 when a new change point is for the worse")
     parser.add_argument("--max-p", type=float, default=DEFAULT_MAX_P, help=f"t-test p threshold ({DEFAULT_MAX_P:g})")
     parser.add_argument(
-        "--min-change", type=float, default=0.0, metavar="FRACTION", help="ignore changes smaller than this (0.02 = 2%%)"
+        "--min-change",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="ignore changes smaller than this (0.02 = 2%%)",
     )
     parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, help=f"nights per window ({DEFAULT_WINDOW})")
     parser.add_argument("--no-html", action="store_true", help="skip history.html (no plotting stack needed)")

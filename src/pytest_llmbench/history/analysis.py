@@ -8,6 +8,7 @@ arguments differ, the change is in the setup and a bisect over builds would find
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,11 @@ class Finding:
     def setup_changed(self) -> bool:
         return self.last_before.setup != self.first_after.setup
 
+    @property
+    def setup_change(self) -> str:
+        """The server arguments that differ across the change, each with its flag: ``-t 2 → -t 1``."""
+        return args_diff(self.last_before.setup.split(), self.first_after.setup.split())
+
     def as_record(self) -> dict[str, Any]:
         c, k = self.change, self.series.key
         return {
@@ -71,7 +77,20 @@ class Finding:
             "bad_build": self.bad_build,
             "setup_before": self.last_before.setup,
             "setup_after": self.first_after.setup,
+            "setup_change": self.setup_change,
         }
+
+
+def args_diff(before: list[str], after: list[str]) -> str:
+    """Only the differing arguments (a changed value keeps the flag in front of it); "" when equal."""
+    olds, news = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        flag = i1 > 0 and j1 > 0 and before[i1 - 1] == after[j1 - 1] and before[i1 - 1].startswith("-")
+        olds += before[i1 - 1 if flag else i1 : i2]
+        news += after[j1 - 1 if flag else j1 : j2]
+    return f"{' '.join(olds) or '(none)'} → {' '.join(news) or '(none)'}" if olds or news else ""
 
 
 def find_changes(

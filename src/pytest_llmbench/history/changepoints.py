@@ -58,7 +58,8 @@ def log_values(values: Sequence[float]) -> np.ndarray:
     bad = [i for i, v in enumerate(x) if not (math.isfinite(v) and v > 0)]
     if bad:
         raise ValueError(f"change points need positive finite values; point {bad[0]} is {float(x[bad[0]])!r}")
-    return np.log(x)
+    logs: np.ndarray = np.log(x)
+    return logs
 
 
 @dataclass(frozen=True)

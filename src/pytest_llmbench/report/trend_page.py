@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 
 from pytest_llmbench.history.analysis import Finding
@@ -36,10 +37,9 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
             ax.plot([x], [top], "v", color=COMPARISON_COLOR.get(str(p.comparison), "#7f7f7f"), markersize=6)
     cuts = [f.change.index for f in findings]
     bounds = [0, *cuts, len(xs)]
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
-        level = math.exp(sum(math.log(v) for v in s.values[lo:hi]) / (hi - lo)) if hi > lo else None
-        if level is not None:
-            ax.hlines(level, lo - 0.3, hi - 0.7, color="#1b1f24", lw=1.4)
+    for lo, hi in pairwise(bounds):  # each segment's level: the geometric mean, as the detector measures it
+        level = math.exp(sum(math.log(v) for v in s.values[lo:hi]) / (hi - lo))
+        ax.hlines(level, lo - 0.3, hi - 0.7, color="#1b1f24", lw=1.4)
     for f in findings:
         ax.axvline(f.change.index - 0.5, color="#d62728" if f.worse else "#2ca02c", ls="--", lw=1.2)
         label = f"×{f.change.ratio:.3f}" + (" new" if f in new else "")

@@ -19,7 +19,7 @@ HEADER = ["", "config", "test", "metric", "first night", "before", "after", "rat
 def _builds(f: Finding) -> str:
     text = f"{f.good_build} → {f.bad_build}"
     if f.good_build == f.bad_build and f.setup_changed:
-        text += f" (same build; server args {f.last_before.setup or '-'} → {f.first_after.setup or '-'})"
+        text += f" (same build; server args {f.setup_change})"
     return text
 
 
