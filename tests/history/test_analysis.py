@@ -27,9 +27,7 @@ def findings(nights):
 
 def test_the_slow_stretch_is_found_at_both_ends(findings) -> None:
     found = [
-        f
-        for f in findings
-        if f.series.key.metric == "output_throughput" and f.series.key.test.endswith("[chat-1u]")
+        f for f in findings if f.series.key.metric == "output_throughput" and f.series.key.test.endswith("[chat-1u]")
     ]
     assert [f.first_after.night for f in found] == [SLOW_FIRST, FAST_AGAIN]
     down, up = found

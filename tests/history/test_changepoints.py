@@ -58,7 +58,7 @@ def test_perfherder_needs_its_forward_window() -> None:
 
 
 def test_values_off_the_ratio_scale_are_refused_by_position() -> None:
-    with pytest.raises(ValueError, match="point 2 is 0.0"):
+    with pytest.raises(ValueError, match=r"point 2 is 0\.0"):
         log_values([1.0, 2.0, 0.0])
     with pytest.raises(ValueError, match="point 0 is nan"):
         edivisive([float("nan"), 1.0, 1.0, 1.0])
