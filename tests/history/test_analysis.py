@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench.history.analysis import args_diff, find_changes, new_findings
-from pytest_llmbench.history.series import build_series, expand, read_nights
+from pytest_llmbench.history.series import Point, Series, SeriesKey, build_series, expand, read_nights
 
 DATA = Path(__file__).parent / "data"
 SLOW_FIRST, FAST_AGAIN = "night-11", "night-21"
@@ -67,3 +67,23 @@ def test_args_diff_names_only_what_changed() -> None:
     assert args_diff(["-c", "16", "-t", "2", "--jinja"], ["-c", "16", "-t", "1", "--jinja"]) == "-t 2 → -t 1"
     assert args_diff(["-t", "2"], ["-t", "2", "--top-k", "0"]) == "(none) → --top-k 0"
     assert args_diff(["-t", "2"], ["-t", "2"]) == ""
+
+
+def _series(values: list[float], statuses: list[str]) -> Series:
+    key = SeriesKey("cpu-x", "c", "t.py::test[s]", "output_throughput")
+    points = [
+        Point(f"n{i:02d}", f"t{i:02d}", v, "b", "", s) for i, (v, s) in enumerate(zip(values, statuses, strict=True))
+    ]
+    return Series(key, "higher", points)
+
+
+def test_nights_the_gate_called_not_comparable_are_left_out() -> None:
+    """A busy host's night (a quarter of the speed) neither makes a change point nor ends a segment."""
+    values = [100.0, 101, 99, 100, 25, 30, 100, 99, 101, 100, 60, 61, 59, 60, 60, 61]
+    statuses = ["pass"] * 16
+    statuses[4] = statuses[5] = "not comparable"
+    [down] = find_changes([_series(values, statuses)])
+    assert (down.first_after.night, down.last_before.night, down.worse) == ("n10", "n09", True)
+    statuses[9] = "not comparable"
+    [down] = find_changes([_series(values, statuses)])
+    assert (down.first_after.night, down.last_before.night) == ("n10", "n08")

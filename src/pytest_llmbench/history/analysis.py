@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_llmbench.history.changepoints import DEFAULT_MAX_P, DEFAULT_WINDOW, ChangePoint, edivisive
@@ -20,10 +20,18 @@ from pytest_llmbench.history.series import Night, Point, Series
 MIN_NIGHTS = 6
 
 
+#: the gate's word for a night it could not judge (the host was busy): its value is not the build's
+NOT_COMPARABLE = "not comparable"
+
+
 @dataclass(frozen=True)
 class Finding:
+    """A change point of ``series``; ``change.index`` is the first night after it and ``before_index`` the
+    last judged night before it (nights the gate called not comparable lie between them or nowhere)."""
+
     series: Series
     change: ChangePoint
+    before_index: int
 
     @property
     def first_after(self) -> Point:
@@ -31,7 +39,7 @@ class Finding:
 
     @property
     def last_before(self) -> Point:
-        return self.series.points[self.change.index - 1]
+        return self.series.points[self.before_index]
 
     @property
     def worse(self) -> bool:
@@ -100,15 +108,20 @@ def find_changes(
     min_magnitude: float = 0.0,
     window: int = DEFAULT_WINDOW,
 ) -> list[Finding]:
-    """Every series' change points (E-divisive + t-test); a series with a value ≤ 0 (a count of failures,
-    a zero-error metric) is skipped: a ratio scale has no room for zero."""
+    """Every series' change points (E-divisive + t-test) over the nights its gate could judge.
+
+    A night the gate marked not comparable (another process used the cores) is left out: its value measures
+    the neighbours, not the build. A series with a value ≤ 0 (a count of failures, a zero-error metric) is
+    skipped: a ratio scale has no room for zero.
+    """
     out = []
     for s in series:
-        values = s.values
+        judged = [i for i, p in enumerate(s.points) if p.status != NOT_COMPARABLE]
+        values = [s.points[i].value for i in judged]
         if len(values) < MIN_NIGHTS or any(v <= 0 for v in values):
             continue
         for cp in edivisive(values, max_p=max_p, min_magnitude=min_magnitude, window=window):
-            out.append(Finding(s, cp))
+            out.append(Finding(s, replace(cp, index=judged[cp.index]), judged[cp.index - 1]))
     return out
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from pytest_llmbench.history.analysis import Finding
+from pytest_llmbench.history.analysis import NOT_COMPARABLE, Finding
 from pytest_llmbench.history.series import Night, Series
 from pytest_llmbench.report import html
 from pytest_llmbench.report.plots import STATUS_COLOR, Plot, _figure, _slug, _svg
@@ -36,10 +36,10 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
         for x, p in compared:
             ax.plot([x], [top], "v", color=COMPARISON_COLOR.get(str(p.comparison), "#7f7f7f"), markersize=6)
     cuts = [f.change.index for f in findings]
-    bounds = [0, *cuts, len(xs)]
-    for lo, hi in pairwise(bounds):  # each segment's level: the geometric mean, as the detector measures it
-        level = math.exp(sum(math.log(v) for v in s.values[lo:hi]) / (hi - lo))
-        ax.hlines(level, lo - 0.3, hi - 0.7, color="#1b1f24", lw=1.4)
+    for lo, hi in pairwise([0, *cuts, len(xs)]):  # each segment's level over its judged nights, as detected
+        logs = [math.log(p.value) for p in s.points[lo:hi] if p.status != NOT_COMPARABLE and p.value > 0]
+        if logs:
+            ax.hlines(math.exp(sum(logs) / len(logs)), lo - 0.3, hi - 0.7, color="#1b1f24", lw=1.4)
     for f in findings:
         ax.axvline(f.change.index - 0.5, color="#d62728" if f.worse else "#2ca02c", ls="--", lw=1.2)
         label = f"×{f.change.ratio:.3f}" + (" new" if f in new else "")
@@ -51,7 +51,8 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
     ax.legend(fontsize=6, loc="lower left", frameon=False, ncol=4)
     pid = f"plot-trend-{index}-{_slug(s.key.metric)}"
     caption = (
-        "Dots: each night's value, coloured by its stored-gate verdict; black: the level between change points; "
+        "Dots: each night's value, coloured by its stored-gate verdict (not comparable: the host was busy, left "
+        "out of the detection); black: the level between change points; "
         "dashed: a change point (red worse, green better), labelled with after/before"
         + ("; triangles: that night's in-session comparison (red regressed, blue equivalent)." if compared else ".")
     )
