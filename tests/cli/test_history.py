@@ -11,7 +11,7 @@ from pathlib import Path
 from pytest_llmbench.cli import history
 
 DATA = Path(__file__).parents[1] / "history" / "data"
-GATE = ["--last", "2", "--fail-on-new", "--no-html", "--no-step-summary"]
+GATE = ["--last", "5", "--fail-on-new", "--no-html", "--no-step-summary"]
 
 
 def _nights(upto: int) -> list[str]:
@@ -19,11 +19,11 @@ def _nights(upto: int) -> list[str]:
 
 
 def test_a_new_change_for_the_worse_fails_with_fail_on_new(tmp_path: Path, capsys) -> None:
-    args = [*_nights(12), "--out", str(tmp_path), "--last", "2", "--no-html", "--no-step-summary"]
+    args = [*_nights(15), "--out", str(tmp_path), "--last", "5", "--no-html", "--no-step-summary"]
     assert history.main(args) == 0  # reported, not gated
     assert history.main([*args, "--fail-on-new"]) == 1
     out = capsys.readouterr().out
-    assert "new change point(s) for the worse in the last 2 night(s)" in out and "night-11" in out
+    assert "new change point(s) for the worse in the last 5 night(s)" in out and "night-11" in out
     records = [json.loads(line) for line in (tmp_path / "change_points.jsonl").read_text().splitlines()]
     assert records and all(r["new"] and r["worse"] and r["first_night"] == "night-11" for r in records)
 
@@ -39,7 +39,7 @@ def test_the_revert_is_not_a_failure(tmp_path: Path) -> None:
 def test_step_summary_gets_the_markdown(tmp_path: Path, monkeypatch) -> None:
     summary = tmp_path / "step.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    assert history.main([*_nights(12), "--out", str(tmp_path / "o"), "--last", "2", "--no-html"]) == 0
+    assert history.main([*_nights(15), "--out", str(tmp_path / "o"), "--last", "5", "--no-html"]) == 0
     assert summary.read_text().startswith("## llmbench history: ❌")
 
 
@@ -50,7 +50,7 @@ def test_bad_input_is_named_with_status_2(tmp_path: Path, capsys) -> None:
 
 def test_the_module_entry_point_runs_it(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "pytest_llmbench", "history", *_nights(12), "--out", str(tmp_path), *GATE],
+        [sys.executable, "-m", "pytest_llmbench", "history", *_nights(15), "--out", str(tmp_path), *GATE],
         capture_output=True,
         text=True,
         timeout=120,

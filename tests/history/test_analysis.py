@@ -49,9 +49,9 @@ def test_nothing_is_found_inside_the_unchanged_stretches(findings) -> None:
 
 def test_new_means_the_first_night_after_is_recent(nights, findings) -> None:
     assert new_findings(findings, nights, last=1) == []
-    upto = [n for n in nights if n.name <= "night-12"]
+    upto = [n for n in nights if n.name <= "night-15"]
     early = find_changes(build_series(upto))
-    recent = new_findings(early, upto, last=2)
+    recent = new_findings(early, upto, last=5)  # nights 11-15: 5 nights after the step
     assert recent and all(f.first_after.night == SLOW_FIRST and f.worse for f in recent)
     assert new_findings(early, upto, last=0) == []
 

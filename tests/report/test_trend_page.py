@@ -69,14 +69,14 @@ def test_the_change_table_is_what_the_analysis_found(analysed, rendered) -> None
 
 
 def test_series_with_a_new_worse_change_come_first(analysed) -> None:
-    nights = analysed[1][:12]
+    nights = analysed[1][:15]
     series = build_series(nights)
     findings = find_changes(series)
-    new = new_findings(findings, nights, 2)
-    html = trend_page.render(series, nights, findings, new, 2)
+    new = new_findings(findings, nights, 5)
+    html = trend_page.render(series, nights, findings, new, 5)
     first_title = html.split("<figcaption><b>", 1)[1].split(".</b>", 1)[0]
     assert first_title in {f.series.key.label() for f in new if f.worse}
-    assert "new change point(s) for the worse in the last 2 night(s)" in html
+    assert "new change point(s) for the worse in the last 5 night(s)" in html
 
 
 def test_comparison_verdicts_are_drawn_over_their_nights() -> None:

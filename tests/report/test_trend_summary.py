@@ -19,9 +19,9 @@ def _render(upto: int, last: int) -> str:
 
 
 def test_new_changes_for_the_worse_lead_the_summary() -> None:
-    md = _render(12, 2)
-    head, table = md.split("### New in the last 2 night(s)", 1)
-    assert head.startswith("## llmbench history: ❌") and "12 nights (night-01 … night-12)" in head
+    md = _render(15, 5)
+    head, table = md.split("### New in the last 5 night(s)", 1)
+    assert head.startswith("## llmbench history: ❌") and "15 nights (night-01 … night-15)" in head
     rows = [line for line in table.splitlines() if line.startswith("| **worse**")]
     assert rows and all("night-11" in r and "same build; server args" in r and "-t 1" in r for r in rows)
 
