@@ -51,7 +51,7 @@ def _idx(points: list) -> list[int]:
 
 
 METHODS: dict[str, Method] = {
-    "E-divisive+t, Otava defaults (p 0.001, window 50)": lambda x: _idx(edivisive(x, max_p=0.001)),
+    "E-divisive+t, p 0.001, window 50 (default)": lambda x: _idx(edivisive(x, max_p=0.001)),
     "E-divisive+t, p 1e-4": lambda x: _idx(edivisive(x, max_p=1e-4)),
     "E-divisive+t, p 3e-5": lambda x: _idx(edivisive(x, max_p=3e-5)),
     "Perfherder (t > 7, 12 fwd, >= 2%)": lambda x: _idx(perfherder(x)),
@@ -90,11 +90,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--series", type=int, default=250)
     parser.add_argument("--seed", type=int, default=40)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--methods", default="", help="only the methods whose name contains this text")
     args = parser.parse_args(argv)
     started = time.time()
     rows = []
     for sigma in SIGMAS:
         for name, method in METHODS.items():
+            if args.methods not in name:
+                continue
             rng = np.random.default_rng([args.seed, int(sigma * 1e4)])  # same series for every method
             f = simulate(method, sigma, args.series, rng)
             meets = (
