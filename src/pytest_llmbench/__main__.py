@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "write report.html and summary.md for a results folder"),
     "compare": ("compare", "compare the same scenarios in two results folders (markdown, --html)"),
     "check-config": ("check_config", "validate config files without starting anything (a CI lint)"),
+    "history": ("history", "change points and a trend page over many nights' results folders (--fail-on-new)"),
     "merge": ("merge", "merge the results (or --baselines) folders of --llmbench-shard runs into one"),
 }
 

@@ -1,0 +1,71 @@
+"""``python -m pytest_llmbench history RESULTS_DIRS…``: change points over many nights' results folders.
+
+Writes history.md (and $GITHUB_STEP_SUMMARY), history.html (the trend page) and change_points.jsonl into
+``--out``; exits 1 with ``--fail-on-new`` when a change for the worse starts in the last ``--last`` nights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pytest_llmbench.history.analysis import find_changes, new_findings
+from pytest_llmbench.history.changepoints import DEFAULT_MAX_P, DEFAULT_WINDOW
+from pytest_llmbench.history.series import HistoryError, build_series, expand, read_nights
+from pytest_llmbench.report import trend_summary
+from pytest_llmbench.report.folder import ResultsFolderError
+from pytest_llmbench.report.summary import append_to_step_summary
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_llmbench history",
+        description="Change points over the results folders of many nights (one series per runner, config, "
+        "test and metric; E-divisive means with a t-test, as Apache Otava).",
+    )
+    parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results folders or globs")
+    parser.add_argument("--out", type=Path, default=Path("history"), help="folder for the outputs (./history)")
+    parser.add_argument(
+        "--last", type=int, default=1, metavar="K", help="'new' = first night after is one of the last K"
+    )
+    parser.add_argument("--fail-on-new", action="store_true", help="exit 1 when a new change point is for the worse")
+    parser.add_argument("--max-p", type=float, default=DEFAULT_MAX_P, help=f"t-test p threshold ({DEFAULT_MAX_P:g})")
+    parser.add_argument(
+        "--min-change",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="ignore changes smaller than this (0.02 = 2%%)",
+    )
+    parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, help=f"nights per window ({DEFAULT_WINDOW})")
+    parser.add_argument("--no-html", action="store_true", help="skip history.html (no plotting stack needed)")
+    parser.add_argument("--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY")
+    args = parser.parse_args(argv)
+    try:
+        nights = read_nights(expand(args.results_dirs))
+    except (HistoryError, ResultsFolderError) as e:
+        print(f"history: {e}", file=sys.stderr)
+        return 2
+    series = build_series(nights)
+    findings = find_changes(series, max_p=args.max_p, min_magnitude=args.min_change, window=args.window)
+    new = new_findings(findings, nights, args.last)
+    args.out.mkdir(parents=True, exist_ok=True)
+    md = trend_summary.render(series, nights, findings, new, args.last)
+    (args.out / "history.md").write_text(md, encoding="utf-8")
+    with open(args.out / "change_points.jsonl", "w", encoding="utf-8") as f:
+        for finding in findings:
+            f.write(json.dumps({**finding.as_record(), "new": finding in new}, sort_keys=True) + "\n")
+    print(md, end="")
+    if not args.no_step_summary and (step := append_to_step_summary(md)):
+        print(f"appended to $GITHUB_STEP_SUMMARY: {step}")
+    if not args.no_html:
+        try:
+            from pytest_llmbench.report import trend_page
+
+            page = trend_page.write(args.out / "history.html", series, nights, findings, new, args.last)
+            print(f"trend page: {page}")
+        except RuntimeError as e:  # the plotting stack's install hint
+            print(f"history: {e}", file=sys.stderr)
+    return 1 if args.fail_on_new and any(f.worse for f in new) else 0

@@ -1,0 +1,131 @@
+"""Series → findings: each change point with the nights and builds on either side of it.
+
+A finding is what a nightly job acts on: is it worse (by the metric's direction), is it new (its first
+night after is among the last K nights), and what would a bisect take as good and bad (the builds of the
+last night before and the first night after). When the build is the same on both sides but the server
+arguments differ, the change is in the setup and a bisect over builds would find nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pytest_llmbench.history.changepoints import DEFAULT_MAX_P, DEFAULT_WINDOW, ChangePoint, edivisive
+from pytest_llmbench.history.series import Night, Point, Series
+
+#: fewer nights than this and no change point is looked for (each side needs a few nights)
+MIN_NIGHTS = 6
+
+
+#: the gate's word for a night it could not judge (the host was busy): its value is not the build's
+NOT_COMPARABLE = "not comparable"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A change point of ``series``; ``change.index`` is the first night after it and ``before_index`` the
+    last judged night before it (nights the gate called not comparable lie between them or nowhere)."""
+
+    series: Series
+    change: ChangePoint
+    before_index: int
+
+    @property
+    def first_after(self) -> Point:
+        return self.series.points[self.change.index]
+
+    @property
+    def last_before(self) -> Point:
+        return self.series.points[self.before_index]
+
+    @property
+    def worse(self) -> bool:
+        lower = self.change.ratio < 1.0
+        return lower if self.series.direction == "higher" else not lower
+
+    @property
+    def good_build(self) -> str:
+        return self.last_before.build
+
+    @property
+    def bad_build(self) -> str:
+        return self.first_after.build
+
+    @property
+    def setup_changed(self) -> bool:
+        return self.last_before.setup != self.first_after.setup
+
+    @property
+    def setup_change(self) -> str:
+        """The server arguments that differ across the change, each with its flag: ``-t 2 → -t 1``."""
+        return args_diff(self.last_before.setup.split(), self.first_after.setup.split())
+
+    def as_record(self) -> dict[str, Any]:
+        c, k = self.change, self.series.key
+        return {
+            "record": "change_point",
+            "runner": k.runner,
+            "config": k.config,
+            "test_key": k.test,
+            "metric": k.metric,
+            "direction": self.series.direction,
+            "worse": self.worse,
+            "first_night": self.first_after.night,
+            "last_night_before": self.last_before.night,
+            "before": c.before,
+            "after": c.after,
+            "ratio": c.ratio,
+            "ci_low": c.ratio_low,
+            "ci_high": c.ratio_high,
+            "p_value": c.p,
+            "good_build": self.good_build,
+            "bad_build": self.bad_build,
+            "setup_before": self.last_before.setup,
+            "setup_after": self.first_after.setup,
+            "setup_change": self.setup_change,
+        }
+
+
+def args_diff(before: list[str], after: list[str]) -> str:
+    """Only the differing arguments (a changed value keeps the flag in front of it); "" when equal."""
+    olds, news = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        flag = i1 > 0 and j1 > 0 and before[i1 - 1] == after[j1 - 1] and before[i1 - 1].startswith("-")
+        olds += before[i1 - 1 if flag else i1 : i2]
+        news += after[j1 - 1 if flag else j1 : j2]
+    return f"{' '.join(olds) or '(none)'} → {' '.join(news) or '(none)'}" if olds or news else ""
+
+
+def find_changes(
+    series: Sequence[Series],
+    *,
+    max_p: float = DEFAULT_MAX_P,
+    min_magnitude: float = 0.0,
+    window: int = DEFAULT_WINDOW,
+) -> list[Finding]:
+    """Every series' change points (E-divisive + t-test) over the nights its gate could judge.
+
+    A night the gate marked not comparable (another process used the cores) is left out: its value measures
+    the neighbours, not the build. A series with a value ≤ 0 (a count of failures, a zero-error metric) is
+    skipped: a ratio scale has no room for zero.
+    """
+    out = []
+    for s in series:
+        judged = [i for i, p in enumerate(s.points) if p.status != NOT_COMPARABLE]
+        values = [s.points[i].value for i in judged]
+        if len(values) < MIN_NIGHTS or any(v <= 0 for v in values):
+            continue
+        for cp in edivisive(values, max_p=max_p, min_magnitude=min_magnitude, window=window):
+            out.append(Finding(s, replace(cp, index=judged[cp.index]), judged[cp.index - 1]))
+    return out
+
+
+def new_findings(findings: Sequence[Finding], nights: Sequence[Night], last: int) -> list[Finding]:
+    """Findings whose first night after the change is one of the ``last`` most recent nights."""
+    recent = {n.name for n in nights[-last:]} if last > 0 else set()
+    return [f for f in findings if f.first_after.night in recent]

@@ -1,0 +1,240 @@
+"""Change points in one nightly series: pure functions over an ordered list of values.
+
+Two detectors, both on log values (timing is multiplicative: a 3% loss is the same step at 80 tok/s and at
+800 tok/s, and the interval of a ratio is the exponent of the interval of a log difference):
+
+- :func:`edivisive` — Apache Otava's method (MongoDB's Hunter): E-divisive means picks the split of a
+  segment with the largest energy statistic, Student's t-test decides it instead of a permutation
+  test (deterministic), over sliding windows; a weak pass at ``100 × max_p`` (Otava: 10) finds candidates and a strong
+  pass drops them, weakest first, until every survivor passes ``max_p`` against its neighbours' segments
+  and ``min_magnitude``. This is the default: it finds a step with few nights after it and a creep.
+- :func:`perfherder` — Mozilla Perfherder's: t of up to 24 nights back against 12 forward, a change
+  where t > 7, t is a local maximum and the change is ≥ 2%. It needs 12 nights after a change before it
+  can see it.
+
+experiments/history/simulate_history.py measures both at this project's measured noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+#: the default weak/strong p threshold, chosen by experiments/history/simulate_history.py
+DEFAULT_MAX_P = 0.001
+DEFAULT_WINDOW = 50
+#: the weak pass's threshold = this × max_p. Otava uses 10; the campaign's -t 1 stretch (a step that came
+#: and went) showed why that is too strict: the first split compares one side with a mixture of both levels
+#: (p 0.014 for a ×0.65 stretch), and nothing is split further. The strong pass, which re-tests every
+#: survivor between its neighbours at max_p, is what keeps false change points rare (simulate_history.py).
+WEAK_FACTOR = 100.0
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A level shift before ``index`` (the first point after it), measured between its neighbours.
+
+    Levels are geometric means of the segments on each side (from the previous change point to the next);
+    ``ratio`` = after / before with its 95% t interval, ``p`` the two-sided p-value of Student's t.
+    """
+
+    index: int
+    before: float
+    after: float
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    p: float
+    n_before: int
+    n_after: int
+
+    @property
+    def change_pct(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+
+def log_values(values: Sequence[float]) -> np.ndarray:
+    """Natural logs; a value ≤ 0 or not finite cannot be on a ratio scale and is refused by name."""
+    x = np.asarray(values, dtype=float)
+    bad = [i for i, v in enumerate(x) if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise ValueError(f"change points need positive finite values; point {bad[0]} is {float(x[bad[0]])!r}")
+    logs: np.ndarray = np.log(x)
+    return logs
+
+
+@dataclass(frozen=True)
+class _TTest:
+    diff: float  # mean(right) − mean(left), in logs
+    p: float  # two-sided
+    se: float
+    df: int
+
+
+def _ttest(left: np.ndarray, right: np.ndarray) -> _TTest:
+    """Student's two-sample t of right − left with the pooled SD (Otava's test).
+
+    Pooled, not Welch: on log values a step moves the level and leaves the spread, and with 5 nights on one
+    side Welch's degrees of freedom (~4) would throw away most of the power. Two constant segments have no
+    spread: equal ones p = 1, unequal ones p = 0.
+    """
+    n1, n2 = len(left), len(right)
+    diff = float(right.mean() - left.mean()) if n1 and n2 else 0.0
+    df = n1 + n2 - 2
+    if n1 < 2 or n2 < 2:
+        return _TTest(diff, 1.0, math.inf, max(df, 0))
+    s1, s2 = float(left.std(ddof=1)), float(right.std(ddof=1))
+    if s1 == 0.0 and s2 == 0.0:
+        return _TTest(diff, 1.0 if diff == 0.0 else 0.0, 0.0, df)
+    res = stats.ttest_ind_from_stats(right.mean(), s2, n2, left.mean(), s1, n1, equal_var=True)
+    pooled = math.sqrt(((n1 - 1) * s1**2 + (n2 - 1) * s2**2) / df)
+    return _TTest(diff, float(res.pvalue), pooled * math.sqrt(1 / n1 + 1 / n2), df)
+
+
+def _energy_split(x: np.ndarray, min_size: int) -> tuple[int, float]:
+    """The split τ of ``x`` maximising the E-divisive energy statistic (α = 1) and its value.
+
+    Q(τ) = τ(n−τ)/n · (2/(τ(n−τ))·ΣΣ|l−r| − 2/(τ(τ−1))·Σ|l−l'| − 2/((n−τ)(n−τ−1))·Σ|r−r'|), every τ in
+    O(n²) from one 2-D prefix sum of the distance matrix.
+    """
+    n = len(x)
+    if n < 2 * min_size:
+        return -1, -math.inf
+    d = np.abs(x[:, None] - x[None, :])
+    s = np.zeros((n + 1, n + 1))
+    s[1:, 1:] = d.cumsum(0).cumsum(1)
+    taus = np.arange(min_size, n - min_size + 1)
+    within_left = s[taus, taus] / 2.0  # pairs i<k, both < τ
+    total = s[n, n]
+    within_right = (total - 2.0 * s[taus, n] + s[taus, taus]) / 2.0  # rows and columns ≥ τ
+    between = s[taus, n] - s[taus, taus]  # rows < τ, columns ≥ τ
+    m = n - taus
+    q = (taus * m / n) * (
+        2.0 * between / (taus * m)
+        - 2.0 * within_left / np.maximum(taus * (taus - 1), 1)
+        - 2.0 * within_right / np.maximum(m * (m - 1), 1)
+    )
+    best = int(np.argmax(q))
+    return int(taus[best]), float(q[best])
+
+
+def _split_segment(x: np.ndarray, max_p: float, min_size: int) -> list[int]:
+    """Recursive E-divisive on one window: split the segment with the best energy, keep the split while the
+    t-test between its two sides passes ``max_p``."""
+    found: list[int] = []
+    intervals = [(0, len(x))]
+    while intervals:
+        candidates = []
+        for lo, hi in intervals:
+            tau, q = _energy_split(x[lo:hi], min_size)
+            if tau > 0:
+                candidates.append((q, lo, hi, lo + tau))
+        if not candidates:
+            break
+        q, lo, hi, cut = max(candidates)
+        if _ttest(x[lo:cut], x[cut:hi]).p > max_p:
+            break
+        found.append(cut)
+        intervals.remove((lo, hi))
+        intervals += [(lo, cut), (cut, hi)]
+    return sorted(found)
+
+
+def _measure(x: np.ndarray, cuts: list[int], k: int) -> ChangePoint:
+    """Change point ``cuts[k]`` measured between the segments from its neighbours' cuts."""
+    lo = cuts[k - 1] if k > 0 else 0
+    hi = cuts[k + 1] if k + 1 < len(cuts) else len(x)
+    left, right = x[lo : cuts[k]], x[cuts[k] : hi]
+    t = _ttest(left, right)
+    half = float(stats.t.ppf(0.975, t.df)) * t.se if t.df > 0 and math.isfinite(t.se) else math.inf
+    return ChangePoint(
+        index=cuts[k],
+        before=float(math.exp(left.mean())),
+        after=float(math.exp(right.mean())),
+        ratio=math.exp(t.diff),
+        ratio_low=math.exp(t.diff - half),
+        ratio_high=math.exp(t.diff + half),
+        p=t.p,
+        n_before=len(left),
+        n_after=len(right),
+    )
+
+
+def _weakest_failing(points: list[ChangePoint], max_p: float, min_magnitude: float) -> int | None:
+    failing = [
+        (cp.p, -abs(math.log(cp.ratio)), k)
+        for k, cp in enumerate(points)
+        if cp.p > max_p or abs(math.log(cp.ratio)) < min_magnitude
+    ]
+    return max(failing)[2] if failing else None
+
+
+def edivisive(
+    values: Sequence[float],
+    *,
+    max_p: float = DEFAULT_MAX_P,
+    window: int = DEFAULT_WINDOW,
+    min_magnitude: float = 0.0,
+    min_size: int = 2,
+) -> list[ChangePoint]:
+    """Otava's E-divisive means with a t-test: weak pass over overlapping windows, then strong merge.
+
+    ``min_magnitude`` is a relative change (0.02 = 2%) below which a change point is dropped however
+    significant: with many nights a 0.3% shift is real and nobody bisects it.
+    """
+    x = log_values(values)
+    n = len(x)
+    if n < 2 * min_size:
+        return []
+    weak = set()
+    step = max(window // 2, 1)
+    starts = list(range(0, n - window + 1, step)) if n > window else [0]
+    if starts[-1] + window < n:
+        starts.append(n - window)
+    for start in starts:
+        for cut in _split_segment(x[start : start + window], min(max_p * WEAK_FACTOR, 0.5), min_size):
+            weak.add(start + cut)
+    cuts = sorted(weak)
+    while True:  # strong pass: drop the weakest failing cut (a near-duplicate from an overlap fails first)
+        points = [_measure(x, cuts, k) for k in range(len(cuts))]
+        k = _weakest_failing(points, max_p, math.log1p(min_magnitude))
+        if k is None:
+            return points
+        del cuts[k]
+
+
+def perfherder(
+    values: Sequence[float],
+    *,
+    t_threshold: float = 7.0,
+    min_change: float = 0.02,
+    fore: int = 12,
+    min_back: int = 12,
+    max_back: int = 24,
+) -> list[ChangePoint]:
+    """Perfherder's detector: t of ≤ ``max_back`` nights back against ``fore`` forward, a change where
+    t > ``t_threshold`` is a local maximum and |ratio − 1| ≥ ``min_change``; the back window restarts at
+    each change found, as Perfherder's does."""
+    x = log_values(values)
+    n = len(x)
+    ts = np.zeros(n)
+    for i in range(min_back, n - fore + 1):
+        t = _ttest(x[max(0, i - max_back) : i], x[i : i + fore])
+        ts[i] = abs(t.diff) / t.se if t.se > 0 else (math.inf if t.diff else 0.0)
+    cuts: list[int] = []
+    for i in range(min_back, n - fore + 1):
+        if cuts and i - cuts[-1] < min_back:
+            continue
+        local_max = ts[i] >= ts[i - 1] and (i + 1 >= n or ts[i] >= ts[i + 1])
+        back = x[max(cuts[-1] if cuts else 0, i - max_back) : i]
+        change = abs(math.expm1(float(x[i : i + fore].mean() - back.mean())))
+        if ts[i] > t_threshold and local_max and change >= min_change:
+            cuts.append(i)
+    return [_measure(x, cuts, k) for k in range(len(cuts))]
+
+
+DETECTORS = {"edivisive": edivisive, "perfherder": perfherder}

@@ -1,0 +1,173 @@
+"""Many results folders (one per night) → one series per (runner profile, config, test, metric).
+
+A night's value of a metric is what its gate judged: the ``observed`` of its verdict record (stored
+baselines), or the ``candidate`` of its comparison record (an in-session comparison, whose verdict and ratio
+ride along to be drawn over the trend). Each point carries the build it measured, from the provenance the
+session wrote, so a change point names the last good and first bad build a bisect would take.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_llmbench.errors import LlmbenchError
+from pytest_llmbench.report.folder import ResultsFolder, read_folder
+
+#: server_info / resources.json keys that name the build, most specific first (a distinguishing id or
+#: digest where the engine adapter records one; llama.cpp's own build_info otherwise)
+BUILD_KEYS = ("build_id", "build_digest", "digest", "image_digest", "version", "build_commit", "build_info")
+
+
+class HistoryError(LlmbenchError):
+    """The history inputs cannot be read; the message names the path or pattern."""
+
+
+@dataclass(frozen=True, order=True)
+class SeriesKey:
+    runner: str
+    config: str
+    test: str
+    metric: str
+
+    def label(self) -> str:
+        return f"{self.config} · {self.test} · {self.metric} ({self.runner})"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One night's value of one series and where it came from."""
+
+    night: str  # the results folder's name
+    time: str  # ISO time the session started (its first record)
+    value: float
+    build: str  # the build identity of the config's server that night
+    setup: str  # its server arguments, space-joined: a changed flag is a change a bisect cannot see
+    status: str | None = None  # the stored gate's verdict that night (pass, REGRESSED, …)
+    comparison: str | None = None  # the in-session comparison's verdict (regressed, equivalent, …)
+    comparison_ratio: float | None = None
+
+
+@dataclass
+class Series:
+    key: SeriesKey
+    direction: str  # "higher" or "lower" is better
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def values(self) -> list[float]:
+        return [p.value for p in self.points]
+
+
+@dataclass(frozen=True)
+class Night:
+    name: str
+    time: str
+    folder: ResultsFolder
+
+
+def expand(patterns: Sequence[str | Path]) -> list[Path]:
+    """Folders named or matched by each pattern (shell globs, for a CI job's artifact folders)."""
+    out: dict[Path, None] = {}
+    for pattern in patterns:
+        text = str(pattern)
+        matched = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
+        if not matched:
+            raise HistoryError(f"{text}: no results folder matches")
+        for m in matched:
+            if Path(m).is_dir():
+                out.setdefault(Path(m), None)
+            elif not glob.has_magic(text):
+                raise HistoryError(f"{m}: not a folder (expected a results folder with results.jsonl)")
+    return list(out)
+
+
+def read_nights(folders: Iterable[Path]) -> list[Night]:
+    """Each folder read once (report/folder.py), ordered by when its session ran (then by name)."""
+    nights = []
+    for path in folders:
+        folder = read_folder(path)
+        times = [str(r["time"]) for r in folder.records if r.get("time")]
+        nights.append(Night(path.name, min(times) if times else "", folder))
+    return sorted(nights, key=lambda n: (n.time, n.name))
+
+
+def _runner(folder: ResultsFolder) -> str:
+    for r in folder.records:
+        origin = r.get("origin")
+        if isinstance(origin, dict) and origin.get("profile"):
+            return str(origin["profile"])
+    for r in folder.kind("verdict") + folder.kind("check"):
+        if r.get("runner"):
+            return str(r["runner"])
+    return "unknown"
+
+
+def build_of(info: dict[str, Any]) -> str | None:
+    for key in BUILD_KEYS:
+        if info.get(key):
+            return str(info[key])
+    return None
+
+
+def _provenance(folder: ResultsFolder, config: str) -> tuple[str, str]:
+    server = folder.server(config)
+    build = build_of(server.get("server_info") or {}) or build_of(folder.facts(config)) or "unknown"
+    return build, " ".join(str(a) for a in server.get("server_args") or [])
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def night_points(night: Night) -> dict[SeriesKey, tuple[str, Point]]:
+    """This night's point of every series it measured, with the direction that is better."""
+    folder, runner = night.folder, _runner(night.folder)
+    out: dict[SeriesKey, tuple[str, Point]] = {}
+    # the session-end verdicts; a crashed session left only its as-it-happens checks
+    gated = folder.kind("verdict") or folder.kind("check")
+    for r in gated:
+        value = _number(r.get("observed"))
+        if value is None or not r.get("metric"):
+            continue
+        config = str(r.get("config") or "")
+        key = SeriesKey(str(r.get("runner") or runner), config, str(r.get("test_key")), str(r["metric"]))
+        build, setup = _provenance(folder, config)
+        point = Point(night.name, night.time, value, build, setup, status=r.get("status"))
+        out[key] = (str(r.get("direction") or "higher"), point)
+    for r in folder.kind("comparison"):
+        value = _number(r.get("candidate"))
+        if value is None or not r.get("metric"):
+            continue
+        config = str(r.get("config") or "")
+        key = SeriesKey(runner, config, str(r.get("test_key")), str(r["metric"]))
+        build, setup = _provenance(folder, config)
+        kind = str(r.get("kind") or "ratio")
+        old = out.get(key)
+        point = Point(
+            night.name,
+            night.time,
+            value,
+            build,
+            setup,
+            status=old[1].status if old else None,
+            comparison=str(r.get("verdict")),
+            comparison_ratio=_number(r.get(kind)) if kind == "ratio" else None,
+        )
+        out[key] = ("higher" if r.get("higher_is_better", True) else "lower", point)
+    return out
+
+
+def build_series(nights: Sequence[Night]) -> list[Series]:
+    """Every series any night measured, points in night order, sorted by key."""
+    series: dict[SeriesKey, Series] = {}
+    for night in nights:
+        for key, (direction, point) in night_points(night).items():
+            series.setdefault(key, Series(key, direction)).points.append(point)
+    return [series[k] for k in sorted(series)]

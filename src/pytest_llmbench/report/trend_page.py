@@ -1,0 +1,107 @@
+"""history.html: the trend page of many nights, in report.html's shell (one self-contained page, inline SVG).
+
+One plot per series, series with change points first: the nights' values, the level of each segment
+between change points, a dashed line at each change point, each night's stored-gate verdict as the marker
+colour, and the in-session comparison's verdict of that night (when it ran one) as a triangle over it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from itertools import pairwise
+from pathlib import Path
+
+from pytest_llmbench.history.analysis import NOT_COMPARABLE, Finding
+from pytest_llmbench.history.series import Night, Series
+from pytest_llmbench.report import html
+from pytest_llmbench.report.plots import STATUS_COLOR, Plot, _figure, _slug, _svg
+from pytest_llmbench.report.trend_summary import findings_table
+
+COMPARISON_COLOR = {"regressed": "#d62728", "improved": "#2ca02c", "equivalent": "#1f77b4"}
+
+
+def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], index: int) -> Plot:
+    fig = _figure(7.5, 2.3)
+    ax = fig.subplots()
+    xs = list(range(len(s.points)))
+    ax.plot(xs, s.values, "-", color="#999", lw=0.8)
+    for status in dict.fromkeys(p.status for p in s.points):
+        pts = [(x, p.value) for x, p in zip(xs, s.points, strict=True) if p.status == status]
+        color = STATUS_COLOR.get(str(status), "#555")
+        ax.plot(*zip(*pts, strict=True), "o", color=color, markersize=3.5, label=str(status or "no verdict"))
+    compared = [(x, p) for x, p in zip(xs, s.points, strict=True) if p.comparison]
+    if compared:
+        top = max(s.values)
+        for x, p in compared:
+            ax.plot([x], [top], "v", color=COMPARISON_COLOR.get(str(p.comparison), "#7f7f7f"), markersize=6)
+    cuts = [f.change.index for f in findings]
+    for lo, hi in pairwise([0, *cuts, len(xs)]):  # each segment's level over its judged nights, as detected
+        logs = [math.log(p.value) for p in s.points[lo:hi] if p.status != NOT_COMPARABLE and p.value > 0]
+        if logs:
+            ax.hlines(math.exp(sum(logs) / len(logs)), lo - 0.3, hi - 0.7, color="#1b1f24", lw=1.4)
+    for f in findings:
+        ax.axvline(f.change.index - 0.5, color="#d62728" if f.worse else "#2ca02c", ls="--", lw=1.2)
+        label = f"×{f.change.ratio:.3f}" + (" new" if f in new else "")
+        ax.annotate(label, (f.change.index - 0.5, 1.0), xycoords=("data", "axes fraction"), fontsize=7, va="top")
+    step = max(1, len(xs) // 12)
+    ax.set_xticks(xs[::step], [s.points[x].night for x in xs[::step]], fontsize=6, rotation=30, ha="right")
+    ax.tick_params(axis="y", labelsize=7)
+    ax.set_ylabel(s.key.metric, fontsize=7)
+    ax.legend(fontsize=6, loc="lower left", frameon=False, ncol=4)
+    pid = f"plot-trend-{index}-{_slug(s.key.metric)}"
+    caption = (
+        "Dots: each night's value, coloured by its stored-gate verdict (not comparable: the host was busy, left "
+        "out of the detection); black: the level between change points; "
+        "dashed: a change point (red worse, green better), labelled with after/before"
+        + ("; triangles: that night's in-session comparison (red regressed, blue equivalent)." if compared else ".")
+    )
+    return Plot(pid, s.key.label(), caption, _svg(fig, pid))
+
+
+def render(
+    series: Sequence[Series], nights: Sequence[Night], findings: Sequence[Finding], new: Sequence[Finding], last: int
+) -> str:
+    by_series: dict[int, list[Finding]] = {}
+    for f in findings:
+        by_series.setdefault(id(f.series), []).append(f)
+    ordered = sorted(
+        (s for s in series if len(s.points) >= 2),
+        key=lambda s: (
+            not any(f.worse and f in new for f in by_series.get(id(s), [])),
+            not by_series.get(id(s)),
+        ),
+    )
+    plots = [series_plot(s, by_series.get(id(s), []), new, i) for i, s in enumerate(ordered)]
+    table = findings_table(findings, "Change points")
+    worse_new = sum(f.worse for f in new)
+    banner = (
+        f"{worse_new} new change point(s) for the worse in the last {last} night(s)"
+        if worse_new
+        else f"No new change point for the worse in the last {last} night(s)"
+    ) + f"; {len(findings)} change point(s) over {len(nights)} nights and {len(series)} series."
+    span = f"{nights[0].name} … {nights[-1].name}" if nights else "no nights"
+    return html.render_page(
+        "history",
+        f"{len(nights)} nights: {span}",
+        [
+            html.Section("changes", "Change points", table if table.rows else None),
+            html.Section("trends", "Trends, one per series", None, plots),
+        ],
+        banner=banner,
+        bad=bool(worse_new),
+        configs=sorted({s.key.config for s in series}),
+        n_records=sum(len(n.folder.records) for n in nights),
+    )
+
+
+def write(
+    path: Path,
+    series: Sequence[Series],
+    nights: Sequence[Night],
+    findings: Sequence[Finding],
+    new: Sequence[Finding],
+    last: int,
+) -> Path:
+    path.write_text(render(series, nights, findings, new, last), encoding="utf-8")
+    return path

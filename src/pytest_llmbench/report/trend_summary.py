@@ -1,0 +1,64 @@
+"""history.md: the change points of many nights as markdown, new ones first, for ``$GITHUB_STEP_SUMMARY``.
+
+No plots, so a nightly job without the plotting stack still gets its summary and its exit status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_llmbench.gate.types import fmt
+from pytest_llmbench.history.analysis import Finding
+from pytest_llmbench.history.series import Night, Series
+from pytest_llmbench.report import rows as R
+from pytest_llmbench.report.summary import markdown_table
+
+HEADER = ["", "config", "test", "metric", "first night", "before", "after", "ratio", "95% interval", "good → bad"]
+
+
+def _builds(f: Finding) -> str:
+    text = f"{f.good_build} → {f.bad_build}"
+    if f.good_build == f.bad_build and f.setup_changed:
+        text += f" (same build; server args {f.setup_change})"
+    return text
+
+
+def findings_table(findings: Sequence[Finding], title: str) -> R.Table:
+    rows, kinds = [], []
+    for f in findings:
+        c, k = f.change, f.series.key
+        rows.append(
+            [
+                "worse" if f.worse else "better",
+                k.config,
+                k.test.split("::")[-1],
+                k.metric,
+                f.first_after.night,
+                fmt(c.before),
+                fmt(c.after),
+                f"×{c.ratio:.3f}",
+                f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]",
+                _builds(f),
+            ]
+        )
+        kinds.append("REGRESSED" if f.worse else "improved")
+    return R.Table(title, HEADER, rows, kinds)
+
+
+def render(
+    series: Sequence[Series], nights: Sequence[Night], findings: Sequence[Finding], new: Sequence[Finding], last: int
+) -> str:
+    worse = sum(f.worse for f in new)
+    head = f"❌ {worse} new change point(s) for the worse" if worse else "✅ no new change point for the worse"
+    span = f"{nights[0].name} … {nights[-1].name}" if nights else "no nights"
+    parts = [
+        f"## llmbench history: {head} in the last {last} night(s)",
+        "",
+        f"{len(nights)} nights ({span}), {len(series)} series, {len(findings)} change point(s) in all.",
+    ]
+    if new:
+        parts += ["", markdown_table(findings_table(new, f"New in the last {last} night(s)"))]
+    older = [f for f in findings if f not in new]
+    if older:
+        parts += ["", markdown_table(findings_table(older, "Earlier change points"))]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,88 @@
+"""history.html as a person sees it: the campaign's real nights (tests/history/data) rendered by headless
+Chromium: no console errors, one drawn figure per series, the change-point table as the analysis found it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_llmbench.history.analysis import find_changes, new_findings
+from pytest_llmbench.history.series import Point, Series, SeriesKey, build_series, expand, read_nights
+from pytest_llmbench.report import trend_page
+
+from .headless import Chromium, blank_fraction, find_chromium
+
+DATA = Path(__file__).parents[1] / "history" / "data"
+BOXES = """Array.from(document.querySelectorAll('figure.plot')).map(f => {
+  const svg = f.querySelector('svg'); const r = (svg || f).getBoundingClientRect();
+  return {id: f.id, has_svg: !!svg, x: r.x + window.scrollX, y: r.y + window.scrollY,
+          width: r.width, height: r.height};
+})"""
+CHANGE_ROWS = """Array.from(document.querySelectorAll('#changes-table tbody tr')).map(tr =>
+  Array.from(tr.cells).map(td => td.textContent.trim()))"""
+
+
+@pytest.fixture(scope="module")
+def analysed():
+    nights = read_nights(expand([str(DATA / "night-*")]))
+    series = build_series(nights)
+    findings = find_changes(series)
+    return series, nights, findings, new_findings(findings, nights, 3)
+
+
+@pytest.fixture(scope="module")
+def rendered(analysed, tmp_path_factory: pytest.TempPathFactory):
+    binary = find_chromium()
+    if binary is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium; .ci/run installs it as root)")
+    path = trend_page.write(tmp_path_factory.mktemp("trend") / "history.html", *analysed, 3)
+    browser = Chromium(binary)
+    try:
+        session, page = browser.load(path.as_uri(), width=1280, height=900)
+        boxes = browser.evaluate(session, BOXES)
+        rows = browser.evaluate(session, CHANGE_ROWS)
+    finally:
+        browser.close()
+    return page, boxes, rows
+
+
+def test_no_console_errors_and_one_drawn_figure_per_series(analysed, rendered) -> None:
+    series = analysed[0]
+    page, boxes, _ = rendered
+    assert page.errors == [] and page.png.startswith(b"\x89PNG")
+    assert len(boxes) == len(series)
+    for box in boxes:
+        assert box["has_svg"] and box["width"] > 300 and box["height"] > 80, box
+        white, colours = blank_fraction(page.png, box) if box["y"] + box["height"] <= page.height else (0.0, 99)
+        assert white < 0.97 and colours > 20, f"{box['id']}: blank ({white:.1%} white, {colours} colours)"
+
+
+def test_the_change_table_is_what_the_analysis_found(analysed, rendered) -> None:
+    findings = analysed[2]
+    _, _, rows = rendered
+    assert [(r[0], r[1], r[3], r[4]) for r in rows] == [
+        ("worse" if f.worse else "better", f.series.key.config, f.series.key.metric, f.first_after.night)
+        for f in findings
+    ]
+    assert all("same build; server args" in r[-1] for r in rows)
+
+
+def test_series_with_a_new_worse_change_come_first(analysed) -> None:
+    nights = analysed[1][:15]
+    series = build_series(nights)
+    findings = find_changes(series)
+    new = new_findings(findings, nights, 5)
+    html = trend_page.render(series, nights, findings, new, 5)
+    first_title = html.split("<figcaption><b>", 1)[1].split(".</b>", 1)[0]
+    assert first_title in {f.series.key.label() for f in new if f.worse}
+    assert "new change point(s) for the worse in the last 5 night(s)" in html
+
+
+def test_comparison_verdicts_are_drawn_over_their_nights() -> None:
+    key = SeriesKey("cpu-x", "c", "t.py::test[s]", "output_throughput")
+    points = [Point(f"n{i}", f"t{i}", 10.0 + (i % 3) * 0.1, "b", "", "pass") for i in range(8)]
+    points[5] = Point("n5", "t5", 9.0, "b2", "", "REGRESSED", comparison="regressed", comparison_ratio=0.9)
+    plot = trend_page.series_plot(Series(key, "higher", points), [], [], 0)
+    assert "triangles: that night's in-session comparison" in plot.caption
+    assert plot.svg.startswith("<svg") and plot.id in plot.svg
