@@ -96,6 +96,12 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _passed(items: Sequence[Record], noun: str, how: str, improved: int) -> Finding:
+    return Finding(
+        State.PASSED, f"{_plural(len(items), noun)} {how}" + (f" ({improved} improved)" if improved else ""), improved=improved
+    )
+
+
 def _nodeids(records: Iterable[Record]) -> frozenset[str]:
     return frozenset(str(r["nodeid"]) for r in records if r.get("nodeid"))
 
@@ -124,14 +130,7 @@ def stored_findings(records: Sequence[Record]) -> list[Finding]:
         )
     judged = [v for v in live if v.get("status") in ("pass", "improved")]
     if judged:
-        improved = sum(v.get("status") == "improved" for v in judged)
-        out.append(
-            Finding(
-                State.PASSED,
-                f"{_plural(len(judged), 'check')} within baseline" + (f" ({improved} improved)" if improved else ""),
-                improved=improved,
-            )
-        )
+        out.append(_passed(judged, "check", "within baseline", sum(v.get("status") == "improved" for v in judged)))
     rest = [v for v in live if v.get("status") not in ("REGRESSED", "pass", "improved")]
     if rest:
         kinds: dict[str, int] = {}
@@ -211,14 +210,7 @@ def comparison_findings(records: Sequence[Record]) -> list[Finding]:
         )
     fine = [c for c in comps if c.get("verdict") in ("equivalent", "improved") and c not in regressed]
     if fine:
-        improved = sum(c.get("verdict") == "improved" for c in fine)
-        out.append(
-            Finding(
-                State.PASSED,
-                f"{_plural(len(fine), 'comparison')} equivalent or better" + (f" ({improved} improved)" if improved else ""),
-                improved=improved,
-            )
-        )
+        out.append(_passed(fine, "comparison", "equivalent or better", sum(c.get("verdict") == "improved" for c in fine)))
     return out
 
 
