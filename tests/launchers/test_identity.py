@@ -34,6 +34,19 @@ def test_the_package_version_names_a_packaged_binary(tmp_path: Path) -> None:
     assert a["sha256"] == hashlib.sha256(old.read_bytes()).hexdigest()[:12]
 
 
+def test_the_hash_covers_the_libraries_beside_the_program(tmp_path: Path) -> None:
+    """Two llama.cpp builds ship the same thin llama-server; their libllama differs."""
+    builds = []
+    for name in ("one", "two"):
+        program = tmp_path / name / "llama-server"
+        program.parent.mkdir()
+        program.write_bytes(b"the same launcher")
+        (program.parent / "libllama.so.0.5.0").write_bytes(f"library of build {name}".encode())
+        (program.parent / "libllama.so").symlink_to("libllama.so.0.5.0")
+        builds.append(program_identity(program)["build"])
+    assert builds[0] != builds[1] and all(b.startswith("sha256:") for b in builds)
+
+
 def test_a_loose_binary_is_named_by_its_hash(tmp_path: Path) -> None:
     one, two = tmp_path / "one" / "llama-server", tmp_path / "two" / "llama-server"
     for p, body in ((one, b"build one"), (two, b"build two")):
@@ -72,7 +85,9 @@ def image(attrs: dict) -> SimpleNamespace:
 
 def test_an_image_is_named_by_the_digest_it_was_pulled_by() -> None:
     digest = "sha256:" + "ab" * 32
-    client = image({"Id": "sha256:" + "cd" * 32, "RepoDigests": [f"other/x@sha256:{'ef' * 32}", f"lmsysorg/sglang@{digest}"]})
+    client = image(
+        {"Id": "sha256:" + "cd" * 32, "RepoDigests": [f"other/x@sha256:{'ef' * 32}", f"lmsysorg/sglang@{digest}"]}
+    )
     assert image_identity(client, "lmsysorg/sglang:nightly") == {"image": "lmsysorg/sglang:nightly", "build": digest}
     local = image({"Id": "sha256:" + "cd" * 32, "RepoDigests": []})
     assert image_identity(local, "mine:dev")["build"] == "sha256:" + "cd" * 32

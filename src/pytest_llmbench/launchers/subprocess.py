@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from pytest_llmbench import redact
-from pytest_llmbench.launchers.identity import program_identity
 from pytest_llmbench.launchers.base import Handle, LaunchRequest, track, untrack
+from pytest_llmbench.launchers.identity import program_identity
 
 _PR_SET_PDEATHSIG = 1
 

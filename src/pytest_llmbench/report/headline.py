@@ -98,7 +98,9 @@ def _plural(n: int, word: str) -> str:
 
 def _passed(items: Sequence[Record], noun: str, how: str, improved: int) -> Finding:
     return Finding(
-        State.PASSED, f"{_plural(len(items), noun)} {how}" + (f" ({improved} improved)" if improved else ""), improved=improved
+        State.PASSED,
+        f"{_plural(len(items), noun)} {how}" + (f" ({improved} improved)" if improved else ""),
+        improved=improved,
     )
 
 
@@ -210,7 +212,9 @@ def comparison_findings(records: Sequence[Record]) -> list[Finding]:
         )
     fine = [c for c in comps if c.get("verdict") in ("equivalent", "improved") and c not in regressed]
     if fine:
-        out.append(_passed(fine, "comparison", "equivalent or better", sum(c.get("verdict") == "improved" for c in fine)))
+        out.append(
+            _passed(fine, "comparison", "equivalent or better", sum(c.get("verdict") == "improved" for c in fine))
+        )
     return out
 
 
