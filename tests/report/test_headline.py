@@ -59,6 +59,12 @@ def test_a_test_failed_by_its_own_regression_is_not_a_second_failure() -> None:
     assert "1 test failed (t.py::b)" in both.detail and both.state is State.REGRESSED
 
 
+def test_a_folder_merged_from_shards_counts_every_session() -> None:
+    v = session_verdict([session(failed=["a.py::x"], passed=3), session(passed=2)])
+    assert v.state is State.FAILED and "1 test failed (a.py::x)" in v.detail and "5 tests passed" in v.detail
+    assert session_verdict([session(passed=1), session(status=2)]).exit_status == 2
+
+
 def test_suite_level_holm_from_the_budget_record_regresses_and_brings_q() -> None:
     """Today compare/session.py writes q values and suite regressions in ``comparison_budget`` only."""
     recs = [

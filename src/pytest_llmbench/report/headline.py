@@ -223,26 +223,31 @@ ABORTED = {2: "interrupted", 3: "internal error", 4: "usage error"}
 
 
 def outcome_findings(records: Sequence[Record]) -> list[Finding]:
-    """Test outcomes from the ``session`` record (failed or errored tests, an aborted run) and errors
-    outside any test (``session_error`` records: a baseline file that could not be written). Failures
-    another finding explains (a test failed by its own regressed check) are left to that finding."""
+    """Test outcomes from the ``session`` records (failed or errored tests, an aborted run; a folder merged
+    from shards holds one per shard, and every one counts) and errors outside any test (``session_error``
+    records: a baseline file that could not be written). Failures another finding explains (a test
+    failed by its own regressed check) are left to that finding."""
     sessions = [r for r in records if r.get("record") == "session"]
-    s: Record = sessions[-1] if sessions else {}
     out = []
-    failed = [str(n) for n in s.get("failed") or []]
+    failed = {str(n): None for s in sessions for n in s.get("failed") or []}
     if failed:
         out.append(Finding(State.FAILED, "", frozenset(failed)))  # named once the explained ones are known
-    passed = (s.get("tests") or {}).get("passed")
+    passed = sum(int((s.get("tests") or {}).get("passed") or 0) for s in sessions)
     if passed:
-        out.append(Finding(State.NOTHING_JUDGED, f"{_plural(int(passed), 'test')} passed"))
-    for problem in s.get("problems") or []:
+        out.append(Finding(State.NOTHING_JUDGED, f"{_plural(passed, 'test')} passed"))
+    for problem in (p for s in sessions for p in s.get("problems") or []):
         out.append(Finding(State.FAILED, str(problem)))
     for err in (r for r in records if r.get("record") == "session_error"):
         out.append(Finding(State.FAILED, f"{err.get('source') or 'error'}: {err.get('message')}"))
-    status = s.get("pytest_exit_status")
-    if status in ABORTED:
+    status = _aborted(sessions)
+    if status is not None:
         out.append(Finding(State.FAILED, f"pytest {ABORTED[status]} (exit status {status})"))
     return out
+
+
+def _aborted(sessions: Sequence[Record]) -> int | None:
+    """pytest's own status of a session that ended early (interrupted, internal or usage error), if any."""
+    return next((int(s["pytest_exit_status"]) for s in sessions if s.get("pytest_exit_status") in ABORTED), None)
 
 
 #: Every reader; the session verdict is what all of them found. Bisect and history add theirs here.
@@ -250,7 +255,7 @@ READERS: list[Callable[[Sequence[Record]], list[Finding]]] = [stored_findings, c
 
 
 def session_verdict(records: Iterable[Record]) -> SessionVerdict:
-    """The run's one verdict from all its records (any order; later ``session`` records win)."""
+    """The run's one verdict from all its records (any order; a merged folder's every session counts)."""
     recs = list(records)
     found: list[Finding] = []
     for reader in READERS:
@@ -279,9 +284,9 @@ def _exit_status(state: State, findings: Sequence[Finding], records: Sequence[Re
     """1 when the run regressed or failed (or an inconclusive comparison under --llmbench-strict); an
     aborted run keeps pytest's own status; no tests at all keeps 5; else 0."""
     sessions = [r for r in records if r.get("record") == "session"]
-    pytest_status = sessions[-1].get("pytest_exit_status") if sessions else None
-    if pytest_status in ABORTED:
-        return int(pytest_status)
+    aborted = _aborted(sessions)
+    if aborted is not None:
+        return aborted
     if state in (State.REGRESSED, State.FAILED) or any(f.fails for f in findings):
         return 1
-    return 5 if pytest_status == 5 else 0
+    return 5 if sessions and all(s.get("pytest_exit_status") == 5 for s in sessions) else 0
