@@ -159,14 +159,14 @@ def stored_findings(records: Sequence[Record]) -> list[Finding]:
 
 def comparisons(records: Sequence[Record]) -> list[dict[str, Any]]:
     """The ``comparison`` records with the suite step's ``q_value`` and ``suite_verdict`` on each: from the
-    record itself when it carries them, else from the last ``comparison_budget`` record (session end)."""
-    budgets = [r for r in records if r.get("record") == "comparison_budget"]
+    record itself when it carries them, else from the ``comparison_budget`` records (session end)."""
     q_by: dict[tuple[str, str], Any] = {}
     suite: set[tuple[str, str]] = set()
-    if budgets:
-        last = budgets[-1]
-        q_by = {(str(q.get("nodeid")), str(q.get("metric"))): q.get("q_value") for q in last.get("q_values") or []}
-        suite = {(str(s.get("nodeid")), str(s.get("metric"))) for s in last.get("suite_regressed") or []}
+    for budget in (r for r in records if r.get("record") == "comparison_budget"):  # one per shard when merged
+        q_by.update(
+            {(str(q.get("nodeid")), str(q.get("metric"))): q.get("q_value") for q in budget.get("q_values") or []}
+        )
+        suite |= {(str(s.get("nodeid")), str(s.get("metric"))) for s in budget.get("suite_regressed") or []}
     out = []
     for r in records:
         if r.get("record") != "comparison":
