@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench import redact
+from pytest_llmbench.report.results import server_line
 from pytest_llmbench.server import PORT_ATTEMPTS, ServerStartError, log_tail, start_server
 from tests.engines.adapter_helpers import gone, make_config
 
@@ -41,6 +42,9 @@ def test_a_server_that_loads_slowly_is_ready_once_its_health_route_says_so(tmp_p
         assert server.info["model"] == "Qwen/Qwen3-8B"  # what the engine says about itself, at start
         assert server.base_url == f"http://127.0.0.1:{server.port}"
         assert server.facts()["startup_s"] == round(server.startup_s, 3)
+        # the launcher names the build: a loose script is its hash (launchers/identity.py), on the server record
+        assert server.build["binary"] == str(tmp_path) and server.build["build"].startswith("sha256:")
+        assert server_line(server)["build"] == server.build
         log = (tmp_path / "srv" / "server.log").read_text()
         assert log.startswith("[llmbench] starting config double (vllm/subprocess)") and "double argv" in log
         pids = server.handle.pids()

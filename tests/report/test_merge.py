@@ -98,6 +98,23 @@ def test_each_shards_session_records_are_kept_not_an_overlap(tmp_path):
     assert len(list(iter_records(tmp_path / "merged", "gate_budget"))) == 2
 
 
+def test_the_merged_verdict_counts_every_shards_session(tmp_path):
+    """Each shard's controller writes its ``session`` record (report/headline.py): a test failed in one shard
+    fails the merged run, whatever the other shard said."""
+    from pytest_llmbench.report.folder import read_folder
+    from pytest_llmbench.report.headline import State
+
+    a = shard_folder(tmp_path / "s1", "1/2", ["alpha"])
+    b = shard_folder(tmp_path / "s2", "2/2", ["beta"])
+    for folder, failed in ((a, ["t.py::alpha"]), (b, [])):
+        ResultsWriter(folder).write(
+            {"record": "session", "pytest_exit_status": 1 if failed else 0, "tests": {"passed": 1}, "failed": failed}
+        )
+    merge_results(tmp_path / "merged", [a, b])
+    verdict = read_folder(tmp_path / "merged").session_verdict()
+    assert verdict.state is State.FAILED and verdict.exit_status == 1 and "t.py::alpha" in verdict.detail
+
+
 def test_missing_shards_are_reported(tmp_path):
     a = shard_folder(tmp_path / "s1", "1/3", ["alpha"])
     c = shard_folder(tmp_path / "s3", "3/3", ["gamma"])

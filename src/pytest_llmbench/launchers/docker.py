@@ -108,6 +108,7 @@ class DockerHandle:
         self.description = description
         self.log_thread = log_thread
         self._removed = False
+        self.identity: dict[str, str] = {}  # the image and its digest (image_identity)
 
     def _state(self) -> dict[str, Any]:
         if self._removed:
@@ -202,6 +203,23 @@ def _follow_logs(container: Any, log_path: Path) -> threading.Thread:
     return t
 
 
+def image_identity(client: Any, image: str) -> dict[str, str]:
+    """``{"image": name, "build": digest}``: the repo digest the image was pulled by (else its local id),
+    so two pulls of one tag (a nightly) read as two builds."""
+    out = {"image": image}
+    try:
+        attrs = client.images.get(image).attrs
+    except Exception:  # identity is informative; the container runs either way
+        return out
+    digests = [str(d) for d in attrs.get("RepoDigests") or []]
+    repo = _split_image(image)[0].split("@", 1)[0]
+    mine = [d for d in digests if d.split("@", 1)[0] == repo] or digests
+    digest = mine[0].split("@", 1)[1] if mine and "@" in mine[0] else attrs.get("Id")
+    if digest:
+        out["build"] = str(digest)
+    return out
+
+
 class DockerLauncher:
     name = "docker"
     runs_images = True
@@ -253,4 +271,5 @@ class DockerLauncher:
             _follow_logs(container, req.log_path),
         )
         track(handle)
+        handle.identity = image_identity(client, spec["image"])
         return handle

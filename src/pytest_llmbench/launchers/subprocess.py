@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_llmbench import redact
 from pytest_llmbench.launchers.base import Handle, LaunchRequest, track, untrack
+from pytest_llmbench.launchers.identity import program_identity
 
 _PR_SET_PDEATHSIG = 1
 
@@ -34,6 +35,7 @@ class ProcessHandle:
         self.proc = proc
         self.description = description
         self.pgid = proc.pid  # leader of its own session
+        self.identity: dict[str, str] = {}  # the program's build (launchers/identity.py)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -118,4 +120,5 @@ class SubprocessLauncher:
             log.close()
         handle = ProcessHandle(proc, f"pid {proc.pid}: {' '.join(redact.args(cmd))}")
         track(handle)
+        handle.identity = program_identity(cmd[0])
         return handle

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pytest_llmbench.report import html, summary
 from pytest_llmbench.report.folder import read_folder
+from pytest_llmbench.report.headline import SessionVerdict
 
 
 @dataclass(frozen=True)
@@ -15,6 +16,7 @@ class Written:
     html: Path | None
     html_error: str | None = None  # why report.html was not written (plotting stack missing)
     step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY, when the summary was appended to it
+    verdict: SessionVerdict | None = None  # what both files' headlines say
 
 
 def write_report(
@@ -28,5 +30,5 @@ def write_report(
     try:
         page = html.write(folder, base if base is not None and base.is_dir() else None)
     except RuntimeError as e:  # the install hint
-        return Written(md, None, str(e), step)
-    return Written(md, page, None, step)
+        return Written(md, None, str(e), step, folder.session_verdict())
+    return Written(md, page, None, step, folder.session_verdict())

@@ -261,7 +261,7 @@ def html_page(c: Comparison) -> str:
         sections,
         banner=f"{sum(bool(k) for k in kinds)} of {len(c.rows)} rows regressed or improved. "
         + ("; ".join(e for e in extra if e) or "Every scenario is in both."),
-        bad=False,
+        tone="neutral",
         configs=sorted({r.config for r in c.rows}),
         n_records=len(c.a.records) + len(c.b.records),
     )

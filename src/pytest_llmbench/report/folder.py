@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.gate.types import STATUSES
+from pytest_llmbench.report.headline import SessionVerdict, comparisons, session_verdict
 from pytest_llmbench.report.results import iter_records
 
 
@@ -47,6 +48,14 @@ class ResultsFolder:
         """Verdict records, regressions first, then improved, new, pass (run order within each)."""
         order: dict[str, int] = {s: i for i, s in enumerate(STATUSES)}
         return sorted(self.kind("verdict"), key=lambda v: order.get(str(v.get("status")), len(order)))
+
+    def comparisons(self) -> list[dict[str, Any]]:
+        """``comparison`` records with the suite step's q value and suite verdict on each (headline.py)."""
+        return comparisons(self.records)
+
+    def session_verdict(self) -> SessionVerdict:
+        """The run's one verdict (report/headline.py): what every headline of the report says."""
+        return session_verdict(self.records)
 
     def server(self, config: str) -> dict[str, Any]:
         """The last server record of ``config`` (a restarted server writes a new one)."""

@@ -72,12 +72,13 @@ def render_page(
     sections: list[Section],
     *,
     banner: str,
-    bad: bool,
+    tone: str,
     configs: list[str],
     n_records: int,
     baselines: str | None = None,
 ) -> str:
-    """The page shell shared by ``report`` and ``compare --html``."""
+    """The page shell shared by ``report`` and ``compare --html``; ``tone`` colours the banner (bad, warn,
+    neutral, good: report/headline.py)."""
     from pytest_llmbench import __version__
 
     template = _environment().get_template("report.html.j2")
@@ -86,7 +87,7 @@ def render_page(
         folder=folder_label,
         sections=[s for s in sections if s.table or s.plots],
         banner=banner,
-        bad=bad,
+        tone=tone,
         configs=configs,
         n_records=n_records,
         baselines=baselines,
@@ -115,13 +116,13 @@ def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
         Section("history", "Baseline history", None, P.history(folder, baselines_dir)),
         Section("servers", "Servers and provenance", R.facts_table(folder)),
     ]
-    regressed = any(k == "REGRESSED" for k in verdicts.kinds)
+    verdict = folder.session_verdict()  # the same line as summary.md's first and the terminal's last
     return render_page(
         folder.path.name,
         str(folder.path),
         sections,
-        banner=f"{'Regressions' if regressed else 'No regressions'}: {verdicts.note}",
-        bad=regressed,
+        banner=verdict.line(),
+        tone=verdict.tone,
         configs=folder.configs,
         n_records=len(folder.records),
         baselines=str(baselines_dir) if baselines_dir else None,

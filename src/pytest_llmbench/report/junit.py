@@ -2,16 +2,19 @@
 
 A CI system that reads only the JUnit file still sees each scenario's numbers and each check's verdict
 (``llmbench.<scenario>.<metric>``, ``llmbench.verdict.<metric>`` + ``.message`` + ``.p_value``), each
-comparison's (``llmbench.comparison.<metric>`` + ``.estimate`` + ``.p_value``) and every ``bench.record``
-value (``llmbench.<name>``).
+comparison's (``llmbench.comparison.<metric>`` + ``.estimate`` + ``.p_value``), every ``bench.record``
+value (``llmbench.<name>``) and, on the testsuite, the session verdict (``llmbench.verdict``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_llmbench.report.headline import SessionVerdict
 
 PREFIX = "llmbench"
 
@@ -45,6 +48,22 @@ def properties(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
             props.append((f"{PREFIX}.comparison.{metric}.p_value", record["p_value"]))
         return props
     return []
+
+
+def add_session_verdict(config: pytest.Config, verdict: SessionVerdict) -> bool:
+    """The run's verdict as testsuite properties (``llmbench.verdict``, ``llmbench.headline``,
+    ``llmbench.exit_status``) when ``--junitxml`` is on; call before the JUnit file is written."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - pytest moved it; the per-test properties still carry the detail
+        return False
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return False
+    xml.add_global_property(f"{PREFIX}.verdict", verdict.state.value)
+    xml.add_global_property(f"{PREFIX}.headline", verdict.line())
+    xml.add_global_property(f"{PREFIX}.exit_status", str(verdict.exit_status))
+    return True
 
 
 def add_property(item: pytest.Item, name: str, value: Any) -> None:

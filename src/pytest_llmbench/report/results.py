@@ -99,6 +99,7 @@ def server_line(server: LLMServer) -> dict[str, Any]:
         "env": redact.env(cfg.env),
         "startup_s": server.startup_s,
         "server_info": server.info,
+        "build": server.build,  # binary folder or image, and the build that tells two apart
         "gpu_ids": list(server.gpu_ids),
         "pids": server.handle.pids(),
         "time": _now(),

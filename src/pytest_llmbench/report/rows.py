@@ -109,7 +109,7 @@ def counts(verdicts: list[dict[str, Any]]) -> str:
 
 def comparison_table(folder: ResultsFolder) -> Table | None:
     """Arms compared in the run (``comparison`` records): ratio candidate/reference with its interval."""
-    comps = folder.kind("comparison")
+    comps = folder.comparisons()  # q values and suite verdicts from the session's Holm step
     if not comps:
         return None
     from pytest_llmbench.compare import table as T
@@ -153,7 +153,8 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
             ]
         )
         kinds.append(verdict)
-    return Table("Comparisons (candidate / reference)", header, rows, kinds, note=T.counts(comps))
+    note = f"{T.counts(comps)}. Arms: {arms_note(folder, comps)}"
+    return Table("Comparisons (candidate / reference)", header, rows, kinds, note=note)
 
 
 SCENARIO_COLUMNS = (
@@ -274,12 +275,10 @@ def facts_table(folder: ResultsFolder) -> Table | None:
         facts, server = folder.facts(name), folder.server(name)
         if not facts and not server:
             continue
-        info = server.get("server_info") or {}
-        build = info.get("build_info") or info.get("version") or facts.get("engine_build")
         cells = [
             name,
             str(server.get("engine") or facts.get("engine") or "-"),
-            str(server.get("image") or facts.get("image") or build or "-"),
+            build_text(server, facts),
             str(server.get("model") or "-"),
             runners.get(name, "-"),
         ]
@@ -292,6 +291,35 @@ def facts_table(folder: ResultsFolder) -> Table | None:
     if not rows:
         return None
     return Table("Servers", ["config", "engine", "image / build", "model", "runner", *(k for k, _ in FACT_KEYS)], rows)
+
+
+def build_text(server: dict[str, Any], facts: dict[str, Any] | None = None) -> str:
+    """``<binary folder or image> · <build>``: the launcher's identity of the build (package version, image
+    digest or program hash: launchers/identity.py), then the engine's own word when it adds something."""
+    facts = facts or {}
+    ident = server.get("build") or {}
+    info = server.get("server_info") or {}
+    own = info.get("build_info") or info.get("version") or facts.get("engine_build")
+    parts = [
+        ident.get("image") or server.get("image") or facts.get("image") or ident.get("binary"),
+        ident.get("build"),
+        own if own != ident.get("build") else None,
+    ]
+    return " · ".join(str(p) for p in parts if p) or "-"
+
+
+def arms_note(folder: ResultsFolder, comps: list[dict[str, Any]]) -> str:
+    """Each compared config's arms: what each changes and the build it ran (``<config>.reference``'s server
+    record for the reference, the config's own for the candidate)."""
+    lines = []
+    for config in dict.fromkeys(str(c.get("config")) for c in comps):
+        first = next(c for c in comps if str(c.get("config")) == config)
+        arms = [
+            f"{role} {first.get(f'{role}_arm') or '-'} ({build_text(folder.server(name))})"
+            for role, name in (("reference", f"{config}.reference"), ("candidate", config))
+        ]
+        lines.append(f"{config}: " + " vs ".join(arms))
+    return "; ".join(lines)
 
 
 def _summarise(val: Any) -> str:

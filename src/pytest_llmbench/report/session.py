@@ -1,9 +1,16 @@
-"""The report's pytest side: ``--llmbench-report`` and pytest-html extras.
+"""The report's pytest side: the session verdict, ``--llmbench-report`` and pytest-html extras.
 
-Wiring — the plugin makes these two calls (like the gate)::
+Wiring — the plugin makes these calls (like the gate)::
 
     add_options(parser)                                                 # in pytest_addoption
+    config.pluginmanager.register(HeadlineSession(config), "llmbench-headline")  # before the gate
     config.pluginmanager.register(ReportSession(config), "llmbench-report")   # in pytest_configure
+
+:class:`HeadlineSession` computes the run's one verdict (report/headline.py) at session end, once the
+gate and the comparisons have written their end-of-session records (their ``pytest_sessionfinish`` are
+``tryfirst`` and registered after it, so they run first) and before the JUnit file is written; it sets
+the exit status, writes the ``session`` record the report reads back, and prints the terminal's last
+llmbench line.
 
 At the end of a session the controller (never an xdist worker: it sees every worker's results file)
 writes report.html and summary.md into the results folder and appends the summary to
@@ -16,13 +23,17 @@ from __future__ import annotations
 import base64
 import html as html_escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmbench import stash
+from pytest_llmbench import sink, stash
 from pytest_llmbench.gate.types import fmt
 from pytest_llmbench.jsonl import iter_jsonl
+from pytest_llmbench.report import junit
+
+if TYPE_CHECKING:
+    from pytest_llmbench.report.headline import SessionVerdict
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -35,6 +46,67 @@ def add_options(parser: pytest.Parser) -> None:
         help="at the end of the session write report.html and summary.md into the results folder "
         "(and append the summary to $GITHUB_STEP_SUMMARY when it is set)",
     )
+
+
+class HeadlineSession:
+    """The run's verdict; nothing on xdist workers (the controller sees every test's report)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.is_worker = hasattr(config, "workerinput")
+        self.failed: dict[str, None] = {}  # nodeids of failed or errored tests, in order
+        self.passed = 0
+        self.problems: list[str] = []
+        self.verdict: SessionVerdict | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self.failed.setdefault(report.nodeid)
+        elif report.when == "call" and report.passed:
+            self.passed += 1
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.problems.append(f"collection error in {report.nodeid or 'the session'}")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        results = self.config.stash.get(stash.RESULTS, None)
+        if self.is_worker or results is None or not any(results.dir.glob("results*.jsonl")):
+            return  # nothing of llmbench ran: pytest's own outcome stands
+        from pytest_llmbench.report.headline import session_verdict
+        from pytest_llmbench.report.results import iter_records
+
+        records = list(iter_records(results.dir))
+        status = int(session.exitstatus)
+        outcome: dict[str, Any] = {
+            "record": "session",
+            "pytest_exit_status": status,
+            "tests": {"passed": self.passed, "failed": len(self.failed)},
+            "failed": list(self.failed),
+            "problems": list(self.problems),
+        }
+        verdict = session_verdict([*records, outcome])
+        if status == pytest.ExitCode.TESTS_FAILED and verdict.exit_status == 0:
+            outcome["problems"].append("pytest reported a failure outside any test")  # never a green exit 1
+            verdict = session_verdict([*records, outcome])
+        sink.emit(
+            self.config,
+            {**outcome, "verdict": verdict.state.value, "exit_status": verdict.exit_status, "headline": verdict.line()},
+        )
+        self.verdict = verdict
+        if status in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode(verdict.exit_status)
+        junit.add_session_verdict(self.config, verdict)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.verdict is None:
+            return
+        tone = self.verdict.tone
+        terminalreporter.write_line(
+            self.verdict.line(), bold=True, red=tone == "bad", green=tone == "good", yellow=tone in ("warn", "neutral")
+        )
 
 
 class ReportSession:

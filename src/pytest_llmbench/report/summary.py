@@ -1,7 +1,7 @@
 """summary.md: the verdicts and the numbers of a results folder as GitHub-flavoured markdown.
 
 What a CI page shows (``$GITHUB_STEP_SUMMARY``) and what a reviewer pastes into a PR: regressions first,
-then comparisons, scenarios, evals and the servers they ran on. No plots, so it needs no plotting stack.
+then comparisons, scenarios, evals and the servers they ran on. The first line is the session verdict. No plots, so it needs no plotting stack.
 """
 
 from __future__ import annotations
@@ -27,18 +27,22 @@ def markdown_table(table: R.Table) -> str:
     lines.append("|" + "|".join("---" for _ in table.header) + "|")
     for i, row in enumerate(table.rows):
         cells = [_cell(c) for c in row]
-        if table.kinds and table.kinds[i] == "REGRESSED":
+        if table.kinds and table.kinds[i] in ("REGRESSED", "regressed"):
             cells[0] = f"**{cells[0]}**"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+def headline(folder: ResultsFolder) -> str:
+    """The first line: the session verdict (report/headline.py), the same words as the terminal's."""
+    verdict = folder.session_verdict()
+    return f"## {verdict.mark} {verdict.line()}"
+
+
 def render(folder: ResultsFolder) -> str:
     """The whole summary; sections without data are left out."""
     verdicts = R.verdict_table(folder)
-    regressed = sum(k == "REGRESSED" for k in verdicts.kinds)
-    head = "❌ regressions" if regressed else "✅ no regressions"
-    parts = [f"## llmbench: {head} — {verdicts.note}", "", f"Results: `{folder.path}`"]
+    parts = [headline(folder), "", f"Results: `{folder.path}`"]
     if verdicts.rows:
         parts += ["", markdown_table(verdicts)]
     for table in (R.comparison_table(folder), R.scenario_table(folder), R.eval_table(folder), R.facts_table(folder)):

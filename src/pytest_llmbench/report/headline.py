@@ -1,0 +1,292 @@
+"""The session verdict: one state for a whole run, computed once from its records.
+
+Every place that says how a run went — the terminal's last llmbench line, summary.md's first line, the
+report.html banner, the JUnit testsuite properties and the exit status — reads :func:`session_verdict`,
+so none of them can be green while a table below it is red. "Nothing was judged" and "inconclusive"
+are states of their own, never shown as a pass.
+
+Each kind of result is read by one function of :data:`READERS` (records in, :class:`Finding` s out):
+stored-baseline verdicts, comparisons (with the suite-level Holm step of ``comparison_budget``), and
+the test outcomes of the ``session`` record. A new kind of result (bisect, history) is one more reader.
+Pure: plain records in, a frozen value out; nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+Record = Mapping[str, Any]
+
+
+class State(Enum):
+    """Worst first: the run's state is the worst state any finding has."""
+
+    REGRESSED = "regressed"
+    FAILED = "failed"
+    INCONCLUSIVE = "inconclusive"
+    PASSED = "passed"
+    NOTHING_JUDGED = "nothing judged"
+
+    @property
+    def rank(self) -> int:
+        return list(State).index(self)
+
+
+#: How each state is shown: the headline word, summary.md's mark, the banner's colour class.
+LABEL = {
+    State.REGRESSED: ("REGRESSED", "❌", "bad"),
+    State.FAILED: ("FAILED", "❌", "bad"),
+    State.INCONCLUSIVE: ("INCONCLUSIVE", "⚠️", "warn"),
+    State.PASSED: ("PASSED", "✅", "good"),
+    State.NOTHING_JUDGED: ("NOTHING JUDGED", "⚪", "neutral"),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reader's statement about the run: ``what`` (e.g. "2 comparisons regressed") makes it ``state``."""
+
+    state: State
+    what: str
+    #: tests whose failure this finding explains (a regressed check fails its test: not a second failure)
+    nodeids: frozenset[str] = frozenset()
+    #: this finding alone makes the exit status non-zero (inconclusive under --llmbench-strict)
+    fails: bool = False
+    improved: int = 0
+
+
+@dataclass(frozen=True)
+class SessionVerdict:
+    state: State
+    findings: tuple[Finding, ...]
+    exit_status: int
+
+    @property
+    def label(self) -> str:
+        return LABEL[self.state][0]
+
+    @property
+    def mark(self) -> str:
+        return LABEL[self.state][1]
+
+    @property
+    def tone(self) -> str:
+        """The banner's CSS class: bad, warn, good, neutral."""
+        return LABEL[self.state][2]
+
+    @property
+    def improved(self) -> int:
+        return sum(f.improved for f in self.findings)
+
+    @property
+    def detail(self) -> str:
+        """What made the state, worst first: ``2 comparisons regressed; 1 check pass``."""
+        ordered = sorted(self.findings, key=lambda f: f.state.rank)
+        return "; ".join(f.what for f in ordered) or "no checks, comparisons or tests recorded"
+
+    def line(self) -> str:
+        """The one line every surface shows (the terminal, summary.md, the banner, JUnit)."""
+        return f"llmbench: {self.label} — {self.detail} (exit status {self.exit_status})"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _passed(items: Sequence[Record], noun: str, how: str, improved: int) -> Finding:
+    return Finding(
+        State.PASSED,
+        f"{_plural(len(items), noun)} {how}" + (f" ({improved} improved)" if improved else ""),
+        improved=improved,
+    )
+
+
+def _nodeids(records: Iterable[Record]) -> frozenset[str]:
+    return frozenset(str(r["nodeid"]) for r in records if r.get("nodeid"))
+
+
+# --- readers: one per kind of result ------------------------------------------------------------------
+
+
+def stored_findings(records: Sequence[Record]) -> list[Finding]:
+    """Stored-baseline verdicts (``verdict`` records, written at session end after Holm; a session that
+    never reached its end has only the ``check`` records written as each check ran)."""
+    verdicts = [r for r in records if r.get("record") == "verdict"] or [
+        r for r in records if r.get("record") == "check"
+    ]
+    recorded = [v for v in verdicts if v.get("recorded")]
+    live = [v for v in verdicts if not v.get("recorded")]
+    out = []
+    regressed = [v for v in live if v.get("status") == "REGRESSED"]
+    if regressed:
+        suite = sum("at suite level" in str(v.get("rule") or "") for v in regressed)
+        out.append(
+            Finding(
+                State.REGRESSED,
+                f"{_plural(len(regressed), 'check')} REGRESSED" + (f" ({suite} at suite level)" if suite else ""),
+                _nodeids(regressed),
+            )
+        )
+    judged = [v for v in live if v.get("status") in ("pass", "improved")]
+    if judged:
+        out.append(_passed(judged, "check", "within baseline", sum(v.get("status") == "improved" for v in judged)))
+    rest = [v for v in live if v.get("status") not in ("REGRESSED", "pass", "improved")]
+    if rest:
+        kinds: dict[str, int] = {}
+        for v in rest:
+            kinds[str(v.get("status"))] = kinds.get(str(v.get("status")), 0) + 1
+        out.append(
+            Finding(
+                State.NOTHING_JUDGED,
+                f"{_plural(len(rest), 'check')} not judged (" + ", ".join(f"{n} {k}" for k, n in kinds.items()) + ")",
+            )
+        )
+    if recorded:
+        bad = sum(v.get("status") == "REGRESSED" for v in recorded)
+        out.append(
+            Finding(
+                State.NOTHING_JUDGED,
+                f"{_plural(len(recorded), 'value')} recorded, not judged (--update-baselines=all"
+                + (f"; {bad} would have REGRESSED" if bad else "")
+                + ")",
+            )
+        )
+    return out
+
+
+def comparisons(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """The ``comparison`` records with the suite step's ``q_value`` and ``suite_verdict`` on each: from the
+    record itself when it carries them, else from the ``comparison_budget`` records (session end)."""
+    q_by: dict[tuple[str, str], Any] = {}
+    suite: set[tuple[str, str]] = set()
+    for budget in (r for r in records if r.get("record") == "comparison_budget"):  # one per shard when merged
+        q_by.update(
+            {(str(q.get("nodeid")), str(q.get("metric"))): q.get("q_value") for q in budget.get("q_values") or []}
+        )
+        suite |= {(str(s.get("nodeid")), str(s.get("metric"))) for s in budget.get("suite_regressed") or []}
+    out = []
+    for r in records:
+        if r.get("record") != "comparison":
+            continue
+        c = dict(r)
+        key = (str(c.get("nodeid")), str(c.get("metric")))
+        if c.get("q_value") is None and key in q_by:
+            c["q_value"] = q_by[key]
+        if not c.get("suite_verdict") and key in suite:
+            c["suite_verdict"] = "regressed"
+        out.append(c)
+    return out
+
+
+def comparison_findings(records: Sequence[Record]) -> list[Finding]:
+    """Reference vs candidate: regressed (at its own level or by Holm at suite level), inconclusive
+    (underpowered noted; a failure under --llmbench-strict), equivalent, improved."""
+    comps = comparisons(records)
+    out = []
+    regressed = [c for c in comps if c.get("verdict") == "regressed" or c.get("suite_verdict") == "regressed"]
+    if regressed:
+        suite = sum(c.get("verdict") != "regressed" for c in regressed)
+        out.append(
+            Finding(
+                State.REGRESSED,
+                f"{_plural(len(regressed), 'comparison')} regressed" + (f" ({suite} at suite level)" if suite else ""),
+                _nodeids(regressed),
+            )
+        )
+    unclear = [c for c in comps if c.get("verdict") == "inconclusive" and c not in regressed]
+    if unclear:
+        weak = sum(bool(c.get("underpowered")) for c in unclear)
+        strict = [c for c in unclear if c.get("strict")]
+        out.append(
+            Finding(
+                State.INCONCLUSIVE,
+                f"{_plural(len(unclear), 'comparison')} inconclusive"
+                + (f" ({weak} underpowered)" if weak else "")
+                + (" — a failure under --llmbench-strict" if strict else ""),
+                _nodeids(strict),
+                fails=bool(strict),
+            )
+        )
+    fine = [c for c in comps if c.get("verdict") in ("equivalent", "improved") and c not in regressed]
+    if fine:
+        out.append(
+            _passed(fine, "comparison", "equivalent or better", sum(c.get("verdict") == "improved" for c in fine))
+        )
+    return out
+
+
+#: pytest exit statuses that end a run before its verdicts: the run FAILED, with pytest's own status.
+ABORTED = {2: "interrupted", 3: "internal error", 4: "usage error"}
+
+
+def outcome_findings(records: Sequence[Record]) -> list[Finding]:
+    """Test outcomes from the ``session`` records (failed or errored tests, an aborted run; a folder merged
+    from shards holds one per shard, and every one counts) and errors outside any test (``session_error``
+    records: a baseline file that could not be written). Failures another finding explains (a test
+    failed by its own regressed check) are left to that finding."""
+    sessions = [r for r in records if r.get("record") == "session"]
+    out = []
+    failed = {str(n): None for s in sessions for n in s.get("failed") or []}
+    if failed:
+        out.append(Finding(State.FAILED, "", frozenset(failed)))  # named once the explained ones are known
+    passed = sum(int((s.get("tests") or {}).get("passed") or 0) for s in sessions)
+    if passed:
+        out.append(Finding(State.NOTHING_JUDGED, f"{_plural(passed, 'test')} passed"))
+    for problem in (p for s in sessions for p in s.get("problems") or []):
+        out.append(Finding(State.FAILED, str(problem)))
+    for err in (r for r in records if r.get("record") == "session_error"):
+        out.append(Finding(State.FAILED, f"{err.get('source') or 'error'}: {err.get('message')}"))
+    status = _aborted(sessions)
+    if status is not None:
+        out.append(Finding(State.FAILED, f"pytest {ABORTED[status]} (exit status {status})"))
+    return out
+
+
+def _aborted(sessions: Sequence[Record]) -> int | None:
+    """pytest's own status of a session that ended early (interrupted, internal or usage error), if any."""
+    return next((int(s["pytest_exit_status"]) for s in sessions if s.get("pytest_exit_status") in ABORTED), None)
+
+
+#: Every reader; the session verdict is what all of them found. Bisect and history add theirs here.
+READERS: list[Callable[[Sequence[Record]], list[Finding]]] = [stored_findings, comparison_findings, outcome_findings]
+
+
+def session_verdict(records: Iterable[Record]) -> SessionVerdict:
+    """The run's one verdict from all its records (any order; a merged folder's every session counts)."""
+    recs = list(records)
+    found: list[Finding] = []
+    for reader in READERS:
+        found.extend(reader(recs))
+    explained: set[str] = set()
+    for f in found:
+        if f.what:
+            explained |= f.nodeids
+    findings = []
+    for f in found:
+        if f.state is State.FAILED and not f.what:  # the test-failure placeholder
+            rest = sorted(f.nodeids - explained)
+            if not rest:
+                continue
+            f = Finding(State.FAILED, f"{_plural(len(rest), 'test')} failed ({_short(rest)})", frozenset(rest))
+        findings.append(f)
+    state = min((f.state for f in findings), key=lambda s: s.rank, default=State.NOTHING_JUDGED)
+    return SessionVerdict(state, tuple(findings), _exit_status(state, findings, recs))
+
+
+def _short(nodeids: Sequence[str], shown: int = 3) -> str:
+    return ", ".join(nodeids[:shown]) + (f" and {len(nodeids) - shown} more" if len(nodeids) > shown else "")
+
+
+def _exit_status(state: State, findings: Sequence[Finding], records: Sequence[Record]) -> int:
+    """1 when the run regressed or failed (or an inconclusive comparison under --llmbench-strict); an
+    aborted run keeps pytest's own status; no tests at all keeps 5; else 0."""
+    sessions = [r for r in records if r.get("record") == "session"]
+    aborted = _aborted(sessions)
+    if aborted is not None:
+        return aborted
+    if state in (State.REGRESSED, State.FAILED) or any(f.fails for f in findings):
+        return 1
+    return 5 if sessions and all(s.get("pytest_exit_status") == 5 for s in sessions) else 0

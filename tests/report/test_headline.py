@@ -1,0 +1,117 @@
+"""The session verdict from plain records: one state per run, worst first, never green by omission."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_llmbench.report.headline import READERS, Finding, State, comparisons, session_verdict
+
+
+def verdict(status: str, nodeid: str = "t.py::a", **extra) -> dict:
+    return {"record": "verdict", "nodeid": nodeid, "metric": "m", "status": status, **extra}
+
+
+def comparison(v: str, nodeid: str = "t.py::c", metric: str = "tok/s", **extra) -> dict:
+    return {"record": "comparison", "nodeid": nodeid, "metric": metric, "verdict": v, "family": "serving", **extra}
+
+
+def session(failed=(), passed: int = 0, status: int = 0, **extra) -> dict:
+    return {
+        "record": "session",
+        "pytest_exit_status": status,
+        "tests": {"passed": passed, "failed": len(failed)},
+        "failed": list(failed),
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    "records, state, exit_status",
+    [
+        ([], State.NOTHING_JUDGED, 0),
+        ([session(passed=2)], State.NOTHING_JUDGED, 0),
+        ([verdict("new"), verdict("learning")], State.NOTHING_JUDGED, 0),
+        ([verdict("pass"), verdict("new")], State.PASSED, 0),
+        ([verdict("pass"), verdict("REGRESSED", "t.py::b")], State.REGRESSED, 1),
+        ([comparison("equivalent"), comparison("improved", metric="tpot")], State.PASSED, 0),
+        ([comparison("inconclusive", underpowered=True)], State.INCONCLUSIVE, 0),
+        ([verdict("pass"), comparison("inconclusive")], State.INCONCLUSIVE, 0),
+        ([comparison("inconclusive", strict=True), session(failed=["t.py::c"])], State.INCONCLUSIVE, 1),
+        ([verdict("pass"), comparison("regressed"), session(failed=["t.py::c"])], State.REGRESSED, 1),
+        ([verdict("pass"), session(failed=["t.py::boom"], passed=1)], State.FAILED, 1),
+        ([verdict("pass"), session(status=2)], State.FAILED, 2),
+        ([{"record": "session_error", "source": "baselines", "message": "x.yaml: read-only"}], State.FAILED, 1),
+        ([verdict("REGRESSED", recorded=True), verdict("pass", recorded=True)], State.NOTHING_JUDGED, 0),
+        ([session(status=5)], State.NOTHING_JUDGED, 5),
+    ],
+)
+def test_state_and_exit_status(records: list[dict], state: State, exit_status: int) -> None:
+    v = session_verdict(records)
+    assert (v.state, v.exit_status) == (state, exit_status)
+    assert v.line().startswith(f"llmbench: {v.label} — ") and v.line().endswith(f"(exit status {exit_status})")
+
+
+def test_a_test_failed_by_its_own_regression_is_not_a_second_failure() -> None:
+    v = session_verdict([verdict("REGRESSED", "t.py::a"), session(failed=["t.py::a"])])
+    assert v.state is State.REGRESSED
+    assert [f.state for f in v.findings] == [State.REGRESSED]
+    both = session_verdict([verdict("REGRESSED", "t.py::a"), session(failed=["t.py::a", "t.py::b"])])
+    assert "1 test failed (t.py::b)" in both.detail and both.state is State.REGRESSED
+
+
+def test_a_folder_merged_from_shards_counts_every_session() -> None:
+    v = session_verdict([session(failed=["a.py::x"], passed=3), session(passed=2)])
+    assert v.state is State.FAILED and "1 test failed (a.py::x)" in v.detail and "5 tests passed" in v.detail
+    assert session_verdict([session(passed=1), session(status=2)]).exit_status == 2
+
+
+def test_suite_level_holm_from_the_budget_record_regresses_and_brings_q() -> None:
+    """Today compare/session.py writes q values and suite regressions in ``comparison_budget`` only."""
+    recs = [
+        comparison("inconclusive", p_value=0.004),
+        {
+            "record": "comparison_budget",
+            "q_values": [{"nodeid": "t.py::c", "metric": "tok/s", "q_value": 0.008}],
+            "suite_regressed": [{"nodeid": "t.py::c", "metric": "tok/s"}],
+        },
+    ]
+    [c] = comparisons(recs)
+    assert c["q_value"] == 0.008 and c["suite_verdict"] == "regressed"
+    v = session_verdict(recs)
+    assert v.state is State.REGRESSED and v.exit_status == 1
+    assert "1 comparison regressed (1 at suite level)" in v.detail
+
+
+def test_fields_on_the_record_itself_win_over_the_budget() -> None:
+    recs = [
+        comparison("equivalent", q_value=0.5),
+        {"record": "comparison_budget", "q_values": [{"nodeid": "t.py::c", "metric": "tok/s", "q_value": 0.1}]},
+    ]
+    assert comparisons(recs)[0]["q_value"] == 0.5
+
+
+def test_stored_suite_level_regression_is_named() -> None:
+    rule = "Relative 5%; Holm q=0.004 ≤ α=0.05: REGRESSED at suite level"
+    v = session_verdict([verdict("REGRESSED", rule=rule)])
+    assert "1 check REGRESSED (1 at suite level)" in v.detail
+
+
+def test_check_records_stand_in_when_the_session_never_wrote_verdicts() -> None:
+    v = session_verdict([{"record": "check", "nodeid": "t.py::a", "metric": "m", "status": "REGRESSED"}])
+    assert v.state is State.REGRESSED
+
+
+def test_improvements_are_noted_not_hidden() -> None:
+    v = session_verdict([verdict("improved"), comparison("improved")])
+    assert v.state is State.PASSED and v.improved == 2
+
+
+def test_a_new_reader_joins_through_the_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seam bisect and history results use: one function, records in, findings out."""
+
+    def bisect(records):
+        return [Finding(State.REGRESSED, "bisect: first bad build b11401") for r in records if r["record"] == "bisect"]
+
+    monkeypatch.setattr("pytest_llmbench.report.headline.READERS", [*READERS, bisect])
+    v = session_verdict([verdict("pass"), {"record": "bisect"}])
+    assert v.state is State.REGRESSED and v.detail.startswith("bisect: first bad build")
