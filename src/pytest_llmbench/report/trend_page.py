@@ -89,7 +89,7 @@ def render(
             html.Section("trends", "Trends, one per series", None, plots),
         ],
         banner=banner,
-        bad=bool(worse_new),
+        tone="bad" if worse_new else ("good" if series else "neutral"),  # nothing read is never green
         configs=sorted({s.key.config for s in series}),
         n_records=sum(len(n.folder.records) for n in nights),
     )
