@@ -109,10 +109,12 @@ def counts(verdicts: list[dict[str, Any]]) -> str:
 
 def comparison_table(folder: ResultsFolder) -> Table | None:
     """Arms compared in the run (``comparison`` records): ratio candidate/reference with its interval."""
-    comps = folder.kind("comparison")
+    from pytest_llmbench.compare import suite
+    from pytest_llmbench.compare import table as T
+
+    comps = suite.joined(folder.records)  # q and the suite verdict come in comparison_suite records
     if not comps:
         return None
-    from pytest_llmbench.compare import table as T
 
     header = [
         "verdict",
@@ -127,6 +129,7 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
         "rounds",
         "rules out",
         "could catch",
+        "statistic",
         "stop",
     ]
     rows, kinds = [], []
@@ -149,11 +152,13 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
                 _num(c.get("rounds")),
                 T.size_text(c, c.get("rules_out")),
                 T.size_text(c, c.get("detectable")),
+                str(c.get("statistic") or "-"),
                 str(c.get("stop_reason") or c.get("stop") or "-"),
             ]
         )
         kinds.append(verdict)
-    return Table("Comparisons (candidate / reference)", header, rows, kinds, note=T.counts(comps))
+    note = T.counts(comps) + "; could catch: the worsening caught with 95% power at the measured SD (an estimate)"
+    return Table("Comparisons (candidate / reference)", header, rows, kinds, note=note)
 
 
 SCENARIO_COLUMNS = (
