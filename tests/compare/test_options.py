@@ -82,8 +82,9 @@ def test_no_compare_option_leaves_the_session_alone(pytester: pytest.Pytester):
     assert "llmbench compare" not in result.stdout.str()
 
 
-def test_compare_header_names_the_arms(pytester: pytest.Pytester):
-    pytester.makepyfile(test_bench=BENCH)
+def _collect_with_budget(pytester: pytest.Pytester, bench: str) -> pytest.RunResult:
+    """--collect-only of ``bench`` as a comparison (reference args -t 1) under --gate-alpha 0.03."""
+    pytester.makepyfile(test_bench=bench)
     result = pytester.runpytest_subprocess(
         "-p",
         "no:cacheprovider",
@@ -99,6 +100,11 @@ def test_compare_header_names_the_arms(pytester: pytest.Pytester):
         "0.03",
     )
     assert result.ret == 0
+    return result
+
+
+def test_compare_header_names_the_arms(pytester: pytest.Pytester):
+    result = _collect_with_budget(pytester, BENCH)
     result.stdout.fnmatch_lines(
         [
             "llmbench compare: smol-nospec: reference args -t 1 vs candidate installed build",
@@ -127,22 +133,7 @@ def test_alpha_is_the_budget_over_every_serving_check_the_selected_tests_make(py
     """Issue 37 finding 4: benches/test_serving_cpu.py checks three timing metrics and two (the deciding
     ones) were counted, so the family could spend 1.5× its budget before Holm ran. The count now reads
     each test's ``bench.check`` calls: 0.03 over 3 timing comparisons."""
-    pytester.makepyfile(test_bench=CHECKS)
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "no:cacheprovider",
-        "--llmbench-configs",
-        str(CPU_YAML),
-        "--collect-only",
-        "-q",
-        "-k",
-        "smol-nospec",
-        "--llmbench-reference-args",
-        "-t 1",
-        "--gate-alpha",
-        "0.03",
-    )
-    assert result.ret == 0
+    result = _collect_with_budget(pytester, CHECKS)
     result.stdout.fnmatch_lines(["*per-comparison α timing=0.01, quality=0.03, decisions=0.03"])
 
 

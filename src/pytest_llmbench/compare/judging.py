@@ -151,18 +151,20 @@ def compare_metric(
     groups = [rounds.unit_of(r) for r, _ in where] if timing else [i for _, i in where]
     if len(ref) < 2 or len(set(groups)) < 2:
         return None
+    hib = source.higher_is_better
     if source.quantile is not None:  # a percentile: each arm's quantile per unit, the ratio of the two
         ref_q, cand_q = unit_quantiles(metric, ref, cand, groups, source.quantile, unit=unit)
+        what = f"per-{unit_singular(unit)} {metric.split('_', 1)[0]} ratio"
         c = compare_rounds(
             metric,
             ref_q,
             cand_q,
-            higher_is_better=source.higher_is_better,
+            higher_is_better=hib,
             sizes=sizes,
             alpha=alpha,
             spread=spread,
             unit=unit,
-            statistic=f"per-{unit_singular(unit)} {metric.split('_', 1)[0]} ratio",
+            statistic=what,
         )
         over = f"over {len(ref_q)} {unit}"
         return replace(c, method=c.method.replace(over, f"{over} ({len(ref)} requests)", 1))
@@ -170,7 +172,7 @@ def compare_metric(
         metric,
         ref,
         cand,
-        higher_is_better=source.higher_is_better,
+        higher_is_better=hib,
         sizes=sizes,
         alpha=alpha,
         rounds=groups,
