@@ -121,3 +121,15 @@ def test_arms_lines_compare_startup_and_memory():
     (line,) = table.arms_lines(starts)
     assert line.startswith("c: reference [bin /old] vs candidate [installed build]")
     assert "startup 2.0→3.0 s (×1.50, 1+1 starts)" in line and "RSS 400.0→500.0 MiB (×1.25" in line
+
+
+def test_a_comparison_below_the_floor_says_why_under_the_table():
+    row = rec(
+        "tput",
+        "inconclusive",
+        1.0,
+        ratio=0.8,
+        method="log-ratio t over 2 server pairs; budget too small to judge: 2 units (1 df, 3 needed)",
+    )
+    lines = table.render([row])
+    assert lines[-1].strip() == "c s tput: budget too small to judge: 2 units (1 df, 3 needed)"

@@ -1,8 +1,10 @@
-"""Interleaved rounds: both arms run the same scenario, on the same prompts, in A B B A order.
+"""Interleaved rounds: both arms run the same scenario, on the same prompts, in ABBA then BAAB order.
 
 Why ABBA: on a shared machine speed drifts within minutes (thermal state, neighbours); alternating
 which arm goes first each round puts a linear drift on both arms equally, so the per-round ratio
-stays unbiased. Each block starts from a flushed prefix cache (the block flushes before it, so the
+stays unbiased. Why BAAB next: so that neither arm always plays a unit's first block on its fresh server,
+and the arm whose server starts first alternates too (``start_first``); both orders are recorded on
+every block, and compare/order.py measures their effects. Each block starts from a flushed prefix cache (the block flushes before it, so the
 other arm's prompts are never reused). A block sends ``block_prompts`` of the scenario's prompts, the
 window moving on each round, so short blocks and many rounds still cover every prompt; the warm-up
 round (compare/power.py) runs the scenario's own warmup requests, later blocks run none.

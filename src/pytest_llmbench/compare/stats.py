@@ -44,6 +44,7 @@ POWER = 0.95  # the power ``detectable`` and the round planner are stated at
 BOOTSTRAP_RESAMPLES = 9999
 #: The fewest degrees of freedom a t-based verdict stands on (docs/COMPARE_STATS.md, "The floor").
 MIN_DF = 3
+TOO_FEW = "budget too small to judge"  # what a comparison below the floor says (tables look for it)
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,7 @@ def _t_comparison(
             low, high, lo_a, hi_a = mean - half95, mean + half95, mean - half_a, mean + half_a
     fewest = min((t.df for t in tests), default=math.nan)
     if fewest < MIN_DF:  # a verdict on 1-2 df rests on 2-3 units whose independence nothing can check
-        method += f"; budget too small to judge: {n} units ({fewest:g} df, {MIN_DF} needed)"
+        method += f"; {TOO_FEW}: {n} units ({fewest:g} df, {MIN_DF} needed)"
         lo_a = hi_a = math.nan
         p = p_eq = 1.0
     k = sizes.kind

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_llmbench.compare.stats import TOO_FEW
 from pytest_llmbench.report.table import render as aligned
 
 ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "equivalent": 3}
@@ -118,6 +119,12 @@ def render(comparisons: Iterable[Mapping[str, Any]]) -> list[str]:
             f"{r.get('config')} {r.get('scenario')}: {r.get('stop_reason')}"
             for r in rows
             if r.get("underpowered") and r.get("stop_reason")
+        }
+        | {
+            f"{r.get('config')} {r.get('scenario')} {r.get('metric')}: {TOO_FEW}"
+            + str(r.get("method")).split(TOO_FEW, 1)[1]
+            for r in rows
+            if TOO_FEW in str(r.get("method"))
         }
     )
     return lines + [f"  {w}" for w in why] + statistic_lines(rows)
