@@ -36,14 +36,8 @@ def _files(*patterns: str) -> list[Path]:
 
 DOCS = _files("README.md", "docs/**/*.md", "benches/**/*.md", "experiments/**/*.md")
 SOURCES = DOCS + _files(
-    "src/**/*.py",
-    "tests/**/*.py",
-    "benches/**/*.py",
-    "benches/**/*.sh",
-    "benches/**/*.yaml",
-    "experiments/**/*.py",
-    "experiments/**/*.sh",
-    "experiments/**/*.yaml",
+    "src/**/*.py", "tests/**/*.py", "benches/**/*.py", "benches/**/*.sh", "benches/**/*.yaml",
+    "experiments/**/*.py", "experiments/**/*.sh", "experiments/**/*.yaml",
 )
 
 
