@@ -34,6 +34,8 @@ from pathlib import Path
 
 from scipy import stats
 
+from pytest_llmbench.compare.suite import joined
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -71,6 +73,8 @@ KEEP = (
     "df",
     "se",
     "method",
+    "statistic",
+    "suite_verdict",
 )
 
 
@@ -100,7 +104,8 @@ def run(args: argparse.Namespace) -> None:
             )
         wall = time.monotonic() - t0
         output = log.read_text()
-        comps = [{k: c.get(k) for k in KEEP} for c in _records(folder, "comparison")]
+        kinds = _records(folder, "comparison") + _records(folder, "comparison_suite")
+        comps = [{k: c.get(k) for k in KEEP} for c in joined(kinds)]  # q comes in comparison_suite records
         plans = [
             {
                 k: p.get(k)
