@@ -295,3 +295,20 @@ def test_q_and_the_suite_verdict_reach_every_reader_of_the_comparison_records(tm
     by_metric = {row[table.header.index("metric")]: row for row in table.rows}
     assert by_metric["output_throughput"][q] != "-" and by_metric["output_throughput"][0] == "regressed"
     assert "statistic" in table.header and "could catch" in table.note
+
+
+def test_more_comparisons_than_counted_up_front_are_said(tmp_path, monkeypatch):
+    """A check whose metric is not a literal (or in a loop) makes comparisons the count could not see: the
+    session says so (Holm still holds the family's budget over all of them)."""
+    s, bench = _session(tmp_path, strict=False)
+    s.settings = replace(s.settings, alpha=None)
+    s.counted = Counter({"timing": 1})
+    s._last[bench.nodeid] = _last(_rounds(100.0, 0.01))
+    for metric in ("output_throughput", "median_ttft_ms"):
+        assert s.judges(bench, metric)
+        s.check(bench, metric)
+    _finish(s, monkeypatch)
+    lines: list[str] = []
+    tr = SimpleNamespace(write_sep=lambda *a, **k: None, write_line=lambda line, **k: lines.append(line))
+    s.pytest_terminal_summary(tr)
+    assert any("2 timing comparisons made, 1 counted up front" in line for line in lines), lines

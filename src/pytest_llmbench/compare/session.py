@@ -514,7 +514,7 @@ class CompareSession:
             tr.write_line(table.counts(rows))
         for line in table.arms_lines(starts):
             tr.write_line(line)
-        made = self._made_everywhere(rows)
+        made = self._made_everywhere(rows) if self.counted else Counter()  # an xdist controller counts nothing
         for fam, n in sorted(made.items()):
             if n > self.counted[fam] and self.settings.alpha is None and parse_alpha(self._gate_alpha_spec()):
                 tr.write_line(
