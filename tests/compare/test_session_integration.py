@@ -100,11 +100,13 @@ def test_candidate_with_tiny_batches_regresses_and_fails_its_test(pytester: pyte
     assert ttft["rounds"] == 6 and ttft["prompts"] == 2 * 2 * (ttft["rounds"] + 1)
     assert ttft["stop"] in ("planned", "underpowered") and ttft["stop_reason"] and ttft["confidence"] == 0.95
     blocks = [(b["round"], b["role"], b["warmup"]) for b in _records(out, "comparison_block")]
-    assert blocks[:4] == [
-        (-1, "candidate", True),
+    assert blocks[:6] == [  # the warm-up round, then ABBA (and BAAB after it: compare/interleave.py)
         (-1, "reference", True),
+        (-1, "candidate", True),
         (0, "reference", False),
         (0, "candidate", False),
+        (1, "candidate", False),
+        (1, "reference", False),
     ]
     (plan,) = _records(out, "comparison_plan")
     assert plan["pilot"] == 6 and plan["rounds"] == 6 and {n["metric"] for n in plan["needs"]} >= {"output_throughput"}
