@@ -13,6 +13,9 @@ and reads the ``comparison`` / ``comparison_plan`` records each session wrote. N
         benches/test_serving_cpu.py -k "..." --llmbench-candidate-args="-fa off"
     # the table (exact Clopper–Pearson intervals for every rate)
     python experiments/compare/compare_pytest_sessions.py report /tmp/cmp/sessions.jsonl
+    # the order effects (issue 37) from the sessions' comparison_block records: start order per unit and
+    # play order per round, candidate-first against reference-first (run it on A/A sessions)
+    python experiments/compare/compare_pytest_sessions.py order /tmp/cmp/cpu-aa-*
 
 ``run`` appends one line per session to ``OUT/sessions.jsonl`` as each finishes (an interrupted campaign
 keeps what it ran) and keeps each session's results folder under ``OUT/<label>-<i>``.
@@ -30,6 +33,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from scipy import stats
+
+from pytest_llmbench.compare.suite import joined
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,6 +73,8 @@ KEEP = (
     "df",
     "se",
     "method",
+    "statistic",
+    "suite_verdict",
 )
 
 
@@ -97,7 +104,8 @@ def run(args: argparse.Namespace) -> None:
             )
         wall = time.monotonic() - t0
         output = log.read_text()
-        comps = [{k: c.get(k) for k in KEEP} for c in _records(folder, "comparison")]
+        kinds = _records(folder, "comparison") + _records(folder, "comparison_suite")
+        comps = [{k: c.get(k) for k in KEEP} for c in joined(kinds)]  # q comes in comparison_suite records
         plans = [
             {
                 k: p.get(k)
@@ -184,6 +192,26 @@ def report(args: argparse.Namespace) -> None:
         )
 
 
+def order(args: argparse.Namespace) -> None:
+    """The start-order and play-order effects over every session folder given (compare/order.py)."""
+    from pytest_llmbench.compare.order import ORDERS, order_effect
+
+    blocks = [b for folder in args.folders for b in _records(Path(folder), "comparison_block")]
+    print(f"{len(blocks)} blocks from {len(args.folders)} results folders\n")
+    print("| metric | order | candidate-first / reference-first [95% CI] | Welch p | groups | going first, per arm |")
+    print("|---|---|---|---|---|---|")
+    for metric in args.metrics:
+        for key in ORDERS:
+            e = order_effect(blocks, metric, key)
+            if e is None:
+                print(f"| {metric} | {key} | too few groups | | | |")
+                continue
+            print(
+                f"| {metric} | {key} | ×{e.ratio:.4f} [{e.ci_low:.4f}, {e.ci_high:.4f}] | {e.p_value:.3g} | "
+                f"{e.candidate_first} + {e.reference_first} | ×{e.per_arm:.4f} |"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -195,8 +223,11 @@ def main() -> None:
     r.add_argument("pytest_args", nargs=argparse.REMAINDER)
     rep = sub.add_parser("report", help="count verdicts per label and metric")
     rep.add_argument("files", nargs="+")
+    o = sub.add_parser("order", help="start-order and play-order effects from session results folders")
+    o.add_argument("folders", nargs="+")
+    o.add_argument("--metrics", nargs="+", default=["output_throughput", "median_tpot_ms", "median_ttft_ms"])
     args = ap.parse_args()
-    run(args) if args.cmd == "run" else report(args)
+    {"run": run, "report": report, "order": order}[args.cmd](args)
 
 
 if __name__ == "__main__":

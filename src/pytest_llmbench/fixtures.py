@@ -236,21 +236,26 @@ class Bench:
         reference: float | None = None,
         cases: Mapping[str, float] | None = None,
         reference_cases: Mapping[str, float] | None = None,
+        detect: float | str | None = None,
+        ignore: float | str | None = None,
     ) -> Verdict:
         """Gate ``observed`` against the baseline of this config/test/metric (a regression fails the test
         at its end, never here); see :meth:`pytest_llmbench.gate.session.GateSession.check`.
 
         In a comparison, a serving metric of the last ``bench.run`` is judged reference vs candidate, and
-        so are ``cases`` given with ``reference_cases`` (the reference arm's, from :meth:`arms`)."""
+        so are ``cases`` given with ``reference_cases`` (the reference arm's, from :meth:`arms`).
+        ``detect``/``ignore`` (``"5%"``, ``0.1``) are this check's sizes in a comparison, over the ini's
+        (compare/margins.py); the stored-baseline gate has its own noise models and does not read them."""
         gate = self.item.config.stash.get(stash.GATE, None)
         compare = _comparison(self)  # a serving metric of a compared config is a comparison
+        sizes = {k: v for k, v in (("detect", detect), ("ignore", ignore)) if v is not None}
         if compare is not None and reference_cases is not None and cases is not None:
             verdict = compare.check_cases(
-                self, metric, cases, reference_cases, noise=noise, direction=direction, family=family
+                self, metric, cases, reference_cases, noise=noise, direction=direction, family=family, **sizes
             )
             self.verdicts.append(verdict)
             return verdict
-        if compare is not None and compare.judges(self, metric):
+        if compare is not None and compare.judges(self, metric, **sizes):
             verdict = compare.check(self, metric)
             self.verdicts.append(verdict)
             return verdict

@@ -8,7 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from pytest_llmbench.compare.judging import Judge, compare_metric, family_of, per_round, source_of
+from pytest_llmbench.compare.judging import (
+    Judge,
+    compare_metric,
+    family_of,
+    per_round,
+    source_of,
+    unknown_size_name,
+)
 from pytest_llmbench.compare.power import Design
 from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.workload.records import RequestRecord, SpecStats
@@ -112,7 +119,8 @@ def test_judge_plans_from_the_pilot_and_tests_with_its_spread():
     assert need.spread.sd == pytest.approx(sd)
     more = _tput_rounds(plan.rounds, 0.02)  # the same pilot rounds (same seed), then more
     [tput, accept] = judge.judge(more, plan)
-    assert tput.df == 7 and tput.n == plan.rounds and "pilot of 8 rounds" in tput.method
+    # the verdict needs Stein's t (the pilot's 7 df) and the t on the final SD (n - 1 df): the wider binds
+    assert tput.df in (7, plan.rounds - 1) and tput.n == plan.rounds and "pilot of 8 rounds" in tput.method
     assert accept.metric == "accept_length" and accept.verdict == "equivalent"
 
 
@@ -130,3 +138,53 @@ def test_sources_and_families():
     assert source_of("bfcl_passed") is None
     assert family_of("accept_length") == "quality" and family_of("median_ttft_ms") == "timing"
     assert per_round("median_tpot_ms") and per_round("output_throughput") and not per_round("accept_length")
+
+
+def _tail_rounds(n_rounds: int, per_block: int, tail_factor: float) -> Rounds:
+    """Candidate as fast as the reference on every request but the slowest quarter, which is ``tail_factor``
+    slower (a tail-only regression: a scheduler stall on long prompts)."""
+    rng = np.random.default_rng(4)
+    rounds = Rounds(SC)
+    for r in range(n_rounds):
+        base = np.sort(0.1 * np.exp(0.3 * rng.standard_normal(per_block)))
+        cand = base.copy()
+        cand[-max(1, per_block // 4) :] *= tail_factor
+        for role, ttfts in (("reference", base), ("candidate", cand)):
+            recs = [
+                RequestRecord(index=i, ok=True, ttft_s=float(t), e2e_s=float(t) + 1, completion_tokens=8)
+                for i, t in enumerate(ttfts)
+            ]
+            rounds.add(Block(r, role, ScenarioResult(SC, recs, {"output_throughput": 100.0, "duration": 1.0})))
+    return rounds
+
+
+def test_a_percentile_is_judged_as_the_per_unit_percentile_ratio():
+    """Issue 37 finding 3: p90 was judged as the geometric mean of per-prompt ratios, so a tail-only
+    regression (the slowest quarter 40% slower) read as ×1.09. Judged as each arm's p90 per unit, it is
+    the ×1.4 it is; the median of the same rounds does not move."""
+    rounds = _tail_rounds(6, 20, 1.4)
+    p90 = compare_metric("p90_ttft_ms", rounds, alpha=0.01)
+    assert p90 is not None and p90.verdict == "regressed" and p90.estimate == pytest.approx(1.4), p90
+    assert p90.statistic.startswith("per-round p90 ratio") and "over 6 rounds (120 requests)" in p90.method
+    median = compare_metric("median_ttft_ms", rounds, alpha=0.01)
+    assert median is not None and median.estimate == pytest.approx(1.0) and median.verdict == "equivalent"
+    mean = compare_metric("mean_ttft_ms", rounds, alpha=0.01)
+    assert mean is not None and mean.statistic.startswith("geometric mean of per-request ratios")
+
+
+def test_a_percentile_with_too_few_requests_per_unit_is_refused_with_how_to_get_more():
+    rounds = _tail_rounds(6, 4, 1.4)
+    with pytest.raises(ValueError, match=r"p99_ttft_ms is a percentile.*--llmbench-block-prompts"):
+        compare_metric("p99_ttft_ms", rounds, alpha=0.01)
+    assert compare_metric("median_ttft_ms", rounds, alpha=0.01) is not None  # 4 requests hold a median
+
+
+def test_an_ini_size_for_a_latency_word_sets_every_summary_and_a_bad_name_is_named():
+    """Issue 37 finding 8: ``ttft=10%`` passed validation and applied to nothing."""
+    rounds = _tail_rounds(6, 20, 1.0)
+    c = compare_metric("median_ttft_ms", rounds, alpha=0.01, detect={"ttft": "10%"})
+    assert c is not None and c.detect == pytest.approx(0.10)
+    assert unknown_size_name("ttft") is None and unknown_size_name("p99_itl_ms") is None
+    assert unknown_size_name("bfcl_passed") is None  # a case metric: the user's own name
+    for bad in ("ttft_ms", "p99_ttft", "throughput"):
+        assert "is not a metric a comparison judges" in str(unknown_size_name(bad)), bad

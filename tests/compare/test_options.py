@@ -55,7 +55,7 @@ def test_sizes_from_ini_lines():
         ),
         (
             ["--llmbench-reference-args", "-t 1", "-o", "llmbench_compare_pilot=2"],
-            "ini llmbench_compare_pilot: 2 — must be at least 3",
+            "ini llmbench_compare_pilot: 2 — must be at least 4",
         ),
         (
             ["--llmbench-reference-args", "-t 1", "-o", "llmbench_compare_ignore=output_throughput=5%"],
@@ -80,9 +80,10 @@ def test_no_compare_option_leaves_the_session_alone(pytester: pytest.Pytester):
     assert "llmbench compare" not in result.stdout.str()
 
 
-def test_compare_header_names_the_arms(pytester: pytest.Pytester):
-    pytester.makepyfile(test_bench=BENCH)
-    result = pytester.runpytest(
+def _collect_with_budget(pytester: pytest.Pytester, bench: str) -> pytest.RunResult:
+    """--collect-only of ``bench`` as a comparison (reference args -t 1) under --gate-alpha 0.03."""
+    pytester.makepyfile(test_bench=bench)
+    result = pytester.runpytest(  # in-process: no server starts, a subprocess costs ~2.5 s of imports
         "-p",
         "no:cacheprovider",
         "--llmbench-configs",
@@ -97,12 +98,48 @@ def test_compare_header_names_the_arms(pytester: pytest.Pytester):
         "0.03",
     )
     assert result.ret == 0
+    return result
+
+
+def test_compare_header_names_the_arms(pytester: pytest.Pytester):
+    result = _collect_with_budget(pytester, BENCH)
     result.stdout.fnmatch_lines(
         [
             "llmbench compare: smol-nospec: reference args -t 1 vs candidate installed build",
             "llmbench compare: 1 warm-up round(s) not judged, units of 2 rounds on a fresh pair of servers, "
             "a 12-unit pilot, then the units for 95% power at each metric's detect size (at most 400 rounds, 300 s per "
-            "scenario), 2 prompts per block; per-comparison α timing=0.015, quality=0.03, "
-            "decisions=0.03",
+            "scenario), 2 prompts per block; per-comparison α timing=0.03, quality=0.03, "
+            "decisions=0.03",  # a test that checks nothing makes no comparison: the whole budget is left
         ]
     )
+
+
+CHECKS = """
+import pytest
+
+@pytest.mark.llm_configs("nospec")
+def test_serving(llm_server, bench):
+    m = bench.run(None).metrics
+    bench.check("output_throughput", m["output_throughput"])
+    bench.check("median_ttft_ms", m["median_ttft_ms"])
+    bench.check("median_tpot_ms", m["median_tpot_ms"])
+    bench.check("answers_right", 5.0)  # not a serving metric: the stored-baseline gate's, not counted
+"""
+
+
+def test_alpha_is_the_budget_over_every_serving_check_the_selected_tests_make(pytester: pytest.Pytester):
+    """Issue 37 finding 4: benches/test_serving_cpu.py checks three timing metrics and two (the deciding
+    ones) were counted, so the family could spend 1.5× its budget before Holm ran. The count now reads
+    each test's ``bench.check`` calls: 0.03 over 3 timing comparisons."""
+    result = _collect_with_budget(pytester, CHECKS)
+    result.stdout.fnmatch_lines(["*per-comparison α timing=0.01, quality=0.03, decisions=0.03"])
+
+
+@pytest.mark.parametrize("line", ["ttft_ms=10%", "p99_ttft=5%", "throughput=3%"])
+def test_an_ini_size_that_names_no_comparison_metric_is_a_usage_error(line):
+    """Issue 37 finding 8: ``ttft_ms=10%`` passed and applied to nothing; a latency word applies to all."""
+    with pytest.raises(
+        pytest.UsageError, match=rf"ini llmbench_compare_detect: '{line}': .* is not a metric a comparison judges"
+    ):
+        parse_sizes([line], "llmbench_compare_detect")
+    assert parse_sizes(["ttft=10%"], "llmbench_compare_detect") == {"ttft": "10%"}

@@ -95,7 +95,7 @@ def test_plan_without_budget_is_capped_by_max_rounds_and_never_below_the_pilot()
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"pilot_units": 2}, "a pilot needs >= 3 units"),
+        ({"pilot_units": 2}, "a pilot needs >= 4 units"),
         ({"restart_rounds": 3}, "must be 0 .never restart. or even"),
         ({"restart_rounds": -2}, "must be 0 .never restart. or even"),
         ({"warmup_rounds": -1}, "warm-up rounds must be >= 0"),

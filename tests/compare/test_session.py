@@ -4,6 +4,7 @@ which verdicts fail the test (regressed always, inconclusive only with --llmbenc
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -86,6 +87,7 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
     s.pairs = {"smol-nospec": arms_from_options(cfg, settings.arms, REGISTRY)}
     s.alphas = {"timing": 0.01, "quality": 0.01, "decisions": 0.01}
     s._servers, s._last, s._failing, s.records, s.is_worker = None, {}, {}, [], False
+    s.session_id, s.counted, s.made = "session-a", Counter(), Counter()
     item = SimpleNamespace(user_properties=[], nodeid="b.py::test_serving[smol-nospec]")
     bench = SimpleNamespace(
         item=item,
@@ -101,7 +103,9 @@ def test_serving_metrics_become_comparisons_and_others_do_not(tmp_path):
     s, bench = _session(tmp_path, strict=False)
     assert not s.judges(bench, "output_throughput")  # no bench.run yet in this test
     s._last[bench.nodeid] = _last(_rounds(50.0, 0.01))
-    assert s.judges(bench, "output_throughput") and s.judges(bench, "p99_ttft_ms")
+    assert s.judges(bench, "output_throughput") and s.judges(bench, "median_ttft_ms")
+    with pytest.raises(pytest.fail.Exception, match=r"bench.check\('p99_ttft_ms'\) as a comparison: .*percentile"):
+        s.judges(bench, "p99_ttft_ms")  # 4 requests a round cannot hold a p99: refused, saying how
     assert not s.judges(bench, "accuracy")  # quality keeps its stored baseline
     assert not s.judges(bench, "accept_length")  # neither arm drafted: nothing to pair
 
@@ -227,3 +231,85 @@ def test_arms_yields_the_reference_then_the_candidate_and_leaves_the_candidate_u
         assert server.role == role and server.alive()
     assert roles == ["reference", "candidate"] and bench.server.alive()
     assert log[:2] == [("stop", "candidate"), ("start", "reference")]  # one arm at a time
+
+
+def test_a_check_sets_its_own_sizes(tmp_path):
+    """Issue 37 finding 8: ``bench.check(..., detect=, ignore=)`` had no way in; the check's sizes now judge
+    it, over the ini's."""
+    s, bench = _session(tmp_path, strict=False)
+    s._last[bench.nodeid] = _last(_rounds(97.0, 0.01))
+    assert s.judges(bench, "output_throughput", detect="10%", ignore="5%")
+    c = s.check(bench, "output_throughput")
+    assert (c.detect, c.ignore) == (pytest.approx(0.10), pytest.approx(0.05)) and c.verdict == "equivalent"
+    assert s.judges(bench, "output_throughput")  # the default sizes again: 3% slower is beyond ignore (1%)
+    assert s.check(bench, "output_throughput").verdict == "regressed"
+    ref = {f"c{i}": 1.0 for i in range(60)}
+    case = s.check_cases(bench, "bfcl_passed", ref, ref, noise=None, detect=0.2)
+    assert case.detect == pytest.approx(0.2)
+
+
+def _finish(s: CompareSession, monkeypatch) -> None:
+    monkeypatch.setattr(s, "_gate_alpha_spec", lambda: "0.05")
+    s.pytest_sessionfinish(SimpleNamespace(exitstatus=pytest.ExitCode.OK))
+
+
+def test_a_reused_results_folder_judges_only_this_sessions_comparisons(tmp_path, monkeypatch):
+    """Issue 37 finding 7: a second session with the same --results-dir showed the first session's
+    REGRESSED rows and ran Holm over them too. Each session's records carry its id; the table and Holm
+    read only its own (the first session's lines stay in results.jsonl: nothing is lost)."""
+    first, bench = _session(tmp_path, strict=False)
+    first.session_id = "first"
+    first._last[bench.nodeid] = _last(_rounds(50.0, 0.01))
+    assert first.judges(bench, "output_throughput") and first.check(bench, "output_throughput").verdict == "regressed"
+    _finish(first, monkeypatch)
+    second, bench = _session(tmp_path, strict=False)
+    second.session_id = "second"
+    second._last[bench.nodeid] = _last(_rounds(100.0, 0.01))
+    assert second.judges(bench, "output_throughput")
+    assert second.check(bench, "output_throughput").verdict == "equivalent"
+    _finish(second, monkeypatch)
+    assert [r["verdict"] for r in second.adjusted] == ["equivalent"]
+    assert [r["compare_session"] for r in second._all_records("comparison")] == ["second"]
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [r["compare_session"] for r in lines if r["record"] == "comparison"] == ["first", "second"]
+
+
+def test_q_and_the_suite_verdict_reach_every_reader_of_the_comparison_records(tmp_path, monkeypatch):
+    """Issue 37 finding 5: Holm's q lived only in the comparison_budget record, so report.html and
+    summary.md printed q as "-". A comparison_suite record per comparison carries q and the suite
+    verdict; the report joins it onto the comparison (report/rows.py)."""
+    from pytest_llmbench.report.folder import read_folder
+    from pytest_llmbench.report.rows import comparison_table
+
+    s, bench = _session(tmp_path, strict=False)
+    s._last[bench.nodeid] = _last(_rounds(50.0, 0.01))
+    assert s.judges(bench, "output_throughput") and s.judges(bench, "median_ttft_ms")
+    s.check(bench, "output_throughput")
+    s.check(bench, "median_ttft_ms")
+    _finish(s, monkeypatch)
+    suite_records = [r for r in read_folder(tmp_path).records if r["record"] == "comparison_suite"]
+    assert {r["metric"] for r in suite_records} == {"output_throughput", "median_ttft_ms"}
+    assert all(isinstance(r["q_value"], float) and r["suite_verdict"] for r in suite_records)
+    table = comparison_table(read_folder(tmp_path))
+    assert table is not None
+    q = table.header.index("q")
+    by_metric = {row[table.header.index("metric")]: row for row in table.rows}
+    assert by_metric["output_throughput"][q] != "-" and by_metric["output_throughput"][0] == "regressed"
+    assert "statistic" in table.header and "could catch" in table.note
+
+
+def test_more_comparisons_than_counted_up_front_are_said(tmp_path, monkeypatch):
+    """A check whose metric is not a literal (or in a loop) makes comparisons the count could not see: the
+    session says so (Holm still holds the family's budget over all of them)."""
+    s, bench = _session(tmp_path, strict=False)
+    s.settings = replace(s.settings, alpha=None)
+    s.counted = Counter({"timing": 1})
+    s._last[bench.nodeid] = _last(_rounds(100.0, 0.01))
+    for metric in ("output_throughput", "median_ttft_ms"):
+        assert s.judges(bench, metric)
+        s.check(bench, metric)
+    _finish(s, monkeypatch)
+    lines: list[str] = []
+    tr = SimpleNamespace(write_sep=lambda *a, **k: None, write_line=lambda line, **k: lines.append(line))
+    s.pytest_terminal_summary(tr)
+    assert any("2 timing comparisons made, 1 counted up front" in line for line in lines), lines

@@ -100,11 +100,13 @@ def test_candidate_with_tiny_batches_regresses_and_fails_its_test(pytester: pyte
     assert ttft["rounds"] == 6 and ttft["prompts"] == 2 * 2 * (ttft["rounds"] + 1)
     assert ttft["stop"] in ("planned", "underpowered") and ttft["stop_reason"] and ttft["confidence"] == 0.95
     blocks = [(b["round"], b["role"], b["warmup"]) for b in _records(out, "comparison_block")]
-    assert blocks[:4] == [
-        (-1, "candidate", True),
+    assert blocks[:6] == [  # the warm-up round, then ABBA (and BAAB after it: compare/interleave.py)
         (-1, "reference", True),
+        (-1, "candidate", True),
         (0, "reference", False),
         (0, "candidate", False),
+        (1, "candidate", False),
+        (1, "reference", False),
     ]
     (plan,) = _records(out, "comparison_plan")
     assert plan["pilot"] == 6 and plan["rounds"] == 6 and {n["metric"] for n in plan["needs"]} >= {"output_throughput"}
@@ -174,14 +176,27 @@ compare:
     )
     configs = pytester.path / "configs.yaml"
     configs.write_text(text)
-    result = _run(pytester, configs, "--llmbench-max-rounds", "4")
+    # 4 server pairs: the fewest a verdict stands on (3 df). With 2 (--llmbench-max-rounds 4) a TPOT that the
+    # two configs share once read REGRESSED at df 1; now nothing below 3 df is decided, and alpha 0.001 keeps
+    # the metrics this change does not touch (TPOT, tok/s at 24 output tokens) from failing the test by chance
+    result = _run(pytester, configs, "--llmbench-max-rounds", "8", "--llmbench-compare-alpha", "0.001")
     result.assert_outcomes(passed=1)
     out = pytester.path / "out"
-    ttft = {c["metric"]: c for c in _records(out, "comparison")}["median_ttft_ms"]
+    comps = {c["metric"]: c for c in _records(out, "comparison")}
+    ttft = comps["median_ttft_ms"]
     # the candidate config prefills in full batches, the reference in batches of 8 (×1.32 TTFT): faster.
-    # 4 rounds of 2 shared cores cannot always decide it (an interval of ×[0.57, 1.09] was seen), so the
+    # 4 pairs on 2 shared cores cannot always decide it (an interval of ×[0.57, 1.09] was seen at 2), so the
     # direction and the wiring are what this test pins; the tiny-batch test above pins the verdict
     assert ttft["verdict"] in ("improved", "inconclusive") and ttft["ratio"] < 0.95, ttft
+    assert all(c["df"] >= 3 or c["verdict"] == "inconclusive" for c in comps.values()), comps
+    blocks = [b for b in _records(out, "comparison_block") if not b["warmup"]]
+    # the start order alternates pair by pair, and the order inside a pair: ABBA, then BAAB
+    assert [b["started_first"] for b in blocks if b["round"] % 2 == 0 and b["role"] == "reference"] == [
+        "candidate",
+        "reference",
+    ] * 2
+    firsts = [b["first_in_round"] for b in blocks if b["role"] == "reference"]
+    assert firsts == ["reference", "candidate", "candidate", "reference"] * 2
     assert ttft["reference_arm"] == "config smol-ub8" and ttft["candidate_arm"] == "config smol-nospec"
     assert _no_server_left(out)
 

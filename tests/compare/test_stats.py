@@ -10,6 +10,7 @@ from scipy import stats
 
 from pytest_llmbench.compare.margins import Sizes
 from pytest_llmbench.compare.stats import (
+    MIN_DF,
     VERDICTS,
     Comparison,
     Spread,
@@ -19,6 +20,7 @@ from pytest_llmbench.compare.stats import (
     compare_pass_fail,
     compare_rounds,
     detectable_change,
+    unit_quantiles,
     verdict_of,
 )
 
@@ -111,7 +113,82 @@ def test_stein_uses_the_pilot_spread_and_its_degrees_of_freedom():
     assert c.p_value == pytest.approx(stats.t.cdf((d.mean() - math.log(0.99)) / se, 7))
     half = stats.t.isf(0.025, 7) * se
     assert c.ci_low == pytest.approx(math.exp(d.mean() - half))
-    assert "(spread from a pilot of 8 rounds)" in c.method
+    assert "(spread: the wider of a pilot of 8 rounds and the final SD)" in c.method
+
+
+def _units_with_a_bad_minute(n: int = 30, slow_unit: int = 25) -> tuple[np.ndarray, np.ndarray]:
+    """An unchanged-but-1.5%-slower candidate over quiet units, and one unit after the pilot in which the
+    candidate's blocks ran 1.7× slower (a neighbour took the GPU for a minute)."""
+    rng = np.random.default_rng(5)
+    d = math.log(0.985) + 0.005 * rng.standard_normal(n)
+    d[slow_unit] += math.log(1 / 1.7)
+    ref = np.full(n, 200.0)
+    return ref, ref * np.exp(d)
+
+
+def test_an_outlier_unit_after_the_pilot_widens_the_final_test():
+    """Issue 37 finding 1: the pilot's SD alone let one bad unit after it move the mean 1.8% and call a
+    change inside ignore "regressed". The final SD sees that unit, and the verdict needs both tests."""
+    ref, cand = _units_with_a_bad_minute()
+    pilot = Spread(0.02, 11)  # the 12 quiet pilot units
+    c = compare_rounds("output_throughput", ref, cand, higher_is_better=True, sizes=TPUT, alpha=0.01, spread=pilot)
+    d = np.log(cand / ref)
+    stein_high = d.mean() + stats.t.isf(0.01, 11) * 0.02 / math.sqrt(d.size)
+    assert stein_high < math.log(0.99)  # Stein alone (issue 20's test) says regressed
+    assert c.verdict != "regressed" and c.p_value > 0.01
+    final_se = np.std(d, ddof=1) / math.sqrt(d.size)
+    assert c.se == pytest.approx(final_se) and c.df == d.size - 1  # the binding test is the final SD's
+    assert c.ci_low == pytest.approx(math.exp(d.mean() - stats.t.isf(0.025, d.size - 1) * final_se))
+
+
+def test_quiet_units_after_a_noisy_pilot_keep_steins_test():
+    """The final SD can widen the interval, never narrow it: a pilot that saw more spread still binds."""
+    ref, cand = rounds(30, 0.97, 0.01, seed=3)
+    c = compare_rounds(
+        "output_throughput", ref, cand, higher_is_better=True, sizes=TPUT, alpha=0.01, spread=Spread(0.04, 11)
+    )
+    assert c.se == pytest.approx(0.04 / math.sqrt(30)) and c.df == 11
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_nothing_is_decided_below_the_floor_of_degrees_of_freedom(n):
+    """Issue 37 finding 2: 2 units said "regressed" at df 1. Below MIN_DF the interval is printed, the
+    verdict is inconclusive, and the method says why."""
+    ref, cand = rounds(n, 0.80, 0.001)
+    c = compare_rounds("output_throughput", ref, cand, higher_is_better=True, sizes=TPUT, alpha=0.01)
+    assert c.verdict == "inconclusive" and c.p_value == 1.0 and c.p_equivalent == 1.0
+    assert f"budget too small to judge: {n} units ({n - 1} df, {MIN_DF} needed)" in c.method
+    assert c.ci_high < 0.9  # the estimate and its interval are still reported
+    pilot = Spread(0.01, 2)  # a pilot of 3 units cannot carry a decision over more units either
+    more = rounds(10, 0.80, 0.001)
+    c = compare_rounds("output_throughput", *more, higher_is_better=True, sizes=TPUT, alpha=0.01, spread=pilot)
+    assert c.verdict == "inconclusive" and "budget too small to judge: 10 units (2 df" in c.method
+
+
+def test_the_floor_is_reached_at_min_df():
+    ref, cand = rounds(MIN_DF + 1, 0.80, 0.001)
+    c = compare_rounds("output_throughput", ref, cand, higher_is_better=True, sizes=TPUT, alpha=0.01)
+    assert c.verdict == "regressed" and c.df == MIN_DF
+
+
+def test_every_comparison_names_its_statistic():
+    ref, cand = rounds(8, 0.97, 0.01)
+    c = compare_rounds(
+        "output_throughput", ref, cand, higher_is_better=True, sizes=TPUT, alpha=0.01, unit="server pairs"
+    )
+    assert c.statistic.endswith("geometric mean over server pairs") and c.as_record()["statistic"] == c.statistic
+    lat = compare_paired("mean_ttft_ms", ref, cand, higher_is_better=False, sizes=LAT, alpha=0.01)
+    assert lat.statistic == "geometric mean of per-request ratios"
+
+
+def test_unit_quantiles_take_each_arms_quantile_per_unit_and_refuse_too_few_requests():
+    ref = [1.0, 2.0, 3.0, 4.0, 10.0, 20.0, 30.0, 40.0]
+    cand = [1.0, 2.0, 3.0, 8.0, 10.0, 20.0, 30.0, 80.0]
+    units = [0, 0, 0, 0, 1, 1, 1, 1]
+    r, c = unit_quantiles("median_ttft_ms", ref, cand, units, 0.5)
+    assert r == [2.5, 25.0] and c == [2.5, 25.0]  # a tail-only change leaves the medians alone
+    with pytest.raises(ValueError, match=r"p99_ttft_ms is a percentile.*>= 100 requests per arm.*has 4"):
+        unit_quantiles("p99_ttft_ms", ref, cand, units, 0.99)
 
 
 def test_detectable_change_is_ignore_plus_the_reach_of_the_test():

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_llmbench.__main__ import main
 from pytest_llmbench.compare.margins import sizes_for
-from pytest_llmbench.compare.stats import compare_paired
+from pytest_llmbench.compare.stats import VERDICTS, compare_paired
 from pytest_llmbench.report.compare import ALPHA, compare, judge_items, markdown
 from pytest_llmbench.report.folder import read_folder
 
@@ -66,7 +66,8 @@ def test_same_scenarios_side_by_side_with_paired_intervals(run_a: Path, tmp_path
         assert r.ratio == pytest.approx(1.2)
         if r.low is not None:  # scenarios with ≥ 3 successful requests
             assert r.paired and r.low == pytest.approx(1.2) and r.high == pytest.approx(1.2)
-            assert r.verdict == "regressed" and r.kind == "ratio"
+            # two sessions, the prompt as the unit: the interval describes, it gives no verdict (issue 37)
+            assert r.verdict is None and r.kind == "ratio"
     tput = [r for r in result.rows if r.metric == "output_throughput"]
     assert tput and all(r.ratio == pytest.approx(1.0) and r.low is None for r in tput)
     assert not result.only_a and not result.only_b
@@ -85,6 +86,19 @@ def test_two_real_runs(run_a: Path, capsys: pytest.CaptureFixture[str], tmp_path
         assert f"| {config} | {scenario} | output_throughput |" in out
     page = (tmp_path / "c.html").read_text()
     assert 'id="plot-ratios"' in page and "<script" not in page
+
+
+def test_timing_across_two_sessions_is_descriptive_and_quality_is_judged(run_a: Path, tmp_path: Path) -> None:
+    """Issue 37 finding 9: "regressed" TPOT from 4 prompts of two sessions, where a host shift between the
+    sessions reads as a regression. Timing rows say "descriptive"; a pass/fail case keeps its verdict."""
+    b = _copy_with_slower_ttft(run_a, tmp_path / "b", 1.2)
+    result = compare(read_folder(run_a), read_folder(b))
+    text = markdown(result)
+    timing = [r for r in result.rows if r.paired and r.metric.endswith("_ms")]
+    assert timing and all(r.verdict is None for r in timing)
+    assert "| descriptive |" in text and "Timing rows are descriptive" in text and "regressed" not in text
+    c = judge_items("passed", [1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1], higher_is_better=True, pass_fail=True)
+    assert c is not None and c.verdict in VERDICTS  # quality: the case is a fair unit across sessions
 
 
 def test_markdown_names_what_only_one_run_has(run_a: Path, tmp_path: Path) -> None:

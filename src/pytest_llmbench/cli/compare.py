@@ -13,7 +13,10 @@ from pytest_llmbench.report.folder import ResultsFolderError, read_folder
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_llmbench compare",
-        description="Ratios B / A with bootstrap intervals; markdown to stdout.",
+        description="Ratios B / A of two runs, with paired 95%% intervals over the prompts or cases both kept; "
+        "timing rows are descriptive (no verdict: two sessions have no rounds, a host shift between them is "
+        "in the numbers; gate timing with the in-session comparison), quality rows are judged per case. "
+        "Markdown to stdout.",
     )
     parser.add_argument("dir_a", type=Path, metavar="DIR_A")
     parser.add_argument("dir_b", type=Path, metavar="DIR_B")

@@ -1,8 +1,10 @@
-"""Interleaved rounds: both arms run the same scenario, on the same prompts, in A B B A order.
+"""Interleaved rounds: both arms run the same scenario, on the same prompts, in ABBA then BAAB order.
 
 Why ABBA: on a shared machine speed drifts within minutes (thermal state, neighbours); alternating
 which arm goes first each round puts a linear drift on both arms equally, so the per-round ratio
-stays unbiased. Each block starts from a flushed prefix cache (the block flushes before it, so the
+stays unbiased. Why BAAB next: so that neither arm always plays a unit's first block on its fresh server,
+and the arm whose server starts first alternates too (``start_first``); both orders are recorded on
+every block, and compare/order.py measures their effects. Each block starts from a flushed prefix cache (the block flushes before it, so the
 other arm's prompts are never reused). A block sends ``block_prompts`` of the scenario's prompts, the
 window moving on each round, so short blocks and many rounds still cover every prompt; the warm-up
 round (compare/power.py) runs the scenario's own warmup requests, later blocks run none.
@@ -33,12 +35,22 @@ if TYPE_CHECKING:
 
 
 def round_order(round_index: int) -> tuple[str, str]:
-    """Which arm goes first in a round: reference first in even rounds, candidate first in odd ones."""
-    return ROLES if round_index % 2 == 0 else (ROLES[1], ROLES[0])
+    """Which arm goes first in a round: rounds come in ABBA pairs and every pair mirrors the one before
+    (A B | B A, then B A | A B), so a server pair of 2 rounds is ABBA and the next BAAB: an effect of
+    going first in a pair, or of playing the unit's first block on a fresh server, falls on each arm alike."""
+    ref_first = round_index % 2 == (round_index // 2) % 2
+    return ROLES if ref_first else (ROLES[1], ROLES[0])
+
+
+def start_first(unit_index: int) -> str:
+    """Which arm's server starts first for a unit's fresh pair: the candidate in even units, the reference
+    in odd ones (a start transient tied to the order of the starts is then cancelled, and measurable:
+    experiments/compare/compare_pytest_sessions.py --order)."""
+    return ROLES[1] if unit_index % 2 == 0 else ROLES[0]
 
 
 def block_order(rounds: int) -> list[tuple[int, str]]:
-    """(round, role) of every block of ``rounds`` rounds: A B | B A | A B | …"""
+    """(round, role) of every block of ``rounds`` rounds: A B | B A | B A | A B | …"""
     return [(r, role) for r in range(rounds) for role in round_order(r)]
 
 
@@ -79,6 +91,7 @@ class ArmServers:
         self.reference: LLMServer | None = None
         self.starts: list[ArmStart] = []
         self._noted_candidate = False
+        self.started_first: str | None = None  # the current pair's first start (renew's order)
 
     def _note(self, role: str, server: LLMServer) -> None:
         facts = self._facts(server) if self._facts else {}
@@ -109,16 +122,20 @@ class ArmServers:
             self._note("reference", self.reference)
         return self.reference
 
-    def renew(self) -> None:
-        """A fresh pair of servers for the next unit (both arms up): stop both, start the candidate again in
-        place, then a new reference. Per-block servers are fresh every block already."""
+    def renew(self, first: str = "candidate") -> None:
+        """A fresh pair of servers for the next unit (both arms up): stop both, then start ``first``'s
+        server and the other's (the candidate again in place). Per-block servers are fresh every block."""
         if not self.keep_both:
             return
         self._stop_reference()
         self.candidate.stop()
-        self._restart_candidate()
-        self.reference = self._start(self.pair.reference)
-        self._note("reference", self.reference)
+        for role in (first, ROLES[0] if first == ROLES[1] else ROLES[1]):
+            if role == "candidate":
+                self._restart_candidate()
+            else:
+                self.reference = self._start(self.pair.reference)
+                self._note("reference", self.reference)
+        self.started_first = first
 
     def release(self, role: str) -> None:
         """After a block: in per-block mode its server stops (the next block starts one afresh)."""
@@ -222,7 +239,8 @@ def run_rounds(
         ids = block_window(r, size, len(prompts))
         for role in round_order(r):
             server = servers.acquire(role)
-            block = Block(r, role, run_block(server, warm if fresh else quiet, [prompts[i] for i in ids]), ids)
+            result = run_block(server, warm if fresh else quiet, [prompts[i] for i in ids])
+            block = Block(r, role, result, ids, servers.started_first if restarting else None)
             servers.release(role)
             rounds.add(block)
             if on_block is not None:
@@ -230,7 +248,7 @@ def run_rounds(
 
     def play_unit(first: int) -> None:
         if restarting:
-            servers.renew()
+            servers.renew(start_first(rounds.unit_of(first)))
         for r in range(first, first + step):
             play(r, fresh=r == first and restarting)
 
@@ -242,10 +260,10 @@ def run_rounds(
             play(w - design.warmup_rounds, fresh=w == 0)
         t_pilot = clock()
         r = 0
-        pilot = design.pilot(unit)
-        while r < pilot:  # whole units; at least two of them before the budget can stop it
+        pilot, floor = design.pilot(unit), design.floor(unit)
+        while r < pilot:  # whole units; the budget never stops it below the floor (power.MIN_UNITS)
             per = (clock() - t_pilot) / r if r else 0.0
-            if r >= 2 * step and over_budget(step * per):
+            if r >= floor and over_budget(step * per):
                 break
             play_unit(r)
             r += step

@@ -112,14 +112,32 @@ def default_sizes(metric: str) -> tuple[str, float, float] | None:
     return None
 
 
+#: A latency summary: its statistic and the per-request value it summarises (``p99_ttft_ms`` → p99, ttft).
+LATENCY_NAME = re.compile(r"(mean|median|p\d{1,2})_(ttft|tpot|itl|e2e_latency)_ms")
+#: Names an override may use for every summary of one latency (``ttft=10%``: mean_, median_, p99_ttft_ms).
+LATENCY_WORDS = ("ttft", "tpot", "itl", "e2e_latency")
+
+
+def override_key(metric: str, table: Mapping[str, object] | None) -> str | None:
+    """Which entry of an override table sets ``metric``: its exact name, else its latency word."""
+    if table is None:
+        return None
+    if metric in table:
+        return metric
+    m = LATENCY_NAME.fullmatch(metric)
+    return m.group(2) if m and m.group(2) in table else None
+
+
 def sizes_for(
     metric: str, detect: Mapping[str, object] | None = None, ignore: Mapping[str, object] | None = None
 ) -> Sizes:
-    """The sizes of ``metric``: overrides by exact name (``detect``, ``ignore``), else the defaults. An
-    override of ``detect`` alone keeps the default's ratio ignore/detect (1% of 3% → a third)."""
+    """The sizes of ``metric``: overrides by exact name (``detect``, ``ignore``) or by latency word (``ttft``
+    for every TTFT summary), else the defaults. An override of ``detect`` alone keeps the default's ratio
+    ignore/detect (1% of 3% → a third)."""
     default = default_sizes(metric)
-    if detect is not None and metric in detect:
-        kind, d_detect = parse_size(metric, detect[metric], default[0] if default is not None else None)
+    d_key, i_key = override_key(metric, detect), override_key(metric, ignore)
+    if detect is not None and d_key is not None:
+        kind, d_detect = parse_size(metric, detect[d_key], default[0] if default is not None else None)
         share = default[1] / default[2] if default is not None and kind == default[0] else 1 / 3
         d_ignore = d_detect * share
     elif default is not None:
@@ -130,8 +148,8 @@ def sizes_for(
             f"no comparison size for metric {metric!r}: set detect (e.g. {metric}=0.05 or "
             f"{metric}=3%, and optionally ignore) — metrics with defaults: {known}"
         )
-    if ignore is not None and metric in ignore:
-        ikind, d_ignore = parse_size(metric, ignore[metric], kind)
+    if ignore is not None and i_key is not None:
+        ikind, d_ignore = parse_size(metric, ignore[i_key], kind)
         if ikind != kind:
             raise ValueError(f"size for {metric!r}: ignore is a {ikind} but detect a {kind}")
     try:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_llmbench.compare.arms import ArmError, ArmOptions
-from pytest_llmbench.compare.judging import DEFAULT_DECIDE
+from pytest_llmbench.compare.judging import DEFAULT_DECIDE, unknown_size_name
 from pytest_llmbench.compare.margins import default_sizes, parse_size, sizes_for
-from pytest_llmbench.compare.power import Design
+from pytest_llmbench.compare.power import MIN_UNITS, Design
 
 SERVER_MODES = ("auto", "both", "per-block")
 DEFAULT_MAX_ROUNDS = 400
@@ -113,7 +113,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "llmbench_compare_pilot",
-        "units whose spread plans the rest (>= 3): server pairs of llmbench_compare_restart_rounds rounds, "
+        f"units whose spread plans the rest (>= {MIN_UNITS}): server pairs of llmbench_compare_restart_rounds rounds, "
         "or rounds where every block starts its server",
         default=str(DEFAULT_PILOT_UNITS),
     )
@@ -131,7 +131,7 @@ def add_options(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
         help="per metric, the smallest change a comparison must catch (95% power), one "
-        "'metric=value' a line: output_throughput=3%, accept_length=0.1",
+        "'metric=value' a line: output_throughput=3%, accept_length=0.1, ttft=10% (every TTFT summary)",
     )
     parser.addini(
         "llmbench_compare_ignore",
@@ -214,6 +214,9 @@ def parse_sizes(lines: list[str], ini: str) -> dict[str, str]:
             metric, sep, value = part.partition("=")
             if not sep or not metric or not value:
                 raise pytest.UsageError(f"ini {ini}: {part!r} is not 'metric=value' (e.g. output_throughput=3%)")
+            unknown = unknown_size_name(metric)
+            if unknown is not None:
+                raise pytest.UsageError(f"ini {ini}: {part!r}: {unknown}")
             try:
                 default = default_sizes(metric)
                 parse_size(metric, value.strip(), default[0] if default is not None else None)
@@ -240,7 +243,7 @@ def read_settings(config: pytest.Config) -> CompareSettings:
         raise pytest.UsageError(f"--llmbench-compare-alpha {alpha}: must be between 0 and 0.5")
     design = Design(
         warmup_rounds=_int(config, None, "llmbench_compare_warmup_rounds", 0),
-        pilot_units=_int(config, None, "llmbench_compare_pilot", 3),
+        pilot_units=_int(config, None, "llmbench_compare_pilot", MIN_UNITS),
         restart_rounds=_restart_rounds(config),
         max_rounds=_int(config, "llmbench_max_rounds", "llmbench_max_rounds", 2),
         budget_s=_budget(config),

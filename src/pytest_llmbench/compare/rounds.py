@@ -25,6 +25,7 @@ class Block:
     role: str
     result: ScenarioResult
     prompt_ids: Sequence[int] = ()  # the scenario's prompt of each request index (default: the index)
+    started_first: str | None = None  # whose server started first for this block's pair (None: not restarted)
 
     @property
     def warmup(self) -> bool:

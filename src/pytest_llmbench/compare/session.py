@@ -16,8 +16,10 @@ comes at the end of the session, the suite's error budget (Holm per family) acro
 
 from __future__ import annotations
 
+import uuid
+from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +37,8 @@ from pytest_llmbench.compare.arms import (
     block_pairs,
     read_compare_blocks,
 )
-from pytest_llmbench.compare.interleave import ArmServers, Outcome, Starter, run_rounds
+from pytest_llmbench.compare.count import comparisons_by_family
+from pytest_llmbench.compare.interleave import ArmServers, Outcome, Starter, round_order, run_rounds
 from pytest_llmbench.compare.judging import Judge, family_of, source_of
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.options import CompareSettings, read_settings
@@ -54,6 +57,7 @@ if TYPE_CHECKING:
 
 COMPARE = pytest.StashKey["CompareSession"]()
 DEFAULT_ALPHA = 0.01  # one comparison, when the suite's budget is off
+SESSION_KEY = "llmbench_compare_session"  # xdist workerinput: the controller's session id
 
 
 def maybe_register(config: pytest.Config, config_paths: list[Path]) -> None:
@@ -83,6 +87,7 @@ class _LastRun:
     comparisons: dict[str, Any]
     outcome: Outcome
     judge: Judge
+    own_sizes: set[str] = field(default_factory=set)  # metrics last judged at a check's own sizes
 
 
 class CompareSession:
@@ -97,6 +102,11 @@ class CompareSession:
         self._failing: dict[str, list[str]] = {}
         self.records: list[dict[str, Any]] = []  # this process's comparison records
         self.is_worker = hasattr(config, "workerinput")
+        #: Every record this session writes carries it, and the table and Holm read only its records: a
+        #: reused --results-dir keeps earlier sessions' lines (results.jsonl only appends), never their verdicts.
+        self.session_id: str = (getattr(config, "workerinput", None) or {}).get(SESSION_KEY) or uuid.uuid4().hex[:12]
+        self.counted: Counter[str] = Counter()  # comparisons per family counted up front
+        self.made: Counter[str] = Counter()  # comparisons per family made (this process)
         config.stash[COMPARE] = self
 
     # --- set-up once the selected tests are known ---------------------------------------------------
@@ -121,20 +131,26 @@ class CompareSession:
             raise pytest.UsageError(str(e)) from None
         self.alphas = self._alphas(items)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist controller: the workers' records carry the controller's session id."""
+        node.workerinput[SESSION_KEY] = self.session_id
+
     def _alphas(self, items: list[pytest.Item]) -> dict[str, float]:
         """Per-comparison alpha by family: given, or the family's budget over the comparisons counted up
-        front (compared tests that use ``bench`` × the deciding metrics of that family)."""
+        front: every serving ``bench.check`` of each compared test (compare/count.py)."""
+        self.counted = Counter()
+        for i in items:
+            if _config_of(i) in self.pairs and "bench" in getattr(i, "fixturenames", ()):
+                self.counted += comparisons_by_family(
+                    getattr(i, "function", None), family_of=_compared_family, fallback=self.settings.decide
+                )
         if self.settings.alpha is not None:
             return dict.fromkeys(FAMILIES, self.settings.alpha)
         budget = parse_alpha(self._gate_alpha_spec())
         if budget is None:
             return dict.fromkeys(FAMILIES, DEFAULT_ALPHA)
-        tests = sum(1 for i in items if _config_of(i) in self.pairs and "bench" in getattr(i, "fixturenames", ()))
-        out = {}
-        for fam in FAMILIES:
-            per_test = sum(1 for m in self.settings.decide if family_of(m) == fam)
-            out[fam] = budget[fam] / max(tests * per_test, 1)
-        return out
+        return {fam: budget[fam] / max(self.counted[fam], 1) for fam in FAMILIES}
 
     def _gate_alpha_spec(self) -> str | None:
         from pytest_llmbench.gate.options import alpha_spec
@@ -171,6 +187,7 @@ class CompareSession:
             bench.emit(
                 {
                     "record": "comparison_block",
+                    "compare_session": self.session_id,
                     "config": pair.config_name,
                     "nodeid": bench.nodeid,
                     "test_key": bench.test_key,
@@ -178,6 +195,8 @@ class CompareSession:
                     "round": block.round,
                     "unit": block.round // servers_unit if block.round >= 0 else None,
                     "role": block.role,
+                    "first_in_round": round_order(block.round)[0],  # the order effect is measurable
+                    "started_first": block.started_first,  # whose server started first for this unit's pair
                     "arm": pair.arm(block.role).label,
                     "notes": block.result.notes,
                     "warmup": block.warmup,
@@ -190,6 +209,7 @@ class CompareSession:
             bench.emit(
                 {
                     "record": "comparison_plan",
+                    "compare_session": self.session_id,
                     "config": pair.config_name,
                     "nodeid": bench.nodeid,
                     "test_key": bench.test_key,
@@ -239,19 +259,25 @@ class CompareSession:
         bench._keep(result)  # the candidate's numbers are the test's measurements (and its scenario record)
         return result
 
-    def judges(self, bench: Any, metric: str) -> bool:
-        """Does this check become a comparison? A serving metric both arms measured in the last run."""
+    def judges(self, bench: Any, metric: str, detect: object = None, ignore: object = None) -> bool:
+        """Does this check become a comparison? A serving metric both arms measured in the last run.
+        ``detect``/``ignore`` (``bench.check``'s) judge it at those sizes (the rounds were planned at the
+        ini's)."""
         last = self._last.get(bench.nodeid)
         if last is None or source_of(metric) is None:
             return False
-        if metric not in last.comparisons:
-            try:  # a metric outside llmbench_compare_metrics: the same test, on the rounds that ran
-                c = last.judge.compare(metric, last.rounds, last.outcome.plan)
+        own = detect is not None or ignore is not None
+        if metric not in last.comparisons or own or metric in last.own_sizes:
+            try:  # a metric outside llmbench_compare_metrics, or sizes of its own: on the rounds that ran
+                c = last.judge.compare(
+                    metric, last.rounds, last.outcome.plan, **_check_sizes(metric, self.settings, detect, ignore)
+                )
             except ValueError as e:
                 pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
             if c is None:
                 return False
             last.comparisons[metric] = c
+            (last.own_sizes.add if own else last.own_sizes.discard)(metric)
         return True
 
     def check(self, bench: Any, metric: str) -> Any:
@@ -277,6 +303,8 @@ class CompareSession:
         noise: Any = None,
         direction: str | None = None,
         family: str | None = None,
+        detect: object = None,
+        ignore: object = None,
     ) -> Any:
         """A per-case check measured on both arms (``bench.arms()``): the same cases paired — exact McNemar
         for pass/fail (``noise=McNemar``), paired bootstrap for decisions (``PairedBootstrap``), paired t
@@ -295,7 +323,7 @@ class CompareSession:
         fam = family or ("decisions" if name == "PairedBootstrap" else "quality")
         alpha = self.alphas.get(fam, DEFAULT_ALPHA)
         try:
-            sizes = sizes_for(metric, self.settings.detect, self.settings.ignore)
+            sizes = sizes_for(metric, **_check_sizes(metric, self.settings, detect, ignore))
             if name == "McNemar":
                 c = compare_pass_fail(metric, ref, cand, sizes=sizes, alpha=alpha)
             elif name == "PairedBootstrap":
@@ -326,6 +354,7 @@ class CompareSession:
         plan = outcome.plan if outcome is not None else None
         record = {
             "record": "comparison",
+            "compare_session": self.session_id,
             "config": pair.config_name,
             "nodeid": bench.nodeid,
             "test_key": bench.test_key,
@@ -346,6 +375,7 @@ class CompareSession:
         }
         bench.emit(record)  # results.jsonl and the JUnit properties (report/junit.py)
         self.records.append(record)
+        self.made[family] += 1
         message = _message(record)
         if c.verdict == "regressed" or (c.verdict == "inconclusive" and self.settings.strict):
             why = "" if c.verdict == "regressed" else " (--llmbench-strict)"
@@ -400,6 +430,7 @@ class CompareSession:
                 self.config,
                 {
                     "record": "arm_start",
+                    "compare_session": self.session_id,
                     "config": pair.config_name,
                     "role": s.role,
                     "label": pair.arm(s.role).label,
@@ -431,12 +462,14 @@ class CompareSession:
         return report
 
     def _all_records(self, kind: str) -> list[dict[str, Any]]:
+        """This session's records of ``kind`` from every process's results file (never an earlier
+        session's that shares the folder)."""
         results = self.config.stash.get(stash.RESULTS, None)
         if results is None or not any(results.dir.glob("results*.jsonl")):
             return []
         from pytest_llmbench.report.results import iter_records
 
-        return list(iter_records(results.dir, kind))
+        return [r for r in iter_records(results.dir, kind) if r.get("compare_session") == self.session_id]
 
     @pytest.hookimpl(tryfirst=True)  # before the session verdict (report/session.py) reads the records
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -448,11 +481,14 @@ class CompareSession:
         budget = parse_alpha(self._gate_alpha_spec())
         self.adjusted = suite.adjust(self._all_records("comparison"), budget)
         suite_regressed = [r for r in self.adjusted if r.get("suite_verdict") == "regressed"]
+        for r in self.adjusted:  # what a report joins onto each comparison record (compare/suite.py: joined)
+            sink.emit(self.config, suite.suite_record(r, self.session_id))
         if self.adjusted:
             sink.emit(
                 self.config,
                 {
                     "record": "comparison_budget",
+                    "compare_session": self.session_id,
                     "method": "holm",
                     "alphas": budget,
                     "per_comparison_alpha": self.alphas,
@@ -480,12 +516,25 @@ class CompareSession:
             tr.write_line(table.counts(rows))
         for line in table.arms_lines(starts):
             tr.write_line(line)
+        made = self._made_everywhere(rows) if self.counted else Counter()  # an xdist controller counts nothing
+        for fam, n in sorted(made.items()):
+            if n > self.counted[fam] and self.settings.alpha is None and parse_alpha(self._gate_alpha_spec()):
+                tr.write_line(
+                    f"llmbench compare: {n} {fam} comparisons made, {self.counted[fam]} counted up front (a check "
+                    f"whose metric is not a literal, or in a loop): each test judged at the family's alpha / "
+                    f"{self.counted[fam]}; Holm above holds the family's budget over all {n}",
+                    yellow=True,
+                )
         for r in rows:
             if r.get("suite_verdict") == "regressed":
                 tr.write_line(
                     f"REGRESSED at suite level (test {r['nodeid']} passed; Holm q={r['q_value']:.3g}): {_message(r)}",
                     red=True,
                 )
+
+    @staticmethod
+    def _made_everywhere(rows: list[dict[str, Any]]) -> Counter[str]:
+        return Counter(str(r.get("family")) for r in rows)
 
 
 #: auto mode keeps both arms up when the loaded candidate uses at most this share of its GPUs' memory (the
@@ -505,6 +554,25 @@ def both_fit(candidate: Any) -> bool:
 
 
 _config_of = server_config_name
+
+
+def _check_sizes(
+    metric: str, settings: CompareSettings, detect: object, ignore: object
+) -> dict[str, dict[str, object]]:
+    """The override tables for one check: the ini's, with ``bench.check``'s own sizes of ``metric`` on top."""
+    d: dict[str, object] = dict(settings.detect)
+    i: dict[str, object] = dict(settings.ignore)
+    if detect is not None:
+        d[metric] = detect
+    if ignore is not None:
+        i[metric] = ignore
+    return {"detect": d, "ignore": i}
+
+
+def _compared_family(metric: str) -> str | None:
+    """The family a ``bench.check(metric)`` counts in when it becomes a comparison (a serving metric), or
+    None (it keeps its stored baseline)."""
+    return family_of(metric) if source_of(metric) is not None else None
 
 
 def _facts(server: Any) -> dict[str, Any]:

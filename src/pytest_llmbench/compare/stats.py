@@ -16,8 +16,14 @@ decision used, and every comparison says what it could have caught (``detectable
 called regressed with 95% power at its n and spread) and what its interval rules out (``rules_out``).
 
 Ratios live in log space (log-ratio t), so 3% means candidate/reference at 0.97. A t-based comparison can
-take its spread from a pilot (:class:`Spread`, Stein's two-stage test): the statistic then has the pilot's
-degrees of freedom exactly, whatever number of rounds the pilot chose (compare/power.py says why).
+take its spread from a pilot (:class:`Spread`): it then decides only where two tests agree, Stein's
+two-stage t (the pilot's SD and df: exact under normal noise) and the t on the final SD over every unit
+(which widens when units after the pilot go wild: one bad minute). An intersection of two tests is never
+more liberal than either, so Stein's exactness bounds it; the final SD guards against outlier units
+(docs/COMPARE_STATS.md, "The final test").
+
+Nothing is decided on fewer than ``MIN_DF`` degrees of freedom: the verdict is inconclusive and the method
+says "budget too small to judge".
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ VERDICTS = ("regressed", "equivalent", "inconclusive", "improved")
 CONFIDENCE = 0.95  # every interval a user reads
 POWER = 0.95  # the power ``detectable`` and the round planner are stated at
 BOOTSTRAP_RESAMPLES = 9999
+#: The fewest degrees of freedom a t-based verdict stands on (docs/COMPARE_STATS.md, "The floor").
+MIN_DF = 3
+TOO_FEW = "budget too small to judge"  # what a comparison below the floor says (tables look for it)
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,7 @@ class Comparison:
     detectable: float = float("nan")  # the smallest worsening caught with 95% power (the sizes' unit)
     se: float = float("nan")  # standard error on the tested scale (log ratio or difference)
     df: float = float("nan")  # degrees of freedom of a t-based comparison
+    statistic: str = ""  # what ``estimate``, ``reference`` and ``candidate`` are (every table says it)
 
     @property
     def decided(self) -> bool:
@@ -107,6 +117,7 @@ class Comparison:
             "detectable": self.detectable,
             "se": self.se,
             "df": self.df,
+            "statistic": self.statistic,
         }
 
 
@@ -190,6 +201,28 @@ def detectable_change(
     return worsening(sizes.kind, start - reach if higher_is_better else start + reach, higher_is_better)
 
 
+@dataclass(frozen=True)
+class _TTest:
+    """One t test of the per-unit mean: its standard error, df, and the one-sided quantile it uses."""
+
+    se: float
+    df: float
+
+    def half(self, level: float) -> float:
+        return float(stats.t.isf(level, self.df)) * self.se if self.se > 0 else 0.0
+
+
+def _t_tests(d: np.ndarray, spread: Spread | None) -> list[_TTest]:
+    """The tests a verdict must pass: the t on the units' own SD, and with a pilot's ``spread`` Stein's t
+    as well (``d`` beyond the pilot then can widen the interval, never narrow it below Stein's)."""
+    n = d.size
+    own = [_TTest(float(np.std(d, ddof=1)) / math.sqrt(n), float(n - 1))] if n >= 2 else []
+    if spread is None or n < 1:
+        return own
+    stein = _TTest(spread.sd / math.sqrt(n), float(spread.df))
+    return [stein, *own] if own and own[0].se > 0 else [stein]
+
+
 def _t_comparison(
     metric: str,
     d: np.ndarray,
@@ -201,36 +234,49 @@ def _t_comparison(
     alpha: float,
     method: str,
     spread: Spread | None = None,
+    statistic: str = "",
 ) -> Comparison:
-    """Paired t on per-unit differences ``d`` (log ratios for a ratio). With ``spread`` (a pilot's), the
-    standard error and degrees of freedom are the pilot's: Stein's two-stage t, exact for any n it chose."""
+    """Paired t on per-unit differences ``d`` (log ratios for a ratio). With ``spread`` (a pilot's) the
+    verdict needs both Stein's two-stage t (the pilot's SD and df) and the t on the final SD to agree:
+    every bound is the wider of the two, every p-value the larger (an intersection-union test)."""
     n = d.size
     mean = float(d.mean()) if n else math.nan
     low = high = lo_a = hi_a = se = df = math.nan
     p = p_eq = 1.0
-    if spread is not None and n >= 1:
-        sd, df = spread.sd, float(spread.df)
-    elif n >= 2:
-        sd, df = float(np.std(d, ddof=1)), float(n - 1)
-    else:
-        sd = math.nan
+    tests = _t_tests(d, spread)
     worse = scale(sizes.kind, sizes.ignore, True, higher_is_better)
     eq_lo = scale(sizes.kind, sizes.detect, higher_is_better, higher_is_better)  # -detect on the tested scale
     eq_hi = scale(sizes.kind, sizes.detect, not higher_is_better, higher_is_better)
     eq_lo, eq_hi = min(eq_lo, eq_hi), max(eq_lo, eq_hi)
-    if math.isfinite(sd) and df >= 1:
-        se = sd / math.sqrt(n)
-        if se == 0:  # no spread: the interval is the point (identical arms give exactly 0)
+    if tests and all(math.isfinite(t.se) and t.df >= 1 for t in tests):
+        binding = max(tests, key=lambda t: t.half(alpha))  # the test whose bound at alpha is the widest
+        se, df = binding.se, binding.df
+        if all(t.se == 0 for t in tests):  # no spread: the interval is the point (identical arms give exactly 0)
             low = high = lo_a = hi_a = mean
             p = 0.0 if (mean < worse if higher_is_better else mean > worse) else 1.0
             p_eq = 0.0 if eq_lo < mean < eq_hi else 1.0
         else:
-            t = (mean - worse) / se
-            p = float(stats.t.cdf(t, df) if higher_is_better else stats.t.sf(t, df))
-            p_eq = float(max(stats.t.sf((mean - eq_lo) / se, df), stats.t.cdf((mean - eq_hi) / se, df)))
-            half95 = float(stats.t.isf((1 - CONFIDENCE) / 2, df)) * se
-            half_a = float(stats.t.isf(alpha, df)) * se
+            live = [t for t in tests if t.se > 0]
+            p = max(
+                float(
+                    stats.t.cdf((mean - worse) / t.se, t.df)
+                    if higher_is_better
+                    else stats.t.sf((mean - worse) / t.se, t.df)
+                )
+                for t in live
+            )
+            p_eq = max(
+                float(max(stats.t.sf((mean - eq_lo) / t.se, t.df), stats.t.cdf((mean - eq_hi) / t.se, t.df)))
+                for t in live
+            )
+            half95 = max(t.half((1 - CONFIDENCE) / 2) for t in live)
+            half_a = max(t.half(alpha) for t in live)
             low, high, lo_a, hi_a = mean - half95, mean + half95, mean - half_a, mean + half_a
+    fewest = min((t.df for t in tests), default=math.nan)
+    if fewest < MIN_DF:  # a verdict on 1-2 df rests on 2-3 units whose independence nothing can check
+        method += f"; {TOO_FEW}: {n} units ({fewest:g} df, {MIN_DF} needed)"
+        lo_a = hi_a = math.nan
+        p = p_eq = 1.0
     k = sizes.kind
     est, low, high, lo_a, hi_a = (_unscale(k, x) if math.isfinite(x) else x for x in (mean, low, high, lo_a, hi_a))
     return Comparison(
@@ -253,6 +299,7 @@ def _t_comparison(
         detectable=detectable_change(se, df, sizes=sizes, alpha=alpha, higher_is_better=higher_is_better),
         se=se,
         df=df,
+        statistic=statistic,
     )
 
 
@@ -277,9 +324,10 @@ def compare_rounds(
     alpha: float,
     spread: Spread | None = None,
     unit: str = "rounds",
+    statistic: str | None = None,
 ) -> Comparison:
     """One value per round (or per server pair: ``unit``) per arm (tok/s of each block), paired: t on the
-    log ratios.
+    log ratios. ``statistic`` names what the values are (default: per-unit values, e.g. tok/s).
 
     Rounds, not requests, are the unit because throughput drifts within a session (thermal, host load);
     an ABBA block sees the same drift on both arms, so the per-round ratio cancels it.
@@ -296,11 +344,14 @@ def compare_rounds(
         alpha=alpha,
         spread=spread,
         method=f"log-ratio t over {ref.size} {unit}" + _pilot(spread, unit),
+        statistic=(statistic or f"per-{unit.rstrip('s')} ratio") + "; geometric mean over " + unit,
     )
 
 
 def _pilot(spread: Spread | None, unit: str) -> str:
-    return f" (spread from a pilot of {spread.df + 1} {unit})" if spread is not None else ""
+    if spread is None:
+        return ""
+    return f" (spread: the wider of a pilot of {spread.df + 1} {unit} and the final SD)"
 
 
 def compare_paired(
@@ -334,10 +385,12 @@ def compare_paired(
         d = np.log(cand) - np.log(ref)
         summary = (float(stats.gmean(ref)), float(stats.gmean(cand))) if ref.size else (math.nan, math.nan)
         method = f"paired log-ratio t over {ref.size} prompts"
+        statistic = "geometric mean of per-request ratios"
     else:
         d = cand - ref
         summary = (float(ref.mean()), float(cand.mean())) if ref.size else (math.nan, math.nan)
         method = f"paired t over {ref.size} prompts"
+        statistic = "mean per-prompt difference"
     if rounds is not None:
         sums, counts = _group_sums(metric, d, rounds, "round")
         d = sums / counts
@@ -352,6 +405,40 @@ def compare_paired(
         alpha=alpha,
         method=method + _pilot(spread, unit),
         spread=spread,
+        statistic=statistic + (f", averaged per {unit.rstrip('s')}" if rounds is not None and relative else ""),
+    )
+
+
+def unit_quantiles(
+    metric: str,
+    reference: Sequence[float],
+    candidate: Sequence[float],
+    units: Sequence[Hashable],
+    q: float,
+    *,
+    unit: str = "server pairs",
+) -> tuple[list[float], list[float]]:
+    """Each arm's ``q`` quantile of its paired per-request values in every unit (sorted unit order). A
+    quantile of fewer than ``1 / (1 - q)`` values is the unit's maximum or an interpolation towards it, not
+    the tail it names, so fewer requests in any unit is an error that says how to get more."""
+    ref, cand = _pairs(metric, reference, candidate, positive=True)
+    keys = np.asarray(units)
+    if keys.shape != ref.shape:
+        raise ValueError(f"{metric}: {keys.size} unit labels for {ref.size} values")
+    need = math.ceil(round(1 / (1 - q), 9))
+    groups = [np.flatnonzero(keys == k) for k in np.unique(keys)]
+    fewest = min(g.size for g in groups)
+    if fewest < need:
+        name = metric.split("_", 1)[0]
+        raise ValueError(
+            f"{metric} is a percentile: judged as each arm's {name} per unit, it needs >= {need} requests per arm "
+            f"in every unit (one of the {len(groups)} {unit} has {fewest}); send more prompts per block "
+            f"(--llmbench-block-prompts) or more rounds per server pair (llmbench_compare_restart_rounds), or "
+            f"check median_ or mean_ instead"
+        )
+    return (
+        [float(np.quantile(ref[g], q)) for g in groups],
+        [float(np.quantile(cand[g], q)) for g in groups],
     )
 
 
@@ -463,6 +550,7 @@ def compare_pass_fail(
         alpha=alpha,
         p_equivalent=p_eq,
         detectable=detectable_change(se, math.inf, sizes=sizes, alpha=alpha, higher_is_better=True),
+        statistic="pass-rate difference over paired cases",
     )
 
 
@@ -516,6 +604,7 @@ def compare_decisions(
             alpha=alpha,
             p_equivalent=p_eq,
             detectable=detectable_change(se, math.inf, sizes=sizes, alpha=alpha, higher_is_better=higher_is_better),
+            statistic="mean per-question difference",
         )
 
     if clusters is not None:

@@ -4,6 +4,12 @@ A test fails on a comparison that regressed at its own level (the family's alpha
 comparisons counted up front, Bonferroni, known before any test runs). At session end every
 comparison's p-value gets Holm's adjusted q within its family; one whose q reaches alpha only in
 Holm's later steps is regressed at suite level, and the session fails although its test passed.
+Without a family budget (no ``--gate-alpha``) q is still computed, for the reader; no suite verdict.
+
+The comparison records are written as each test ends, before q exists, and results.jsonl only appends
+(a line written is never rewritten: nothing is lost if the session dies). So q and the suite verdict go
+into one ``comparison_suite`` record per comparison at session end, and a reader joins them
+(:func:`joined`): the latest suite record of the same session, test and metric wins.
 """
 
 from __future__ import annotations
@@ -17,15 +23,53 @@ from pytest_llmbench.gate.budget import holm
 def adjust(records: Sequence[dict[str, Any]], alphas: Mapping[str, float] | None) -> list[dict[str, Any]]:
     """Records with ``q_value`` and ``suite_verdict`` added (a copy; order kept)."""
     out = [dict(r) for r in records]
-    if alphas is None:
-        return out
-    for family, alpha in alphas.items():
+    families = sorted({str(r.get("family")) for r in out})
+    for family in families:
+        alpha = alphas.get(family) if alphas is not None else None
         idx = [i for i, r in enumerate(out) if r.get("family") == family and isinstance(r.get("p_value"), (int, float))]
         for i, q in zip(idx, holm(out[i]["p_value"] for i in idx), strict=True):
             out[i]["q_value"] = q
             worse = _worse_beyond_ignore(out[i])
-            if q <= alpha and worse and out[i].get("verdict") != "regressed":
+            if alpha is not None and q <= alpha and worse and out[i].get("verdict") != "regressed":
                 out[i]["suite_verdict"] = "regressed"
+    return out
+
+
+def suite_record(adjusted: Mapping[str, Any], session: str) -> dict[str, Any]:
+    """The ``comparison_suite`` record of one adjusted comparison: its q and its verdict after Holm."""
+    return {
+        "record": "comparison_suite",
+        "compare_session": session,
+        "config": adjusted.get("config"),
+        "nodeid": adjusted.get("nodeid"),
+        "scenario": adjusted.get("scenario"),
+        "metric": adjusted.get("metric"),
+        "family": adjusted.get("family"),
+        "q_value": adjusted.get("q_value"),
+        "suite_verdict": adjusted.get("suite_verdict") or adjusted.get("verdict"),
+        "regressed_at_suite_level": adjusted.get("suite_verdict") == "regressed",
+    }
+
+
+def _key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (r.get("compare_session"), r.get("nodeid"), r.get("scenario"), r.get("metric"))
+
+
+def joined(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ``comparison`` records among ``records`` with ``q_value`` and ``suite_verdict`` from the latest
+    ``comparison_suite`` record of the same session, test, scenario and metric (a comparison without one:
+    the session ended before Holm ran, and it keeps what it had)."""
+    latest = {_key(r): r for r in records if r.get("record") == "comparison_suite"}
+    out = []
+    for r in records:
+        if r.get("record") != "comparison":
+            continue
+        extra = latest.get(_key(r))
+        row = dict(r)
+        if extra is not None:
+            row["q_value"] = extra.get("q_value")
+            row["suite_verdict"] = extra.get("suite_verdict")
+        out.append(row)
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pytest_llmbench.compare.stats import TOO_FEW
 from pytest_llmbench.report.table import render as aligned
 
 ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "equivalent": 3}
@@ -50,10 +51,12 @@ def _worse_word(rec: Mapping[str, Any]) -> str:
 
 
 def reach(rec: Mapping[str, Any]) -> str:
-    """What a comparison could see: ``rules out a slowdown > 2.4%; could catch 3.1%``."""
+    """What a comparison could see: ``rules out a slowdown > 2.4%; could catch ~3.1% at the measured SD``
+    (an estimate: the smallest worsening called regressed with 95% power were the true SD the one its
+    units measured, which on 11 df is itself uncertain by about ±30%)."""
     return (
         f"rules out a {_worse_word(rec)} > {size_text(rec, rec.get('rules_out'))}; "
-        f"could catch {size_text(rec, rec.get('detectable'))}"
+        f"could catch ~{size_text(rec, rec.get('detectable'))} at the measured SD"
     )
 
 
@@ -86,7 +89,7 @@ def render(comparisons: Iterable[Mapping[str, Any]]) -> list[str]:
         "p",
         "q",
         "rounds",
-        "rules out / could catch",
+        "rules out / could catch (at the measured SD)",
         "stop",
     ]
     body = []
@@ -117,8 +120,24 @@ def render(comparisons: Iterable[Mapping[str, Any]]) -> list[str]:
             for r in rows
             if r.get("underpowered") and r.get("stop_reason")
         }
+        | {
+            f"{r.get('config')} {r.get('scenario')} {r.get('metric')}: {TOO_FEW}"
+            + str(r.get("method")).split(TOO_FEW, 1)[1]
+            for r in rows
+            if TOO_FEW in str(r.get("method"))
+        }
     )
-    return lines + [f"  {w}" for w in why]
+    return lines + [f"  {w}" for w in why] + statistic_lines(rows)
+
+
+def statistic_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What the reference, candidate and ratio columns are, per metric (a p99 row is a per-unit p99
+    ratio, a throughput row a geometric mean of per-unit ratios, ...)."""
+    seen: dict[str, str] = {}
+    for r in rows:
+        if r.get("statistic"):
+            seen.setdefault(str(r.get("metric")), str(r["statistic"]))
+    return [f"  {metric}: {what}" for metric, what in sorted(seen.items())]
 
 
 def counts(comparisons: Sequence[Mapping[str, Any]]) -> str:

@@ -1,13 +1,16 @@
-"""Two results folders side by side: the same scenarios and evals, B / A ratios, intervals and verdicts.
+"""Two results folders side by side: the same scenarios and evals, B / A ratios and paired intervals.
 
 Scenarios match on (config, scenario), evals on (config, kind, set). Where both runs kept per-request or
 per-case records for the same items (same prompts at the same indices; same BFCL case ids; same
-accept-length prompts), the row is judged by the same functions as an in-session comparison
-(``compare/stats.py`` with the sizes of ``compare/margins.py``): a paired log-ratio t over the prompts for
-latencies, a paired t on the difference for accept length, exact McNemar for pass/fail — its 95% interval
-and its verdict. The prompt is the unit here (two separate sessions have no rounds), and a host that was
-faster in one session than the other is not cancelled as the interleaved rounds cancel it: use the
-in-session comparison to gate. A metric that is one number per run (throughput) gets its ratio only.
+accept-length prompts), the row gets the paired estimate of the in-session comparison's functions
+(``compare/stats.py`` with the sizes of ``compare/margins.py``) and its 95% interval.
+
+Timing rows are **descriptive**: no regressed/equivalent verdict. Two sessions have no rounds, so the
+prompt would be the unit, and every prompt of a session shares that session's host and server start: a
+host 5% faster one night reads as a 5% "regression" over 4 prompts (issue 37). The in-session comparison,
+with fresh server pairs as its unit, is what gates timing. Quality rows (pass/fail per case, accept
+length per prompt) keep their verdict: a case's outcome does not depend on the host, so the case is a
+fair unit across sessions. A metric that is one number per run (throughput) gets its ratio only.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_llmbench.compare.judging import family_of
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.stats import CONFIDENCE, compare_paired, compare_pass_fail
 from pytest_llmbench.gate.types import fmt
@@ -112,9 +116,15 @@ def _row(
     c = judge_items(metric, *pairs, higher_is_better=higher, pass_fail=pass_fail) if pairs else None
     if c is None:
         return row
+    verdict = None if descriptive(metric) else c.verdict
     return Row(
-        config, item, metric, a_value, b_value, row.ratio, c.ci_low, c.ci_high, True, c.n, c.kind, c.estimate, c.verdict
+        config, item, metric, a_value, b_value, row.ratio, c.ci_low, c.ci_high, True, c.n, c.kind, c.estimate, verdict
     )
+
+
+def descriptive(metric: str) -> bool:
+    """A timing metric: across two sessions its interval describes, it does not judge (module docstring)."""
+    return metric not in ("accept_length", "passed") and family_of(metric) == "timing"
 
 
 def _scenarios(folder: ResultsFolder) -> dict[tuple[str, str], dict[str, Any]]:
@@ -209,7 +219,7 @@ def table_rows(c: Comparison) -> list[list[str]]:
             "-" if r.ratio is None else f"{r.ratio:.3f}",
             _estimate(r),
             "-" if r.n is None else str(r.n),
-            r.verdict or "-",
+            r.verdict or ("descriptive" if r.paired and descriptive(r.metric) else "-"),
         ]
         for r in c.rows
     ]
@@ -223,9 +233,10 @@ def markdown(c: Comparison) -> str:
         f"B: `{c.b.path}`",
         "",
         f"{len(c.rows)} metrics on the scenarios and evals both runs have; ratio B / A, and where both kept "
-        f"the same requests/cases the paired estimate with its {CONFIDENCE:.0%} interval and the verdict of "
-        f"the in-session comparison's test (compare/stats.py; sizes of compare/margins.py). Two sessions: a "
-        f"host shift between them is in these numbers.",
+        f"the same requests/cases the paired estimate with its {CONFIDENCE:.0%} interval over them "
+        f"(compare/stats.py). Timing rows are descriptive, with no verdict: two sessions have no rounds, and "
+        f"a host shift between them is in these numbers (gate timing with the in-session comparison, "
+        f"--llmbench-reference-*). Quality rows (per case, per prompt) keep the in-session test's verdict.",
         "",
         "| " + " | ".join(HEADER) + " |",
         "|" + "|".join("---" for _ in HEADER) + "|",
@@ -248,7 +259,7 @@ def html_page(c: Comparison) -> str:
         table_rows(c),
         kinds,
         note=f"A: {c.a.path} · B: {c.b.path} · ratio B / A; paired estimate with its {CONFIDENCE:.0%} "
-        f"interval and verdict (compare/stats.py)",
+        f"interval (compare/stats.py); timing rows descriptive (two sessions: no verdict), quality rows judged",
     )
     sections = [html.Section("comparison", "B / A", table, plots.ratio_forest(c.rows))]
     extra = [

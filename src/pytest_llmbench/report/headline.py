@@ -159,7 +159,10 @@ def stored_findings(records: Sequence[Record]) -> list[Finding]:
 
 def comparisons(records: Sequence[Record]) -> list[dict[str, Any]]:
     """The ``comparison`` records with the suite step's ``q_value`` and ``suite_verdict`` on each: from the
-    record itself when it carries them, else from the ``comparison_budget`` records (session end)."""
+    session's ``comparison_suite`` records (compare/suite.py), else the record's own, else the older
+    ``comparison_budget`` records (session end)."""
+    from pytest_llmbench.compare.suite import joined  # pure, like this module
+
     q_by: dict[tuple[str, str], Any] = {}
     suite: set[tuple[str, str]] = set()
     for budget in (r for r in records if r.get("record") == "comparison_budget"):  # one per shard when merged
@@ -168,10 +171,7 @@ def comparisons(records: Sequence[Record]) -> list[dict[str, Any]]:
         )
         suite |= {(str(s.get("nodeid")), str(s.get("metric"))) for s in budget.get("suite_regressed") or []}
     out = []
-    for r in records:
-        if r.get("record") != "comparison":
-            continue
-        c = dict(r)
+    for c in joined(records):
         key = (str(c.get("nodeid")), str(c.get("metric")))
         if c.get("q_value") is None and key in q_by:
             c["q_value"] = q_by[key]

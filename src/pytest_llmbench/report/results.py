@@ -163,16 +163,27 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def iter_records(results_dir: Path | str, kind: str | None = None):
-    """Every JSON object in a results folder's results*.jsonl, optionally of one record kind."""
+def iter_records(results_dir: Path | str, kind: str | None = None, after: Mapping[str, int] | None = None):
+    """Every JSON object in a results folder's results*.jsonl, optionally of one record kind; ``after``
+    (from :func:`record_counts`) skips each file's first lines: what an earlier session in the same
+    folder wrote."""
     root = Path(results_dir)
     files = sorted(root.glob("results*.jsonl"))
     if not files:
         raise FileNotFoundError(f"no results*.jsonl in {root}")
     for f in files:
-        for _, obj in iter_jsonl(f):
-            if kind is None or obj.get("record") == kind:
+        skip = (after or {}).get(f.name, 0)
+        for n, (_, obj) in enumerate(iter_jsonl(f)):
+            if n >= skip and (kind is None or obj.get("record") == kind):
                 yield obj
+
+
+def record_counts(results_dir: Path | str) -> dict[str, int]:
+    """How many records each results*.jsonl of a folder holds now (none: an empty mapping): taken at a
+    session's start, so that a reused ``--results-dir`` never lends its earlier sessions' records to this
+    one's verdict."""
+    root = Path(results_dir)
+    return {f.name: sum(1 for _ in iter_jsonl(f)) for f in sorted(root.glob("results*.jsonl"))}
 
 
 def load_results(results_dir: Path | str) -> pd.DataFrame:

@@ -109,10 +109,11 @@ def counts(verdicts: list[dict[str, Any]]) -> str:
 
 def comparison_table(folder: ResultsFolder) -> Table | None:
     """Arms compared in the run (``comparison`` records): ratio candidate/reference with its interval."""
-    comps = folder.comparisons()  # q values and suite verdicts from the session's Holm step
+    from pytest_llmbench.compare import table as T
+
+    comps = folder.comparisons()  # q and the suite verdict: comparison_suite records (compare/suite.py)
     if not comps:
         return None
-    from pytest_llmbench.compare import table as T
 
     header = [
         "verdict",
@@ -127,6 +128,7 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
         "rounds",
         "rules out",
         "could catch",
+        "statistic",
         "stop",
     ]
     rows, kinds = [], []
@@ -149,11 +151,15 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
                 _num(c.get("rounds")),
                 T.size_text(c, c.get("rules_out")),
                 T.size_text(c, c.get("detectable")),
+                str(c.get("statistic") or "-"),
                 str(c.get("stop_reason") or c.get("stop") or "-"),
             ]
         )
         kinds.append(verdict)
-    note = f"{T.counts(comps)}. Arms: {arms_note(folder, comps)}"
+    note = (
+        f"{T.counts(comps)}. Arms: {arms_note(folder, comps)}; could catch: the worsening caught with 95% power"
+        " at the measured SD (an estimate)"
+    )
     return Table("Comparisons (candidate / reference)", header, rows, kinds, note=note)
 
 

@@ -58,6 +58,14 @@ class HeadlineSession:
         self.passed = 0
         self.problems: list[str] = []
         self.verdict: SessionVerdict | None = None
+        self.earlier: dict[str, int] = {}  # records other sessions left in a reused results folder
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        results = self.config.stash.get(stash.RESULTS, None)
+        if not self.is_worker and results is not None and results.dir.is_dir():
+            from pytest_llmbench.report.results import record_counts
+
+            self.earlier = record_counts(results.dir)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
@@ -77,7 +85,7 @@ class HeadlineSession:
         from pytest_llmbench.report.headline import session_verdict
         from pytest_llmbench.report.results import iter_records
 
-        records = list(iter_records(results.dir))
+        records = list(iter_records(results.dir, after=self.earlier))  # this session's records only
         status = int(session.exitstatus)
         outcome: dict[str, Any] = {
             "record": "session",
