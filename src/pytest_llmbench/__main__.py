@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "write report.html and summary.md for a results folder"),
     "compare": ("compare", "compare the same scenarios in two results folders (markdown, --html)"),
     "merge": ("merge", "merge the results (or --baselines) folders of --llmbench-shard runs into one"),
+    "bisect": ("bisect", "find the first slower build between a good and a bad one (a comparison per step)"),
 }
 
 

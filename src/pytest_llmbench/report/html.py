@@ -115,12 +115,21 @@ def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
         Section("history", "Baseline history", None, P.history(folder, baselines_dir)),
         Section("servers", "Servers and provenance", R.facts_table(folder)),
     ]
+    # --- bisect (issue 39): a bisect folder's steps, builds and step plot ---
+    from pytest_llmbench.report import bisect as B
+
+    bisect_tables = B.bisect_tables(folder)
+    for i, table in enumerate(bisect_tables):
+        sections.insert(i, Section(f"bisect-{i}", table.title, table, B.step_plot(folder) if i == 0 else []))
     regressed = any(k == "REGRESSED" for k in verdicts.kinds)
+    banner = f"{'Regressions' if regressed else 'No regressions'}: {verdicts.note}"
+    if bisect_tables:  # a bisect folder holds no verdicts: its finding is the banner
+        banner, regressed = f"Bisect: {bisect_tables[0].note}", True
     return render_page(
         folder.path.name,
         str(folder.path),
         sections,
-        banner=f"{'Regressions' if regressed else 'No regressions'}: {verdicts.note}",
+        banner=banner,
         bad=regressed,
         configs=folder.configs,
         n_records=len(folder.records),

@@ -44,6 +44,13 @@ def render(folder: ResultsFolder) -> str:
     for table in (R.comparison_table(folder), R.scenario_table(folder), R.eval_table(folder), R.facts_table(folder)):
         if table is not None and table.rows:
             parts += ["", markdown_table(table)]
+    # --- bisect (issue 39): a bisect folder's steps and builds ---
+    from pytest_llmbench.report.bisect import bisect_tables
+
+    found = bisect_tables(folder)
+    if found:  # a bisect folder holds no verdicts: its finding heads the summary
+        parts[0] = f"## llmbench bisect: {found[0].note}"
+    parts += [p for table in found for p in ("", markdown_table(table))]
     return "\n".join(parts) + "\n"
 
 
