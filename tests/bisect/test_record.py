@@ -35,8 +35,14 @@ def run_bisect(tmp_path, n=6, first_slow=4, broken=2):
                 return StepResult("skip", 0.5, skipped=i, reason=f"did not materialize: {e}")
         slow = step.candidate >= first_slow > step.reference
         ratio = 0.8 if slow else 1.0
-        shown = {"metric": "output_throughput", "verdict": "regressed" if slow else "equivalent", "ratio": ratio,
-                 "ci_low": ratio - 0.02, "ci_high": ratio + 0.02, "higher_is_better": True}
+        shown = {
+            "metric": "output_throughput",
+            "verdict": "regressed" if slow else "equivalent",
+            "ratio": ratio,
+            "ci_low": ratio - 0.02,
+            "ci_high": ratio + 0.02,
+            "higher_is_better": True,
+        }
         return StepResult("different" if slow else "same", 12.0, details={"shown": shown, "results_dir": "/r"})
 
     finding = Search(n, compare, names=labels, on_step=lambda s, r: log.step(s, r, labels)).run()
@@ -49,7 +55,12 @@ def test_steps_are_written_as_they_finish_and_the_result_last(tmp_path):
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     assert [r["record"] for r in rows] == ["bisect_step"] * finding.comparisons + ["bisect"]
     first = rows[0]
-    assert (first["kind"], first["reference"], first["candidate"], first["outcome"]) == ("ends", "v0", "v5", "different")
+    assert (first["kind"], first["reference"], first["candidate"], first["outcome"]) == (
+        "ends",
+        "v0",
+        "v5",
+        "different",
+    )
     assert first["ratio"] == 0.8 and first["ci_low"] == 0.78 and first["gpu_s"] == 12.0
     assert rows[-1] == line
 

@@ -39,7 +39,10 @@ def comp(metric="output_throughput", verdict="equivalent", ratio=1.0, higher=Tru
     }
 
 
-SERVERS = [{"record": "server", "config": "smol"}, {"record": "server", "config": "smol.reference", "role": "reference"}]
+SERVERS = [
+    {"record": "server", "config": "smol"},
+    {"record": "server", "config": "smol.reference", "role": "reference"},
+]
 
 
 @pytest.mark.parametrize(
@@ -74,13 +77,16 @@ def test_a_build_whose_server_never_started_is_skipped_with_the_sessions_words()
     log = "...\nERROR t.py::test_serving[smol] - config smol: server exited (code 1) before becoming ready\n"
     outcome, skipped, reason, _ = decide([], 1, log, STEP, "output_throughput")
     assert (outcome, skipped) == ("skip", 4)
-    assert reason == "did not start: ERROR t.py::test_serving[smol] - config smol: server exited (code 1) before becoming ready"
+    assert (
+        reason
+        == "did not start: ERROR t.py::test_serving[smol] - config smol: server exited (code 1) before becoming ready"
+    )
     ref_failed = [SERVERS[0]]
     assert decide(ref_failed, 1, "FAILED t.py::x - reference arm (bin /b1): …", STEP, "m")[:2] == ("skip", 1)
 
 
 def test_sessions_that_no_build_explains_stop_the_bisect():
-    with pytest.raises(RunnerError, match="step 3: the session ended with a usage error: .*unknown option"):
+    with pytest.raises(RunnerError, match=r"step 3: the session ended with a usage error: .*unknown option"):
         decide([], 4, "ERROR: unknown option --frobnicate", STEP, "m")
     with pytest.raises(RunnerError, match="no tests collected"):
         decide([], 5, "", STEP, "m")
@@ -95,7 +101,10 @@ def test_a_session_stopped_at_its_time_limit_is_unknown_not_a_broken_build():
 def test_the_shown_comparison_is_the_most_regressed_of_the_metric():
     comps = [comp(verdict="regressed", ratio=0.9), comp(verdict="regressed", ratio=0.7), comp("median_tpot_ms")]
     assert shown_comparison(comps, "output_throughput")["ratio"] == 0.7
-    lat = [comp("median_tpot_ms", "regressed", 1.1, higher=False), comp("median_tpot_ms", "regressed", 1.4, higher=False)]
+    lat = [
+        comp("median_tpot_ms", "regressed", 1.1, higher=False),
+        comp("median_tpot_ms", "regressed", 1.4, higher=False),
+    ]
     assert shown_comparison(lat, "median_tpot_ms")["ratio"] == 1.4
     assert shown_comparison([comp("median_tpot_ms")], "output_throughput")["metric"] == "median_tpot_ms"
 
@@ -146,7 +155,10 @@ def test_the_step_cost_comes_from_an_earlier_comparison_or_bisect(tmp_path):
     cost = recorded_step_cost(session)
     assert cost is not None and cost.seconds == pytest.approx(300.0)
     assert "100 s of rounds + 2 server starts (100.0 s each)" in cost.source
-    old = _write(tmp_path / "old", [{"record": "bisect", "steps": [{"gpu_s": 10}, {"gpu_s": 30}, {"gpu_s": 2, "outcome": "skip"}, {"gpu_s": 20}]}])
+    old = _write(
+        tmp_path / "old",
+        [{"record": "bisect", "steps": [{"gpu_s": 10}, {"gpu_s": 30}, {"gpu_s": 2, "outcome": "skip"}, {"gpu_s": 20}]}],
+    )
     assert recorded_step_cost(old) == StepCost(20, f"median of 3 steps in {old}")
     assert recorded_step_cost(_write(tmp_path / "none", [{"record": "scenario"}])) is None
 

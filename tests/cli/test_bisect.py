@@ -26,10 +26,16 @@ def test_pytest_arguments_follow_the_double_dash():
     ("argv", "message"),
     [
         (["--good", "nope", "--bad", "bin:/x", "--candidates", "bin:/y"], "build 'nope': not a folder"),
-        (["--good", "bin:/a", "--bad", "bin:/b", "--candidates", "bin:/c", "--", "--results-dir", "r"], "--results-dir: the bisect sets it"),
+        (
+            ["--good", "bin:/a", "--bad", "bin:/b", "--candidates", "bin:/c", "--", "--results-dir", "r"],
+            "--results-dir: the bisect sets it",
+        ),
         (["--good", "bin:/a", "--bad", "bin:/b", "--candidates", "bin:/b"], "share the label 'b'"),
         (["--good", "bin:/a", "--bad", "bin:/b", "--retries", "-1", "--candidates", "bin:/c"], "--retries -1"),
-        (["--good", "bin:/a", "--bad", "bin:/b", "--candidates-file", "/no/such/file"], "--candidates-file /no/such/file"),
+        (
+            ["--good", "bin:/a", "--bad", "bin:/b", "--candidates-file", "/no/such/file"],
+            "--candidates-file /no/such/file",
+        ),
     ],
 )
 def test_usage_errors_name_what_to_fix(argv, message, capsys, tmp_path):
@@ -43,14 +49,28 @@ def test_an_end_that_cannot_be_had_ends_the_bisect_naming_it(tmp_path, capsys):
     (tmp_path / "b1" / "llama-server").chmod(0o755)
     out = tmp_path / "out"
     code = main(
-        ["--good", f"bin:{tmp_path}/gone", "--bad", f"bin:{tmp_path}/b1", "--candidates", f"bin:{tmp_path}/b1x",
-         "--out", str(out), "--", "benches/"]
+        [
+            "--good",
+            f"bin:{tmp_path}/gone",
+            "--bad",
+            f"bin:{tmp_path}/b1",
+            "--candidates",
+            f"bin:{tmp_path}/b1x",
+            "--out",
+            str(out),
+            "--",
+            "benches/",
+        ]
     )
     assert code == 1
     printed = capsys.readouterr().out
-    assert printed.startswith("bisect over 3 builds (1 between good and bad): 2 comparisons")
+    assert printed.startswith("bisect over 3 builds (1 between good and bad): 3 comparisons")
     assert "step 1 (ends): gone → b1: skip: did not materialize: build 'gone':" in printed
-    (line,) = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if '"bisect"' in x and '"bisect_step"' not in x]
+    (line,) = [
+        json.loads(x)
+        for x in (out / "results.jsonl").read_text().splitlines()
+        if '"bisect"' in x and '"bisect_step"' not in x
+    ]
     assert line["status"] == "broken-end" and line["message"].startswith("the good build gone cannot run")
     assert (out / "summary.md").read_text().startswith("## llmbench bisect: the good build gone cannot run")
 

@@ -388,7 +388,7 @@ def test_an_image_named_by_the_start_wins_over_the_image_option(tmp_path):
     """A comparison's reference arm (``--llmbench-reference-image``) runs its own image, not the candidate's
     ``--llmbench-image``: otherwise every image comparison would be the candidate against itself."""
     client = FakeClient(have_image=False)
-    with pytest.raises(RuntimeError, match="image lmsysorg/sglang:v0.5.9 is not present"):
+    with pytest.raises(RuntimeError, match=r"image lmsysorg/sglang:v0\.5\.9 is not present"):
         dl.DockerLauncher(client=client, no_pull=True, image="nightly:2").start(
             make_req(tmp_path, image="lmsysorg/sglang:v0.5.9")
         )

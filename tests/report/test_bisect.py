@@ -33,7 +33,10 @@ def test_the_steps_table_has_one_row_per_comparison(folder):
 def test_summary_and_html_lead_with_the_finding(folder):
     md = summary.render(folder)
     assert md.startswith("## llmbench bisect: first slower build: v4")
-    assert "### Bisect: v0 → v5" in md and "| 1 | ends | v0 → v5 | output_throughput | ×0.800 [0.780, 0.820] |" in md
+    assert (
+        "### Bisect: v0 → v5" in md
+        and "| **1** | ends | v0 → v5 | output_throughput | ×0.800 [0.780, 0.820] | different | 12 |" in md
+    )
     page = html.render(folder)
     assert "Bisect: first slower build: v4" in page
     assert 'id="bisect-0-table"' in page and 'id="plot-bisect"' in page
@@ -47,7 +50,19 @@ def test_the_step_plot_draws_every_step_over_the_build_order(folder):
 def test_terminal_lines_end_with_the_finding(folder):
     rec = folder.kind("bisect")[-1]
     lines = terminal_lines(rec)
-    assert lines[0].split() == ["step", "kind", "reference", "→", "candidate", "metric", "ratio", "[95%", "CI]", "outcome", "GPU-s"]
+    assert lines[0].split() == [
+        "step",
+        "kind",
+        "reference",
+        "→",
+        "candidate",
+        "metric",
+        "ratio",
+        "[95%",
+        "CI]",
+        "outcome",
+        "GPU-s",
+    ]
     assert lines[-1].startswith("bisect: first slower build: v4") and "comparisons, " in lines[-1]
 
 
@@ -55,4 +70,5 @@ def test_a_folder_without_a_bisect_has_no_bisect_section(tmp_path):
     (tmp_path / "results.jsonl").write_text('{"record": "scenario", "config": "c", "metrics": {}}\n')
     f = read_folder(tmp_path)
     assert bisect_tables(f) == [] and step_plot(f) == []
-    assert "bisect" not in summary.render(f)
+    md = summary.render(f)
+    assert "## llmbench bisect" not in md and "### Bisect" not in md

@@ -72,7 +72,8 @@ class Materialized:
 class Build(Protocol):
     """One entry of the ordered list: a name, and a way to get it ready (once; later calls hit the cache)."""
 
-    label: str
+    @property
+    def label(self) -> str: ...
 
     def materialize(self, cache: Path) -> Materialized: ...
 
@@ -172,7 +173,9 @@ class PipVersion:
                         cmd, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=self.timeout_s, check=False
                     )
             except subprocess.TimeoutExpired:
-                raise BuildError(f"build {self.label!r}: pip install took over {self.timeout_s:g} s (log {log})") from None
+                raise BuildError(
+                    f"build {self.label!r}: pip install took over {self.timeout_s:g} s (log {log})"
+                ) from None
             if proc.returncode != 0:
                 tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
                 raise BuildError(f"build {self.label!r}: pip install exited {proc.returncode}: {tail} (log {log})")

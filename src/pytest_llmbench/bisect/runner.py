@@ -290,9 +290,7 @@ class StepRunner:
             returncode = run_session(cmd, sink, cwd=self.settings.cwd, env=env, timeout_s=self.settings.timeout_s)
         session_s = time.monotonic() - t1
         text = log.read_text(errors="replace")
-        outcome, skipped, reason, details = decide(
-            records(folder), returncode, text, step, self.settings.metric
-        )
+        outcome, skipped, reason, details = decide(records(folder), returncode, text, step, self.settings.metric)
         details |= {
             "results_dir": str(folder),
             "session_s": session_s,

