@@ -26,6 +26,8 @@ from pathlib import Path
 from pytest_llmbench.engines.llamacpp import llamacpp_binary
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The calibrated slowdown of the "slower" builds (the output's first section measures it).
+SLOW_ARGS = "-t 1"
 
 BENCH = """
 from pytest_llmbench import Scenario
@@ -75,7 +77,18 @@ def make_builds(root: Path, n: int, first_slow: int, broken: int | None, slow_ar
     return folders
 
 
-def run_bisect(work: Path, builds: list[Path], out: Path, extra: list[str]) -> tuple[list[str], str, float]:
+def prepare(work: Path) -> None:
+    """The bench folder a user would have: one test, its config and the sizes it compares at (ini)."""
+    work.mkdir(parents=True)
+    (work / "test_bench.py").write_text(BENCH)
+    (work / "configs.yaml").write_text(CONFIGS)
+    (work / "pytest.ini").write_text(INI)
+
+
+def run_bisect(
+    work: Path, builds: list[Path], out: Path, extra: list[str]
+) -> tuple[list[str], str, subprocess.CompletedProcess[str]]:
+    """The CLI as a user types it, in the bench folder: (command, its output, the finished process)."""
     cmd = [
         "python",
         "-m",
@@ -101,9 +114,10 @@ def run_bisect(work: Path, builds: list[Path], out: Path, extra: list[str]) -> t
         "--llmbench-block-prompts",
         "1",
     ]
-    t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, *cmd[1:]], cwd=work, capture_output=True, text=True, env={**os.environ})
-    return cmd, proc.stdout + (f"\n[stderr]\n{proc.stderr}" if proc.stderr.strip() else ""), time.monotonic() - t0
+    proc = subprocess.run(
+        [sys.executable, *cmd[1:]], cwd=work, capture_output=True, text=True, env={**os.environ}, timeout=1200
+    )
+    return cmd, proc.stdout + (f"\n[stderr]\n{proc.stderr}" if proc.stderr.strip() else ""), proc
 
 
 def main() -> None:
@@ -112,16 +126,13 @@ def main() -> None:
     ap.add_argument("--builds", type=int, default=8)
     ap.add_argument("--first-slow", type=int, default=5)
     ap.add_argument("--broken", type=int, default=3)
-    ap.add_argument("--slow-args", default="-t 1")
+    ap.add_argument("--slow-args", default=SLOW_ARGS)
     ap.add_argument("--budget", type=float, default=60.0, help="the second bisect's GPU-second budget (0: skip it)")
     args = ap.parse_args()
     if args.out.exists() and any(args.out.iterdir()):
         sys.exit(f"{args.out}: not empty")
     work = args.out / "work"
-    work.mkdir(parents=True)
-    (work / "test_bench.py").write_text(BENCH)
-    (work / "configs.yaml").write_text(CONFIGS)
-    (work / "pytest.ini").write_text(INI)
+    prepare(work)
     builds = make_builds(args.out / "builds", args.builds, args.first_slow, args.broken, args.slow_args)
 
     argv = " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -142,7 +153,9 @@ def main() -> None:
             (f"a budget of {args.budget:g} GPU-s", args.out / "bisect-budget", ["--budget", f"{args.budget:g}"])
         )
     for title, out, extra in runs:
-        cmd, text, wall = run_bisect(work, builds, out, extra)
+        t0 = time.monotonic()
+        cmd, text, _ = run_bisect(work, builds, out, extra)
+        wall = time.monotonic() - t0
         shown = " ".join(shlex.quote(str(c)).replace(str(args.out), "$OUT") for c in cmd)
         print(f"## {title}\n\n```\n$ cd $OUT/work && {shown}\n{text.replace(str(args.out), '$OUT').rstrip()}\n```\n")
         print(f"Wall clock {wall:.0f} s; results in `$OUT/{out.name}` (not committed). `$OUT` = `{args.out}`.\n")

@@ -4,12 +4,15 @@ cost said up front. (The sessions themselves run for real in test_bisect_integra
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_llmbench.bisect.builds import Materialized
 from pytest_llmbench.bisect.runner import (
+    TIMED_OUT,
     RunnerError,
     SessionSettings,
     StepCost,
@@ -18,6 +21,7 @@ from pytest_llmbench.bisect.runner import (
     cost_text,
     decide,
     recorded_step_cost,
+    run_session,
     shown_comparison,
 )
 from pytest_llmbench.bisect.search import Step
@@ -169,3 +173,14 @@ def test_the_price_is_said_up_front():
     assert "a step ≈ 300 s (from X) → ≈ 30.0 GPU-minutes" in text and "budget 3600 GPU-s (~12 steps)" in text
     assert "1 build(s) not cached yet, made when first needed: 11401.0.0" in text
     assert "the ends step measures it" in cost_text(4, 4, None, None, [])
+
+
+def test_a_session_past_its_time_limit_gets_ctrl_c_first(tmp_path):
+    """pytest cleans up on SIGINT (every server it started is stopped), so that comes before any SIGKILL."""
+    script = "import signal, sys, time\nsignal.signal(signal.SIGINT, lambda *a: (print('cleaned up'), sys.exit(2)))\ntime.sleep(30)\n"
+    log = tmp_path / "session.log"
+    with open(log, "w") as sink:
+        code = run_session([sys.executable, "-c", script], sink, cwd=None, env=dict(os.environ), timeout_s=1.0)
+    assert code == TIMED_OUT
+    text = log.read_text()
+    assert "ran past 1 s: interrupted" in text and "cleaned up" in text
