@@ -1,4 +1,4 @@
-"""``python -m pytest_llmbench COMMAND …``: tools that work on results folders after a session.
+"""``python -m pytest_llmbench COMMAND …``: tools that work on results folders after a session, and the bisect.
 
 Each command is one module under ``pytest_llmbench.cli`` with a ``main(argv) -> int``; adding one means
 adding its module and one line in ``COMMANDS``.
