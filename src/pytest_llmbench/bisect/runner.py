@@ -282,7 +282,8 @@ class StepRunner:
         folder.mkdir(parents=True, exist_ok=True)
         cmd = self.command(step, built["reference"], built["candidate"], folder)
         log = folder / "session.log"
-        env = {**os.environ, **(self.settings.env or {}), "PYTHONUNBUFFERED": "1"}
+        # COLUMNS: pytest's short summary (the reason a build is skipped) is cut at the terminal's width
+        env = {"COLUMNS": "300", **os.environ, **(self.settings.env or {}), "PYTHONUNBUFFERED": "1"}
         t1 = time.monotonic()
         with open(log, "w") as sink:
             sink.write("$ " + " ".join(cmd) + "\n")
