@@ -1,5 +1,5 @@
-"""``python -m pytest_llmbench COMMAND …``: tools around a session: checking its configs, and working on
-its results folders afterwards.
+"""``python -m pytest_llmbench COMMAND …``: tools around a session: checking its configs, working on its
+results folders afterwards, and the bisect.
 
 Each command is one module under ``pytest_llmbench.cli`` with a ``main(argv) -> int``; adding one means
 adding its module and one line in ``COMMANDS``.
@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-config": ("check_config", "validate config files without starting anything (a CI lint)"),
     "history": ("history", "change points and a trend page over many nights' results folders (--fail-on-new)"),
     "merge": ("merge", "merge the results (or --baselines) folders of --llmbench-shard runs into one"),
+    "bisect": ("bisect", "find the first slower build between a good and a bad one (a comparison per step)"),
 }
 
 

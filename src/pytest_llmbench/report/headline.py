@@ -251,7 +251,34 @@ def _aborted(sessions: Sequence[Record]) -> int | None:
 
 
 #: Every reader; the session verdict is what all of them found. Bisect and history add theirs here.
-READERS: list[Callable[[Sequence[Record]], list[Finding]]] = [stored_findings, comparison_findings, outcome_findings]
+#: What a bisect's end (bisect/search.py) makes of the run: a build found to be the first slower one (or a
+#: range narrowed to builds that were skipped) is the regression confirmed; "unknown" is inconclusive; a
+#: regression that the ends did not reproduce passes; an end that cannot run failed.
+BISECT_STATE = {
+    "culprit": State.REGRESSED,
+    "range": State.REGRESSED,
+    "unknown": State.INCONCLUSIVE,
+    "not-reproduced": State.PASSED,
+    "broken-end": State.FAILED,
+}
+
+
+def bisect_findings(records: Sequence[Record]) -> list[Finding]:
+    """The bisect's finding (its last ``bisect`` record): "bisect: first slower build is X" and the like."""
+    found = [r for r in records if r.get("record") == "bisect"]
+    if not found:
+        return []
+    last = found[-1]
+    state = BISECT_STATE.get(str(last.get("status")), State.INCONCLUSIVE)
+    return [Finding(state, f"bisect: {last.get('message') or last.get('status')}", fails=state is State.FAILED)]
+
+
+READERS: list[Callable[[Sequence[Record]], list[Finding]]] = [
+    stored_findings,
+    comparison_findings,
+    outcome_findings,
+    bisect_findings,
+]
 
 
 def session_verdict(records: Iterable[Record]) -> SessionVerdict:

@@ -117,6 +117,11 @@ def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
         Section("servers", "Servers and provenance", R.facts_table(folder)),
     ]
     verdict = folder.session_verdict()  # the same line as summary.md's first and the terminal's last
+    # --- bisect (issue 39): a bisect folder's steps, builds and step plot (its finding is in the verdict) ---
+    from pytest_llmbench.report import bisect as B
+
+    for i, table in enumerate(B.bisect_tables(folder)):
+        sections.insert(i, Section(f"bisect-{i}", table.title, table, B.step_plot(folder) if i == 0 else []))
     return render_page(
         folder.path.name,
         str(folder.path),

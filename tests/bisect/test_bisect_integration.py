@@ -1,0 +1,84 @@
+"""A real bisect on the CPU: ``python -m pytest_llmbench bisect`` over 8 "builds" of the real llama-server
+(SmolLM2-135M), each step a real pytest session comparing two of them.
+
+Each build is a folder whose ``llama-server`` script execs the installed llama-server; from position 5 on
+the script adds a calibrated slowdown (``SLOW_ARGS`` of experiments/bisect/bisect_cpu.py, whose set-up this test
+runs), and build 3 exits 1 at start (a broken build). The
+bisect must compare the ends first, skip build 3 by name, find build 5 and confirm the pair 4 → 5, and
+write its record, table, summary.md and report.html. Slow (a handful of sessions with two servers each).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from ..conftest import process_alive
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+N, FIRST_SLOW, BROKEN = 8, 5, 3
+
+
+def _experiment():
+    """experiments/bisect/bisect_cpu.py: the committed CPU bisect; this test sets up exactly what it runs."""
+    spec = importlib.util.spec_from_file_location("bisect_cpu", ROOT / "experiments" / "bisect" / "bisect_cpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_the_bisect_finds_the_first_slower_build_and_skips_the_broken_one(tmp_path):
+    exp = _experiment()
+    exp.prepare(tmp_path / "work")
+    builds = exp.make_builds(tmp_path / "builds", N, FIRST_SLOW, BROKEN, exp.SLOW_ARGS)
+    out = tmp_path / "bisect"
+    _, stdout, proc = exp.run_bisect(tmp_path / "work", builds, out, [])
+    assert proc.returncode == 0, stdout[-4000:]
+    rows = _lines(out / "results.jsonl")
+    (rec,) = [r for r in rows if r["record"] == "bisect"]
+    assert rec["status"] == "culprit" and rec["culprit"] == "b5" and rec["last_good"] == "b4", rec["message"]
+    states = {b["label"]: b["state"] for b in rec["builds"]}
+    assert states["b0"] == "good" and states["b7"] == "bad" and states["b3"] == "skip"
+    steps = rec["steps"]
+    assert (steps[0]["kind"], steps[0]["reference"], steps[0]["candidate"]) == ("ends", "b0", "b7")
+    assert (steps[-1]["kind"], steps[-1]["reference"], steps[-1]["candidate"], steps[-1]["outcome"]) == (
+        "confirm",
+        "b4",
+        "b5",
+        "different",
+    )
+    (skip,) = [s for s in steps if s["outcome"] == "skip"]
+    assert skip["skipped"] == "b3" and "server exited (code 1)" in skip["reason"], skip
+    assert rec["comparisons"] <= math.ceil(math.log2(N)) + 3
+    for s in steps:
+        if s["outcome"] == "different":
+            assert s["metric"] == "median_ttft_ms" and s["ci_low"] > 1.2, s  # slower prefill: TTFT up
+        assert (Path(s["results_dir"]) / "session.log").is_file()
+    assert [r["step"] for r in rows if r["record"] == "bisect_step"] == [s["step"] for s in steps]
+    # every build that ran is named by its folder and program hash
+    b5 = next(b for b in rec["builds"] if b["label"] == "b5")
+    assert b5["identity"]["folder"] == str(builds[5].resolve()) and b5["identity"]["binary_sha256"]
+    # the table and the finding in the terminal, summary.md and report.html
+    assert "ratio [95% CI]" in stdout and "bisect: first slower build: b5 (last good b4" in stdout
+    assert (out / "summary.md").read_text().startswith("## llmbench bisect: first slower build: b5")
+    assert 'id="plot-bisect"' in (out / "report.html").read_text()
+    # no server left running by any step
+    pids = [
+        pid
+        for s in steps
+        if s["outcome"] != "skip"
+        for r in _lines(Path(s["results_dir"]) / "results.jsonl")
+        if r["record"] == "server"
+        for pid in r["pids"]
+    ]
+    assert pids and not any(process_alive(pid) for pid in pids)

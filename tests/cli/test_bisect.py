@@ -1,0 +1,107 @@
+"""``python -m pytest_llmbench bisect``: its arguments, its errors, the builds hook, and a run that ends
+before any session (an end that cannot be materialized). Real sessions: tests/bisect/test_bisect_integration.py."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from pytest_llmbench import __main__ as entry
+from pytest_llmbench.bisect.builds import PipVersion
+from pytest_llmbench.cli.bisect import builds_from_hook, main, split_argv
+
+
+def test_the_command_is_registered():
+    assert entry.COMMANDS["bisect"][0] == "bisect"
+
+
+def test_pytest_arguments_follow_the_double_dash():
+    assert split_argv(["--good", "a", "--", "benches/", "-k", "x"]) == (["--good", "a"], ["benches/", "-k", "x"])
+    assert split_argv(["--good", "a"]) == (["--good", "a"], [])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--good", "nope", "--bad", "bin:/x", "--candidates", "bin:/y"], "build 'nope': not a folder"),
+        (
+            ["--good", "bin:/a", "--bad", "bin:/b", "--candidates", "bin:/c", "--", "--results-dir", "r"],
+            "--results-dir: the bisect sets it",
+        ),
+        (["--good", "bin:/a", "--bad", "bin:/b", "--candidates", "bin:/b"], "share the label 'b'"),
+        (["--good", "bin:/a", "--bad", "bin:/b", "--retries", "-1", "--candidates", "bin:/c"], "--retries -1"),
+        (
+            ["--good", "bin:/a", "--bad", "bin:/b", "--candidates-file", "/no/such/file"],
+            "--candidates-file /no/such/file",
+        ),
+    ],
+)
+def test_usage_errors_name_what_to_fix(argv, message, capsys, tmp_path):
+    assert main(["--out", str(tmp_path / "o"), *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_end_that_cannot_be_had_ends_the_bisect_naming_it(tmp_path, capsys):
+    (tmp_path / "b1").mkdir()
+    (tmp_path / "b1" / "llama-server").write_text("#!/bin/sh\n")
+    (tmp_path / "b1" / "llama-server").chmod(0o755)
+    out = tmp_path / "out"
+    code = main(
+        [
+            "--good",
+            f"bin:{tmp_path}/gone",
+            "--bad",
+            f"bin:{tmp_path}/b1",
+            "--candidates",
+            f"bin:{tmp_path}/b1x",
+            "--out",
+            str(out),
+            "--",
+            "benches/",
+        ]
+    )
+    assert code == 1
+    printed = capsys.readouterr().out
+    assert printed.startswith("bisect over 3 builds (1 between good and bad): 3 comparisons")
+    assert "step 1 (ends): gone → b1: skip: did not materialize: build 'gone':" in printed
+    (line,) = [
+        json.loads(x)
+        for x in (out / "results.jsonl").read_text().splitlines()
+        if '"bisect"' in x and '"bisect_step"' not in x
+    ]
+    assert line["status"] == "broken-end" and line["message"].startswith("the good build gone cannot run")
+    assert (
+        (out / "summary.md").read_text().startswith("## ❌ llmbench: FAILED — bisect: the good build gone cannot run")
+    )
+
+
+def test_the_builds_hook_lists_the_builds_when_no_candidates_are_given(pytester, monkeypatch):
+    pytester.makeconftest(
+        textwrap.dedent(
+            """
+            from pytest_llmbench.bisect import PipVersion
+
+            def pytest_llmbench_bisect_builds(config, good, bad):
+                first, last = int(good), int(bad)
+                return [PipVersion(f"{v}.0.0") for v in range(first, last + 1, 10)]
+            """
+        )
+    )
+    monkeypatch.chdir(pytester.path)
+    builds = builds_from_hook(["-p", "no:cacheprovider", str(pytester.path)], "11401", "11431")
+    assert builds == [PipVersion(f"{v}.0.0") for v in (11401, 11411, 11421, 11431)]
+
+
+def test_without_candidates_or_hook_the_error_says_both_ways(pytester, monkeypatch):
+    monkeypatch.chdir(pytester.path)
+    with pytest.raises(ValueError, match="no --candidates and no pytest_llmbench_bisect_builds hook answered"):
+        builds_from_hook([str(pytester.path)], "a", "b")
+
+
+def test_a_hook_entry_without_materialize_is_named(pytester, monkeypatch):
+    pytester.makeconftest("def pytest_llmbench_bisect_builds(config, good, bad):\n    return ['a', 'b']\n")
+    monkeypatch.chdir(pytester.path)
+    with pytest.raises(ValueError, match="entry 0 \\('a'\\) has no label or materialize"):
+        builds_from_hook([str(pytester.path)], "a", "b")
