@@ -85,7 +85,9 @@ def rate(hits: int, reps: int) -> str:
     return f"{100 * hits / reps:.2f}% [{100 * ci.low:.2f}, {100 * ci.high:.2f}]"
 
 
-def layout_plan(layout: str, start: float, sd_b: float, sd_w: float, args: argparse.Namespace) -> tuple[int, int, float]:
+def layout_plan(
+    layout: str, start: float, sd_b: float, sd_w: float, args: argparse.Namespace
+) -> tuple[int, int, float]:
     """(units, rounds per unit, GPU-seconds) of a layout, planned at the true SDs."""
     target = Target(TPUT, ALPHA)
     if layout == "plan":

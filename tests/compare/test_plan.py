@@ -148,9 +148,15 @@ def test_a_budget_below_the_floor_says_it_cannot_judge():
 
 def test_describe_reads_like_the_plan_table():
     p = plan("chat-1u", h200(30.0), Noise(0.01, H200_SD_WITHIN), TARGET)
-    assert p.describe() == f"chat-1u: {p.units} units of {p.unit_rounds} rounds, ~{round(p.seconds / 60)} min, detects >= 3%"
+    assert (
+        p.describe()
+        == f"chat-1u: {p.units} units of {p.unit_rounds} rounds, ~{round(p.seconds / 60)} min, detects >= 3%"
+    )
     short = best_within("x", 60.0, h200(0.7), Noise(0.0, H200_SD_WITHIN), TARGET)
-    assert short.describe().startswith(f"x: {short.units} units of {short.unit_rounds} rounds, ~") and " s, " in short.describe()
+    assert (
+        short.describe().startswith(f"x: {short.units} units of {short.unit_rounds} rounds, ~")
+        and " s, " in short.describe()
+    )
 
 
 def _matrix() -> list[Scenario]:
@@ -273,7 +279,14 @@ def test_records_name_their_file_and_line_when_bad(tmp_path: Path):
 
 def test_a_scenario_without_starts_for_both_arms_is_named():
     records = [
-        {"record": "comparison_block", "config": "c", "scenario": "s", "round": 0, "role": role, "metrics": {"duration": 1.0}}
+        {
+            "record": "comparison_block",
+            "config": "c",
+            "scenario": "s",
+            "round": 0,
+            "role": role,
+            "metrics": {"duration": 1.0},
+        }
         for role in ("reference", "candidate")
     ]
     rec = costs_from_records(records)[("c", "s")]
@@ -285,3 +298,14 @@ def test_units_of_groups_consecutive_rounds_as_the_runner_does():
     assert units_of([1.0, 2.0, 3.0, 4.0, 5.0], 2) == [[1.0, 2.0], [3.0, 4.0]]
     with pytest.raises(ValueError, match="unit_rounds"):
         units_of([1.0], 0)
+
+
+def test_the_need_beyond_the_window_is_found_by_bisection_and_none_beyond_the_limit():
+    from pytest_llmbench.compare.plan import _units_needed
+
+    noise = Noise(0.01, H200_SD_WITHIN)
+    wide = _units_needed([2, 8, 40], noise, TARGET)
+    assert _units_needed([2, 8, 40], noise, TARGET, window=1) == wide
+    assert units_needed(2, Noise(0.0, 5.0), TARGET, max_units=1000) is None
+    p = plan("x", h200(1.0), Noise(0.0, 50.0), TARGET, max_unit_rounds=4)
+    assert not p.reached and p.describe().endswith("(out of reach)")

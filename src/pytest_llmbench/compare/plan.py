@@ -227,10 +227,9 @@ def _units_needed(
     out: list[int | None] = []
     for i in range(len(unit_rounds)):
         hit = np.flatnonzero(ok[i])
-        if hit.size:
-            n = int(grid[i, hit[0]])
-        else:
-            n = _units_by_bisection(int(grid[i, -1]), sd[i], target, max_units)
+        n: int | None = int(grid[i, hit[0]]) if hit.size else None
+        if n is None:
+            n = _units_by_bisection(int(grid[i, -1]), float(sd[i]), target, max_units)
         out.append(n if n is not None and n <= max_units else None)
     return out
 
@@ -280,7 +279,9 @@ class Plan:
         if self.units == 0:
             return f"{self.name}: not judged ({self.note})" if self.note else f"{self.name}: not judged"
         what = f"{self.units} units of {self.unit_rounds} round{'s' if self.unit_rounds != 1 else ''}"
-        line = f"{self.name}: {what}, ~{_duration(self.seconds)}, detects >= {_size(self.target.sizes, self.detectable)}"
+        line = (
+            f"{self.name}: {what}, ~{_duration(self.seconds)}, detects >= {_size(self.target.sizes, self.detectable)}"
+        )
         return line + (f" ({self.note})" if self.note else "")
 
 
@@ -369,9 +370,16 @@ def best_within(
     if best is None:
         floor = costs.seconds(target.min_units, choices[0])
         return Plan(
-            name, 0, 0, 0.0, math.inf, 0.0, target, reached=False,
+            name,
+            0,
+            0,
+            0.0,
+            math.inf,
+            0.0,
+            target,
+            reached=False,
             note=f"budget too small to judge: {target.min_units} units need ~{_duration(floor)}",
-        )  # fmt: skip
+        )
     _, n, m = best
     p = _plan_of(name, n, m, costs, noise, target)
     return replace(p, reached=p.power >= target.power)
@@ -445,9 +453,16 @@ def allocate(budget_s: float, scenarios: Sequence[Scenario], *, tolerance: float
         kept.remove(worst)
         dropped.append(
             Plan(
-                worst.name, 0, 0, 0.0, math.inf, 0.0, worst.target, reached=False,
+                worst.name,
+                0,
+                0,
+                0.0,
+                math.inf,
+                0.0,
+                worst.target,
+                reached=False,
                 note=f"budget too small to judge: {worst.target.min_units} units need ~{_duration(floor(worst))}",
-            )  # fmt: skip
+            )
         )
 
     def scaled(s: Scenario, factor: float) -> Target:
