@@ -23,6 +23,7 @@ from pytest_llmbench.compare.plan import (
     components,
     costs_from_records,
     detectable_at,
+    dry_run,
     optimal_unit_rounds,
     plan,
     power_at,
@@ -309,3 +310,19 @@ def test_the_need_beyond_the_window_is_found_by_bisection_and_none_beyond_the_li
     assert units_needed(2, Noise(0.0, 5.0), TARGET, max_units=1000) is None
     p = plan("x", h200(1.0), Noise(0.0, 50.0), TARGET, max_unit_rounds=4)
     assert not p.reached and p.describe().endswith("(out of reach)")
+
+
+def test_a_dry_run_prints_the_plan_table_from_recorded_costs():
+    records = read_records(H200_BLOCKS)
+    quick = dry_run(records, 1800.0, TARGET, sd_between=0.01, session="gpu-aa-0", warmup_s=0.9)
+    (only,) = quick.plans
+    assert only.name == "gpu-smol-nospec/chat-1u" and only.reached
+    assert only.seconds < 600  # starts of ~0.7 s: minutes
+    slow = dry_run(records, 1800.0, TARGET, sd_between=0.01, session="gpu-aa-0", warmup_s=0.9, start_s_per_arm=60.0)
+    (sixty,) = slow.plans
+    assert sixty.unit_rounds > only.unit_rounds  # a 60-s start buys longer units
+    assert slow.table()[1].startswith("  gpu-smol-nospec/chat-1u: ")
+    with pytest.raises(ValueError, match="give sd_between"):
+        dry_run(records, 1800.0, TARGET, session="gpu-aa-0")
+    units = dry_run(records, 1800.0, TARGET, unit_rounds=10, session="gpu-aa-0")
+    assert units.plans[0].units >= MIN_UNITS

@@ -663,3 +663,47 @@ def units_of(values: Sequence[float], unit_rounds: int) -> list[list[float]]:
         raise ValueError(f"units_of: unit_rounds must be >= 1, got {unit_rounds}")
     whole = len(values) - len(values) % unit_rounds
     return [list(values[i : i + unit_rounds]) for i in range(0, whole, unit_rounds)]
+
+
+def dry_run(
+    records: Iterable[Mapping[str, Any]],
+    budget_s: float,
+    target: Target,
+    *,
+    unit_rounds: int = 1,
+    sd_between: float | None = None,
+    start_s_per_arm: float | None = None,
+    warmup_s: float = 0.0,
+    concurrent: bool = False,
+    session: str | None = None,
+) -> Allocation:
+    """The plan table from a previous session's records, without a server: per (config, scenario) the
+    recorded costs and the noise of its per-round log ratios. ``unit_rounds``: the rounds each recorded
+    pair of servers played (1 when the session kept one pair: then only the within SD is measured, and
+    ``sd_between`` must be given, e.g. from another session's pilot); with units of several rounds the
+    components come from :func:`components` unless ``sd_between`` overrides the between SD.
+    ``start_s_per_arm`` replaces the recorded starts (what would a 60-s start cost?)."""
+    recorded = costs_from_records(records, session=session)
+    if not recorded:
+        raise ValueError("dry run: no comparison_block records with a scenario")
+    scenarios: list[Scenario] = []
+    for (config, scenario), rec in recorded.items():
+        name = f"{config}/{scenario}"
+        if start_s_per_arm is not None:
+            rec = replace(rec, start_s={"reference": start_s_per_arm, "candidate": start_s_per_arm})
+        costs = rec.costs(warmup_s=warmup_s, concurrent=concurrent)
+        if len(rec.round_log_ratios) < 2 * max(unit_rounds, 2):
+            raise ValueError(f"dry run: {name} has {len(rec.round_log_ratios)} rounds, too few to measure its noise")
+        if unit_rounds == 1:
+            if sd_between is None:
+                raise ValueError(
+                    f"dry run: {name} kept one pair of servers (unit_rounds=1): give sd_between, the SD of a "
+                    "pair's offset, from a session that restarted the pairs"
+                )
+            within = float(np.std(rec.round_log_ratios, ddof=1))
+            noise = Noise(sd_between, within)
+        else:
+            comp = components(units_of(rec.round_log_ratios, unit_rounds))
+            noise = Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
+        scenarios.append(Scenario(name, costs, noise, target))
+    return allocate(budget_s, scenarios)
