@@ -35,7 +35,15 @@ import numpy as np
 from scipy import stats
 
 from pytest_llmbench.compare.margins import Sizes
-from pytest_llmbench.compare.plan import Costs, Noise, Target, plan, shared_offset_false_alarm, units_needed
+from pytest_llmbench.compare.plan import (
+    Costs,
+    Noise,
+    Target,
+    best_within,
+    plan,
+    shared_offset_false_alarm,
+    units_needed,
+)
 from pytest_llmbench.compare.stats import compare_rounds
 
 TPUT = Sizes("ratio", 0.01, 0.03)
@@ -170,11 +178,37 @@ def main() -> int:
         + ", ".join(f"{layout} {100 * w:.2f}%" for layout, w in worst.items())
         + f" (alpha {100 * ALPHA:g}%)."
     )
+    budget_table(args)
     print(
         f"\n(ran in {time.monotonic() - t0:.0f} s; the real code re-judged the first {CHECKED} replicates of "
         f"every cell and agreed)"
     )
     return 0
+
+
+def budget_table(args: argparse.Namespace) -> None:
+    """What one GPU-hour buys, and what per-block starts (one arm on the GPU at a time) cost: from
+    compare/plan.py's exact t power, no simulation (the table above checks that power)."""
+    target = Target(TPUT, ALPHA)
+    print("\n## What a GPU-hour buys, and per-block starts (plan.py's exact power, not simulated)\n")
+    print(
+        "'hour': the smallest slowdown caught with 95% power in 3600 s (`plan.best_within`), rounds per unit "
+        "chosen by cost or fixed at 2 (today). 'per block': every block starts its own server (two starts per "
+        "round, the round as the unit: `plan.plan(..., unit_rounds=1)`), GPU-seconds to 95% power at 3%.\n"
+    )
+    print("| S per arm | sd_between | hour, plan | hour, today (2 rounds) | per block: units, GPU-s |")
+    print("|---|---|---|---|---|")
+    for start in args.starts:
+        for sd_b in args.sd_between:
+            costs, noise = Costs(2 * start, args.round_s, args.warmup_s), Noise(sd_b, args.sd_within)
+            hour = best_within("hour", 3600.0, costs, noise, target)
+            today = best_within("hour", 3600.0, costs, noise, target, unit_rounds=2)
+            block = plan("block", costs, noise, target, unit_rounds=1)
+            print(
+                f"| {start:g} s | {100 * sd_b:.1f}% | {100 * hour.detectable:.2f}% ({hour.units} x "
+                f"{hour.unit_rounds}) | {100 * today.detectable:.2f}% ({today.units} x 2) | {block.units}, "
+                f"{block.seconds:,.0f} |"
+            )
 
 
 if __name__ == "__main__":
