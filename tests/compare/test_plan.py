@@ -274,7 +274,7 @@ def test_costs_from_the_committed_cpu_records_cover_every_config_and_scenario():
 def test_records_name_their_file_and_line_when_bad(tmp_path: Path):
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps({"record": "arm_start"}) + "\n{not json\n")
-    with pytest.raises(ValueError, match=r"results\.jsonl:2: not a JSON record"):
+    with pytest.raises(ValueError, match=r"results\.jsonl:2: not valid JSON"):
         read_records(path)
 
 

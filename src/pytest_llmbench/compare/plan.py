@@ -42,7 +42,6 @@ Other layouts, and why they are not chosen here (docs/COMPARE_PLAN.md has the nu
 from __future__ import annotations
 
 import functools
-import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -56,6 +55,7 @@ from scipy import optimize, stats
 from pytest_llmbench.compare.margins import RATIO, Sizes
 from pytest_llmbench.compare.power import distance
 from pytest_llmbench.compare.stats import POWER, scale, worsening
+from pytest_llmbench.jsonl import iter_jsonl
 
 #: No decision below this many units (df 3). Issue 37 introduces the comparison's own floor of degrees of
 #: freedom; this is the planner's, and it must not be lower than that one.
@@ -587,18 +587,7 @@ class RecordedCosts:
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """A results.jsonl's records; a bad line is an error naming the file and line."""
-    out: list[dict[str, Any]] = []
-    p = Path(path)
-    for i, line in enumerate(p.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{p}:{i}: not a JSON record ({e.msg})") from e
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
+    return [row for _, row in iter_jsonl(path)]
 
 
 def costs_from_records(
