@@ -23,6 +23,7 @@ from pytest_llmbench.compare.plan import (
     components,
     costs_from_records,
     detectable_at,
+    detectable_in,
     dry_run,
     optimal_unit_rounds,
     plan,
@@ -326,3 +327,9 @@ def test_a_dry_run_prints_the_plan_table_from_recorded_costs():
         dry_run(records, 1800.0, TARGET, session="gpu-aa-0")
     units = dry_run(records, 1800.0, TARGET, unit_rounds=10, session="gpu-aa-0")
     assert units.plans[0].units >= MIN_UNITS
+
+
+def test_detectable_in_is_what_the_best_plan_within_the_budget_detects():
+    costs, noise = h200(60.0), Noise(0.01, H200_SD_WITHIN)
+    assert detectable_in(3600.0, costs, noise, TARGET) == best_within("x", 3600.0, costs, noise, TARGET).detectable
+    assert math.isinf(detectable_in(100.0, costs, noise, TARGET))

@@ -17,7 +17,7 @@ is in its error term. Only the cost changes with ``m``:
 
     seconds = n * (start_s + warmup_s + m * round_s)
 
-and the classic optimal allocation (two-stage sampling, Cochran 1977 §10.6) is
+and the classic optimal allocation (two-stage sampling: Cochran, *Sampling Techniques*, ch. 10) is
 ``m* = sqrt((start_s + warmup_s) * sd_within² / (round_s * sd_between²))``; :func:`plan` starts there and
 searches whole ABBA pairs exactly, with the t test's power (noncentral t, df ``n - 1``), never below
 :data:`MIN_UNITS` units.
@@ -510,7 +510,7 @@ class Components:
 
 
 def components(units: Sequence[Sequence[float]]) -> Components:
-    """One-way random-effects ANOVA by the method of moments (Searle, Casella & McCulloch 1992, §3.5):
+    """One-way random-effects ANOVA by the method of moments (Searle, Casella & McCulloch, *Variance Components*, ch. 3):
     ``units`` holds each fresh pair's per-round values (log ratios). sd_within² = the mean square within
     units; sd_between² = (MSB - MSW) / n0, clipped at 0 (n0 the effective rounds per unit, the rounds when
     the units are balanced)."""
