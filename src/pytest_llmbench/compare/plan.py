@@ -511,9 +511,9 @@ class Components:
 
 def components(units: Sequence[Sequence[float]]) -> Components:
     """One-way random-effects ANOVA by the method of moments (Searle, Casella & McCulloch, *Variance
-    Components*, ch. 3): ``units`` holds each fresh pair's per-round values (log ratios). sd_within² = the mean square within
-    units; sd_between² = (MSB - MSW) / n0, clipped at 0 (n0 the effective rounds per unit, the rounds when
-    the units are balanced)."""
+    Components*, ch. 3). ``units`` holds each fresh pair's per-round values (log ratios); sd_within² is the
+    mean square within units, sd_between² = (MSB - MSW) / n0 clipped at 0 (n0 the effective rounds per
+    unit: the rounds, when the units are balanced)."""
     groups = [np.asarray(u, dtype=float) for u in units]
     if len(groups) < 2:
         raise ValueError(f"components: need >= 2 units, got {len(groups)}")
