@@ -26,8 +26,9 @@ BENCH = """
 import pytest
 from pytest_llmbench import Scenario
 
-# 384-token prompts: prefill in batches of 8 (the injected change below) takes ~48 passes instead of 1 (measured: TTFT ×1.32).
-SC = Scenario("tiny", dataset="random", input_len=384, output_len=24, num_prompts=2, concurrency=1, warmup=1, seed=1)
+# 384-token prompts where a test injects prefill in batches of 8 (~48 passes instead of 1, measured TTFT ×1.32);
+# 64 where nothing is injected: a 384-token prefill costs ~2 s on 2 cores, most of an A/A session's time
+SC = Scenario("tiny", dataset="random", input_len=INPUT_LEN, output_len=24, num_prompts=2, concurrency=1, warmup=1, seed=1)
 
 @pytest.mark.llm_configs("nospec")
 def test_serving(llm_server, bench):
@@ -52,8 +53,8 @@ def _no_server_left(out: Path) -> bool:
     return bool(pids) and not any(process_alive(pid) for pid in pids)
 
 
-def _run(pytester: pytest.Pytester, configs: Path, *args: str) -> pytest.RunResult:
-    pytester.makepyfile(test_bench=BENCH)
+def _run(pytester: pytest.Pytester, configs: Path, *args: str, input_len: int = 384) -> pytest.RunResult:
+    pytester.makepyfile(test_bench=BENCH.replace("INPUT_LEN", str(input_len)))
     return pytester.runpytest_subprocess(
         "-p",
         "no:cacheprovider",
@@ -136,6 +137,7 @@ def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
         "8",
         "--llmbench-compare-alpha",
         "0.001",
+        input_len=64,
     )
     result.assert_outcomes(passed=1)
     out = pytester.path / "out"
@@ -211,6 +213,7 @@ def test_per_block_servers_start_each_arm_for_each_block(pytester: pytest.Pytest
         "3",
         "--llmbench-arm-servers",
         "per-block",
+        input_len=64,
     )
     result.assert_outcomes(passed=1)
     out = pytester.path / "out"
