@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -35,6 +37,28 @@ def find_chromium() -> str | None:
         if path:
             return path
     return None
+
+
+#: Each plot's figure: its box on the page and whether it holds an SVG (a blank or missing plot fails).
+PLOT_BOXES = """Array.from(document.querySelectorAll('figure.plot')).map(f => {
+  const svg = f.querySelector('svg'); const r = (svg || f).getBoundingClientRect();
+  return {id: f.id, has_svg: !!svg, x: r.x + window.scrollX, y: r.y + window.scrollY,
+          width: r.width, height: r.height};
+})"""
+
+
+def table_rows(table_id: str) -> str:
+    """A script returning the text of each cell of each body row of ``#table_id``."""
+    return f"""Array.from(document.querySelectorAll('#{table_id} tbody tr')).map(tr =>
+  Array.from(tr.cells).map(td => td.textContent.trim()))"""
+
+
+def require_chromium() -> str:
+    """Chromium's path, or skip the test that needs it (saying how to get it)."""
+    binary = find_chromium()
+    if binary is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium; .ci/run installs it as root)")
+    return binary
 
 
 @dataclass

@@ -16,32 +16,24 @@ import pytest
 from pytest_llmbench.report import html
 from pytest_llmbench.report.folder import read_folder
 
-from .headless import Chromium, blank_fraction, find_chromium
+from .headless import PLOT_BOXES, Chromium, blank_fraction, require_chromium, table_rows
 
 DATA = Path(__file__).parent / "data"
 RUN = DATA / "cpu-run-a"
 
-BOXES = """Array.from(document.querySelectorAll('figure.plot')).map(f => {
-  const svg = f.querySelector('svg'); const r = (svg || f).getBoundingClientRect();
-  return {id: f.id, has_svg: !!svg, x: r.x + window.scrollX, y: r.y + window.scrollY,
-          width: r.width, height: r.height};
-})"""
-VERDICT_ROWS = """Array.from(document.querySelectorAll('#verdicts-table tbody tr')).map(tr =>
-  Array.from(tr.cells).map(td => td.textContent.trim()))"""
+VERDICT_ROWS = table_rows("verdicts-table")
 
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory):
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install chromium; .ci/run installs it as root)")
+    binary = require_chromium()
     run = tmp_path_factory.mktemp("report") / "cpu-run-a"
     shutil.copytree(RUN, run)
     page_path = html.write(read_folder(run), DATA / "baselines")
     browser = Chromium(binary)
     try:
         session, page = browser.load(page_path.as_uri(), width=1280, height=900)
-        boxes = browser.evaluate(session, BOXES)
+        boxes = browser.evaluate(session, PLOT_BOXES)
         rows = browser.evaluate(session, VERDICT_ROWS)
     finally:
         browser.close()

@@ -13,7 +13,7 @@ from pytest_llmbench.report import html
 from pytest_llmbench.report.folder import read_folder
 
 from ..compare.test_session import _finish, _last, _rounds, _session
-from .headless import Chromium, find_chromium
+from .headless import Chromium, require_chromium
 
 ROWS = """Array.from(document.querySelectorAll('#comparisons-table tbody tr')).map(tr =>
   Array.from(tr.cells).map(td => td.textContent.trim()))
@@ -22,9 +22,7 @@ HEADER = """Array.from(document.querySelectorAll('#comparisons-table thead th'))
 
 
 def test_report_html_shows_q_and_the_suite_verdict(tmp_path, monkeypatch) -> None:
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install chromium; .ci/run installs it as root)")
+    binary = require_chromium()
     s, bench = _session(tmp_path, strict=False)
     s._last[bench.nodeid] = _last(_rounds(50.0, 0.01))
     for metric in ("output_throughput", "median_ttft_ms"):

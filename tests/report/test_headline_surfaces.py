@@ -19,7 +19,7 @@ import pytest
 from pytest_llmbench.cli.report import main as report_main
 from pytest_llmbench.report.headline import LABEL, State
 
-from .headless import Chromium, find_chromium
+from .headless import Chromium, require_chromium
 
 pytest_plugins = ["pytester"]
 
@@ -99,9 +99,7 @@ HEADLINE = re.compile(r"^llmbench: (?:" + "|".join(label for label, _, _ in LABE
 
 @pytest.fixture(scope="module")
 def browser():
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install chromium; .ci/run installs it as root)")
+    binary = require_chromium()
     b = Chromium(binary)
     yield b
     b.close()

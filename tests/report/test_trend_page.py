@@ -11,16 +11,10 @@ from pytest_llmbench.history.analysis import find_changes, new_findings
 from pytest_llmbench.history.series import Point, Series, SeriesKey, build_series, expand, read_nights
 from pytest_llmbench.report import trend_page
 
-from .headless import Chromium, blank_fraction, find_chromium
+from .headless import PLOT_BOXES, Chromium, blank_fraction, require_chromium, table_rows
 
 DATA = Path(__file__).parents[1] / "history" / "data"
-BOXES = """Array.from(document.querySelectorAll('figure.plot')).map(f => {
-  const svg = f.querySelector('svg'); const r = (svg || f).getBoundingClientRect();
-  return {id: f.id, has_svg: !!svg, x: r.x + window.scrollX, y: r.y + window.scrollY,
-          width: r.width, height: r.height};
-})"""
-CHANGE_ROWS = """Array.from(document.querySelectorAll('#changes-table tbody tr')).map(tr =>
-  Array.from(tr.cells).map(td => td.textContent.trim()))"""
+CHANGE_ROWS = table_rows("changes-table")
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +27,12 @@ def analysed():
 
 @pytest.fixture(scope="module")
 def rendered(analysed, tmp_path_factory: pytest.TempPathFactory):
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install chromium; .ci/run installs it as root)")
+    binary = require_chromium()
     path = trend_page.write(tmp_path_factory.mktemp("trend") / "history.html", *analysed, 3)
     browser = Chromium(binary)
     try:
         session, page = browser.load(path.as_uri(), width=1280, height=900)
-        boxes = browser.evaluate(session, BOXES)
+        boxes = browser.evaluate(session, PLOT_BOXES)
         rows = browser.evaluate(session, CHANGE_ROWS)
     finally:
         browser.close()
