@@ -38,7 +38,7 @@ SC = Scenario("prefill", dataset="random", input_len=256, output_len=4, num_prom
 def test_prefill(llm_server, bench):
     result = bench.run(SC)
     assert result.metrics["failed"] == 0, result.errors
-    bench.check("median_ttft_ms", result.metrics["median_ttft_ms"])
+    bench.check("mean_ttft_ms", result.metrics["mean_ttft_ms"])
 """
 
 CONFIGS = """
@@ -54,10 +54,10 @@ configs:
 
 INI = """
 [pytest]
-llmbench_compare_metrics = median_ttft_ms
+llmbench_compare_metrics = mean_ttft_ms
 llmbench_compare_restart_rounds = 0
-llmbench_compare_detect = median_ttft_ms=50%
-llmbench_compare_ignore = median_ttft_ms=20%
+llmbench_compare_detect = mean_ttft_ms=50%
+llmbench_compare_ignore = mean_ttft_ms=20%
 """
 
 
