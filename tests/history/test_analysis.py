@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmbench.history.analysis import args_diff, find_changes, new_findings
-from pytest_llmbench.history.series import Point, Series, SeriesKey, build_series, expand, read_nights
+from pytest_llmbench.history.analysis import args_diff, find_changes, new_findings, repinned, segments
+from pytest_llmbench.history.series import RATIO, Point, Series, SeriesKey, build_series, expand, read_nights
 
 DATA = Path(__file__).parent / "data"
 SLOW_FIRST, FAST_AGAIN = "night-11", "night-21"
@@ -87,3 +87,40 @@ def test_nights_the_gate_called_not_comparable_are_left_out() -> None:
     statuses[9] = "not comparable"
     [down] = find_changes([_series(values, statuses)])
     assert (down.first_after.night, down.last_before.night) == ("n10", "n08")
+
+
+def _ratios(values: list[float], references: list[str], ses: list[float] | None = None) -> Series:
+    key = SeriesKey("cpu-x", "c", "t.py::test[s]", "output_throughput", RATIO)
+    ses = ses or [0.01] * len(values)
+    points = [
+        Point(f"n{i:02d}", f"t{i:02d}", v, f"b{i}", "", None, "equivalent", v, reference=r, se=se)
+        for i, (v, r, se) in enumerate(zip(values, references, ses, strict=True))
+    ]
+    return Series(key, "higher", points)
+
+
+def test_a_re_pinned_reference_starts_a_segment_not_a_change_point() -> None:
+    """Re-pinning to a faster reference moves every ratio from ~1.00 to ~0.90 at once: the level is relative
+    to the reference, so the re-pin is a segment boundary; a real 6% loss inside the new segment is found."""
+    old = [1.00, 1.01, 0.99, 1.00, 1.01, 0.99, 1.00, 1.00]
+    new = [0.90, 0.91, 0.89, 0.90, 0.91, 0.90, 0.89, 0.85, 0.84, 0.85, 0.84, 0.85, 0.85]
+    s = _ratios(old + new, ["pin-1"] * len(old) + ["pin-2"] * len(new))
+    assert repinned(s) == [8] and [len(seg) for seg in segments(s)] == [8, 13]
+    [down] = find_changes([s])
+    assert (down.first_after.night, down.last_before.night, down.worse) == ("n15", "n14", True)
+    assert down.change.ratio == pytest.approx(0.85 / 0.90, abs=0.01)
+    unsplit = _ratios(old + new, ["pin-1"] * (len(old) + len(new)))
+    assert any(f.first_after.night == "n08" for f in find_changes([unsplit]))  # what the segment prevents
+
+
+def test_weights_let_a_noisy_night_count_less() -> None:
+    """Two nights of a busy hour read 0.94 and 1.06, and their comparisons said so (SE 6% against 0.3%):
+    unweighted they widen the spread until a real 2% loss at n10 is not significant; weighted by 1/SE² they
+    count for what their SE allows, and the loss is found at its night."""
+    values = [1.0, 1.002, 0.998, 0.94, 1.001, 0.999, 1.06, 1.0, 1.002, 0.998, 0.98, 0.982, 0.978, 0.98, 0.981, 0.979]
+    ses = [0.003] * len(values)
+    ses[3] = ses[6] = 0.06
+    s = _ratios(values, ["pin"] * len(values), ses)
+    assert find_changes([s], weighted=False) == []
+    [down] = find_changes([s], weighted=True)
+    assert (down.first_after.night, down.worse) == ("n10", True)

@@ -5,11 +5,12 @@ folders written here, each naming what it stands for."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
-from pytest_llmbench.history.series import HistoryError, SeriesKey, build_series, expand, read_nights
+from pytest_llmbench.history.series import RATIO, VALUE, HistoryError, SeriesKey, build_series, expand, read_nights
 
 DATA = Path(__file__).parent / "data"
 
@@ -56,24 +57,56 @@ def test_a_distinguishing_build_id_wins_over_build_info(tmp_path: Path) -> None:
     assert series.points[0].build == "sha256:abc" and series.points[0].setup == "-t 1"
 
 
-def test_a_comparison_night_carries_its_verdict_and_candidate_value(tmp_path: Path) -> None:
-    comparison = {
+def _comparison(ratio: float = 0.9, **extra: object) -> dict:
+    return {
         "record": "comparison",
         "config": "c",
         "test_key": "t.py::test[s]",
         "metric": "output_throughput",
         "reference": 10.0,
-        "candidate": 9.0,
-        "ratio": 0.9,
+        "candidate": 10.0 * ratio,
+        "ratio": ratio,
         "kind": "ratio",
         "verdict": "regressed",
         "higher_is_better": True,
+        **extra,
     }
-    _folder(tmp_path, "n1", "2026-12-01T00:00:00+00:00", [_server({}, []), _verdict(8.0, "REGRESSED"), comparison])
-    [series] = build_series(read_nights([tmp_path / "n1"]))
-    [point] = series.points
+
+
+def _arm(role: str, build: str, args: list[str]) -> dict:
+    """A comparison's server record as compare/session.py writes it (the reference in ``<config>.reference``)."""
+    config = "c.reference" if role == "reference" else "c"
+    launched = {"binary": f"/builds/{build}", "build": build, "sha256": f"{build}-digest"}
+    return {"record": "server", "config": config, "role": role, "build": launched, "server_args": args}
+
+
+def test_a_comparison_night_carries_its_verdict_and_candidate_value(tmp_path: Path) -> None:
+    records = [_server({}, []), _verdict(8.0, "REGRESSED"), _comparison(se=0.01)]
+    _folder(tmp_path, "n1", "2026-12-01T00:00:00+00:00", records)
+    by_kind = {s.key.kind: s for s in build_series(read_nights([tmp_path / "n1"]))}
+    value, ratio = by_kind.pop(VALUE), by_kind.pop(RATIO)
+    assert not by_kind
+    [point] = value.points
     assert (point.value, point.status, point.comparison, point.comparison_ratio) == (9.0, "REGRESSED", "regressed", 0.9)
-    assert point.build == "unknown"
+    assert point.build == "unknown" and point.se is None
+    [night] = ratio.points
+    assert (night.value, night.se, night.comparison) == (0.9, 0.01, "regressed")
+    assert ratio.key.label().startswith("c · t.py::test[s] · output_throughput / reference")
+
+
+def test_a_ratio_point_names_both_builds_and_takes_its_se_from_the_interval_when_unsaid(tmp_path: Path) -> None:
+    """The reference's build comes from its own server record; an SE from the 95% t interval with its df."""
+    records = [
+        _arm("reference", "pinned-1", ["-t", "2"]),
+        _arm("candidate", "tonight", ["-t", "2", "--top-k", "0"]),
+        _comparison(0.95, ci_low=0.95 / 1.05, ci_high=0.95 * 1.05, df=8.0),
+    ]
+    _folder(tmp_path, "n1", "2026-12-01T00:00:00+00:00", records)
+    [ratio] = [s for s in build_series(read_nights([tmp_path / "n1"])) if s.key.kind == RATIO]
+    [night] = ratio.points
+    assert night.reference == "pinned-1 (pinned-1-dig)" and night.build == "tonight (tonight-dige)"
+    assert night.setup == "-t 2 --top-k 0"
+    assert night.se == pytest.approx(math.log(1.05) / 2.306, rel=1e-3)  # t(0.975, 8) = 2.306
 
 
 def test_a_metric_without_a_runner_takes_the_sessions_profile(tmp_path: Path) -> None:

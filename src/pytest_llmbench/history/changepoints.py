@@ -75,24 +75,31 @@ class _TTest:
     df: int
 
 
-def _ttest(left: np.ndarray, right: np.ndarray) -> _TTest:
-    """Student's two-sample t of right − left with the pooled SD (Otava's test).
+def _ttest(left: np.ndarray, right: np.ndarray, wl: np.ndarray | None = None, wr: np.ndarray | None = None) -> _TTest:
+    """Student's two-sample t of right − left with the pooled SD (Otava's test); with weights, its weighted
+    form (inverse-variance weights known up to one common scale, which the residuals estimate).
 
     Pooled, not Welch: on log values a step moves the level and leaves the spread, and with 5 nights on one
     side Welch's degrees of freedom (~4) would throw away most of the power. Two constant segments have no
     spread: equal ones p = 1, unequal ones p = 0.
     """
     n1, n2 = len(left), len(right)
-    diff = float(right.mean() - left.mean()) if n1 and n2 else 0.0
+    if wl is None or wr is None:
+        wl, wr = np.ones(n1), np.ones(n2)
     df = n1 + n2 - 2
     if n1 < 2 or n2 < 2:
+        diff = float(np.average(right, weights=wr) - np.average(left, weights=wl)) if n1 and n2 else 0.0
         return _TTest(diff, 1.0, math.inf, max(df, 0))
-    s1, s2 = float(left.std(ddof=1)), float(right.std(ddof=1))
-    if s1 == 0.0 and s2 == 0.0:
+    scale = (wl.sum() + wr.sum()) / (n1 + n2)  # weights of mean 1: equal weights give Student's t exactly
+    wl, wr = wl / scale, wr / scale
+    m1, m2 = float(np.average(left, weights=wl)), float(np.average(right, weights=wr))
+    diff = m2 - m1
+    ss = float((wl * (left - m1) ** 2).sum() + (wr * (right - m2) ** 2).sum())
+    if ss == 0.0:
         return _TTest(diff, 1.0 if diff == 0.0 else 0.0, 0.0, df)
-    res = stats.ttest_ind_from_stats(right.mean(), s2, n2, left.mean(), s1, n1, equal_var=True)
-    pooled = math.sqrt(((n1 - 1) * s1**2 + (n2 - 1) * s2**2) / df)
-    return _TTest(diff, float(res.pvalue), pooled * math.sqrt(1 / n1 + 1 / n2), df)
+    se = math.sqrt(ss / df * (1.0 / wl.sum() + 1.0 / wr.sum()))
+    p = float(2.0 * stats.t.sf(abs(diff) / se, df))
+    return _TTest(diff, p, se, df)
 
 
 def _energy_split(x: np.ndarray, min_size: int) -> tuple[int, float]:
@@ -122,7 +129,7 @@ def _energy_split(x: np.ndarray, min_size: int) -> tuple[int, float]:
     return int(taus[best]), float(q[best])
 
 
-def _split_segment(x: np.ndarray, max_p: float, min_size: int) -> list[int]:
+def _split_segment(x: np.ndarray, w: np.ndarray, max_p: float, min_size: int) -> list[int]:
     """Recursive E-divisive on one window: split the segment with the best energy, keep the split while the
     t-test between its two sides passes ``max_p``."""
     found: list[int] = []
@@ -136,7 +143,7 @@ def _split_segment(x: np.ndarray, max_p: float, min_size: int) -> list[int]:
         if not candidates:
             break
         q, lo, hi, cut = max(candidates)
-        if _ttest(x[lo:cut], x[cut:hi]).p > max_p:
+        if _ttest(x[lo:cut], x[cut:hi], w[lo:cut], w[cut:hi]).p > max_p:
             break
         found.append(cut)
         intervals.remove((lo, hi))
@@ -144,17 +151,18 @@ def _split_segment(x: np.ndarray, max_p: float, min_size: int) -> list[int]:
     return sorted(found)
 
 
-def _measure(x: np.ndarray, cuts: list[int], k: int) -> ChangePoint:
+def _measure(x: np.ndarray, cuts: list[int], k: int, w: np.ndarray | None = None) -> ChangePoint:
     """Change point ``cuts[k]`` measured between the segments from its neighbours' cuts."""
     lo = cuts[k - 1] if k > 0 else 0
     hi = cuts[k + 1] if k + 1 < len(cuts) else len(x)
     left, right = x[lo : cuts[k]], x[cuts[k] : hi]
-    t = _ttest(left, right)
+    wl, wr = (w[lo : cuts[k]], w[cuts[k] : hi]) if w is not None else (np.ones(len(left)), np.ones(len(right)))
+    t = _ttest(left, right, wl, wr)
     half = float(stats.t.ppf(0.975, t.df)) * t.se if t.df > 0 and math.isfinite(t.se) else math.inf
     return ChangePoint(
         index=cuts[k],
-        before=float(math.exp(left.mean())),
-        after=float(math.exp(right.mean())),
+        before=float(math.exp(np.average(left, weights=wl))),
+        after=float(math.exp(np.average(right, weights=wr))),
         ratio=math.exp(t.diff),
         ratio_low=math.exp(t.diff - half),
         ratio_high=math.exp(t.diff + half),
@@ -180,13 +188,19 @@ def edivisive(
     window: int = DEFAULT_WINDOW,
     min_magnitude: float = 0.0,
     min_size: int = 2,
+    weights: Sequence[float] | None = None,
 ) -> list[ChangePoint]:
     """Otava's E-divisive means with a t-test: weak pass over overlapping windows, then strong merge.
 
     ``min_magnitude`` is a relative change (0.02 = 2%) below which a change point is dropped however
-    significant: with many nights a 0.3% shift is real and nobody bisects it.
+    significant: with many nights a 0.3% shift is real and nobody bisects it. ``weights`` (1/SE² of each
+    night's log value, e.g. an in-session comparison's) weight the t-tests and the levels; the energy
+    statistic that proposes the splits stays unweighted.
     """
     x = log_values(values)
+    w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=float)
+    if len(w) != len(x) or not np.all(np.isfinite(w) & (w > 0)):
+        raise ValueError(f"weights must be {len(x)} positive finite numbers, one per value")
     n = len(x)
     if n < 2 * min_size:
         return []
@@ -196,11 +210,13 @@ def edivisive(
     if starts[-1] + window < n:
         starts.append(n - window)
     for start in starts:
-        for cut in _split_segment(x[start : start + window], min(max_p * WEAK_FACTOR, 0.5), min_size):
+        for cut in _split_segment(
+            x[start : start + window], w[start : start + window], min(max_p * WEAK_FACTOR, 0.5), min_size
+        ):
             weak.add(start + cut)
     cuts = sorted(weak)
     while True:  # strong pass: drop the weakest failing cut (a near-duplicate from an overlap fails first)
-        points = [_measure(x, cuts, k) for k in range(len(cuts))]
+        points = [_measure(x, cuts, k, w) for k in range(len(cuts))]
         k = _weakest_failing(points, max_p, math.log1p(min_magnitude))
         if k is None:
             return points

@@ -1,9 +1,13 @@
-"""Many results folders (one per night) → one series per (runner profile, config, test, metric).
+"""Many results folders (one per night) → one series per (runner profile, config, test, metric, kind).
 
-A night's value of a metric is what its gate judged: the ``observed`` of its verdict record (stored
-baselines), or the ``candidate`` of its comparison record (an in-session comparison, whose verdict and ratio
-ride along to be drawn over the trend). Each point carries the build it measured, from the provenance the
-session wrote, so a change point names the last good and first bad build a bisect would take.
+Two kinds of series. ``value``: a night's value of a metric is what its gate judged: the ``observed`` of its
+verdict record (stored baselines), or the ``candidate`` of its comparison record (an in-session comparison,
+whose verdict and ratio ride along to be drawn over the trend). ``ratio``: on a night that compared tonight's
+build with a pinned reference in one session, the comparison's ratio candidate/reference with its SE, the
+night's own noise: what the two arms shared that night (the host, its load, the VM's level) cancels, so this
+series is the quieter one (docs/HISTORY.md). Each point carries the build it measured, from the provenance
+the session wrote, so a change point names the last good and first bad build a bisect would take; a ratio
+point also carries its reference's build, and a re-pinned reference starts a new segment.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 import glob
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from scipy import stats
 
 from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.report.folder import ResultsFolder, read_folder
@@ -27,15 +33,21 @@ class HistoryError(LlmbenchError):
     """The history inputs cannot be read; the message names the path or pattern."""
 
 
+#: the series kinds: a night's own value, or its in-session ratio to a pinned reference build
+VALUE, RATIO = "value", "ratio"
+
+
 @dataclass(frozen=True, order=True)
 class SeriesKey:
     runner: str
     config: str
     test: str
     metric: str
+    kind: str = VALUE
 
     def label(self) -> str:
-        return f"{self.config} · {self.test} · {self.metric} ({self.runner})"
+        metric = f"{self.metric} / reference" if self.kind == RATIO else self.metric
+        return f"{self.config} · {self.test} · {metric} ({self.runner})"
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,8 @@ class Point:
     status: str | None = None  # the stored gate's verdict that night (pass, REGRESSED, …)
     comparison: str | None = None  # the in-session comparison's verdict (regressed, equivalent, …)
     comparison_ratio: float | None = None
+    reference: str | None = None  # a ratio point's reference build: a new one is a new segment
+    se: float | None = None  # a ratio point's standard error on the log scale (the comparison's)
 
 
 @dataclass
@@ -114,10 +128,39 @@ def build_of(info: dict[str, Any]) -> str | None:
     return None
 
 
+def _launched(server: dict[str, Any]) -> str | None:
+    """The launcher's identity of what ran (the "server" record's ``build``: package version, image digest
+    or the binary's sha256), which tells two builds apart where llama.cpp's build_info says b0-unknown."""
+    launched = server.get("build")
+    if not isinstance(launched, dict) or not launched.get("build"):
+        return None
+    digest = launched.get("sha256")
+    return f"{launched['build']} ({str(digest)[:12]})" if digest else str(launched["build"])
+
+
 def _provenance(folder: ResultsFolder, config: str) -> tuple[str, str]:
     server = folder.server(config)
-    build = build_of(server.get("server_info") or {}) or build_of(folder.facts(config)) or "unknown"
+    info = server.get("server_info") or {}
+    build = (
+        build_of({k: v for k, v in info.items() if k != "build_info"})
+        or _launched(server)
+        or build_of(info)
+        or build_of(folder.facts(config))
+        or "unknown"
+    )
     return build, " ".join(str(a) for a in server.get("server_args") or [])
+
+
+def _log_se(r: dict[str, Any]) -> float | None:
+    """A comparison's SE of its log ratio: its ``se``, else from its 95% interval (t with its df, else z)."""
+    se = _number(r.get("se"))
+    if se is not None and se > 0:
+        return se
+    low, high, df = _number(r.get("ci_low")), _number(r.get("ci_high")), _number(r.get("df"))
+    if low is None or high is None or low <= 0 or high <= low:
+        return None
+    quantile = float(stats.t.ppf(0.975, df)) if df and df > 0 else float(stats.norm.ppf(0.975))
+    return (math.log(high) - math.log(low)) / (2.0 * quantile)
 
 
 def _number(value: Any) -> float | None:
@@ -160,7 +203,17 @@ def night_points(night: Night) -> dict[SeriesKey, tuple[str, Point]]:
             comparison=str(r.get("verdict")),
             comparison_ratio=_number(r.get(kind)) if kind == "ratio" else None,
         )
-        out[key] = ("higher" if r.get("higher_is_better", True) else "lower", point)
+        direction = "higher" if r.get("higher_is_better", True) else "lower"
+        out[key] = (direction, point)
+        ratio = _number(r.get("ratio"))
+        if kind == "ratio" and ratio is not None and ratio > 0:
+            reference, _ = _provenance(folder, f"{config}.reference")
+            if reference == "unknown":
+                reference = str(r.get("reference_arm") or "unknown")
+            out[replace(key, kind=RATIO)] = (
+                direction,
+                replace(point, value=ratio, reference=reference, se=_log_se(r)),
+            )
     return out
 
 
