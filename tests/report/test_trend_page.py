@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench.history.analysis import find_changes, new_findings
-from pytest_llmbench.history.series import Point, Series, SeriesKey, build_series, expand, read_nights
+from pytest_llmbench.history.series import RATIO, Point, Series, SeriesKey, build_series, expand, read_nights
 from pytest_llmbench.report import trend_page
 
 from .headless import PLOT_BOXES, Chromium, blank_fraction, require_chromium, table_rows
@@ -78,3 +78,14 @@ def test_comparison_verdicts_are_drawn_over_their_nights() -> None:
     plot = trend_page.series_plot(Series(key, "higher", points), [], [], 0)
     assert "triangles: that night's in-session comparison" in plot.caption
     assert plot.svg.startswith("<svg") and plot.id in plot.svg
+
+
+def test_a_ratio_series_draws_its_intervals_and_the_re_pin() -> None:
+    key = SeriesKey("cpu-x", "c", "t.py::test[s]", "output_throughput", RATIO)
+    points = [
+        Point(f"n{i}", f"t{i}", 1.0 if i < 4 else 0.9, "b", "", None, reference="p1" if i < 4 else "p2", se=0.01)
+        for i in range(8)
+    ]
+    plot = trend_page.series_plot(Series(key, "higher", points), [], [], 0)
+    assert "bars: each night's 95% interval" in plot.caption and "dotted: the reference was re-pinned" in plot.caption
+    assert "re-pinned" in plot.svg and plot.title.endswith("output_throughput / reference (cpu-x)")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_llmbench.history.analysis import find_changes, new_findings
-from pytest_llmbench.history.series import build_series, expand, read_nights
+from pytest_llmbench.history.series import RATIO, Point, Series, SeriesKey, build_series, expand, read_nights
 from pytest_llmbench.report import trend_summary
 
 DATA = Path(__file__).parents[1] / "history" / "data"
@@ -31,3 +32,19 @@ def test_old_changes_are_listed_but_not_new() -> None:
     assert md.startswith("## llmbench history: ✅ no new change point for the worse in the last 2 night(s)")
     assert "### New in" not in md and "### Earlier change points" in md
     assert "night-11" in md and "night-21" in md
+
+
+def test_a_re_pin_is_listed_once_and_a_ratio_metric_is_named_as_one() -> None:
+    key = SeriesKey("cpu-x", "c", "t.py::test[s]", "output_throughput", RATIO)
+    refs = ["p1"] * 8 + ["p2"] * 8
+    values = [1.0, 1.002, 0.998, 1.0, 1.001, 0.999, 1.0, 1.0, 0.9, 0.901, 0.899, 0.9, 0.85, 0.851, 0.849, 0.85]
+    points = [
+        Point(f"n{i:02d}", "", v, f"b{i}", "", None, reference=r)
+        for i, (v, r) in enumerate(zip(values, refs, strict=True))
+    ]
+    tpot = Series(replace(key, metric="median_tpot_ms"), "lower", [replace(p, value=1 / p.value) for p in points])
+    series = [Series(key, "higher", points), tpot]
+    findings = find_changes(series)
+    md = trend_summary.render(series, [], findings, [], 1)
+    assert md.count("- c: n08 (p1 → p2)") == 1
+    assert "| output_throughput / reference | n12 |" in md and "| median_tpot_ms / reference | n12 |" in md

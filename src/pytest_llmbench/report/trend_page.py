@@ -2,7 +2,9 @@
 
 One plot per series, series with change points first: the nights' values, the level of each segment
 between change points, a dashed line at each change point, each night's stored-gate verdict as the marker
-colour, and the in-session comparison's verdict of that night (when it ran one) as a triangle over it.
+colour, and the in-session comparison's verdict of that night (when it ran one) as a triangle over it. A
+ratio series (tonight / pinned reference) draws each night's 95% interval and a dotted line where the
+reference was re-pinned (a new segment, never a change point).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from pytest_llmbench.history.analysis import NOT_COMPARABLE, Finding
+from pytest_llmbench.history.analysis import NOT_COMPARABLE, Finding, repinned
 from pytest_llmbench.history.series import Night, Series
 from pytest_llmbench.report import html
 from pytest_llmbench.report.plots import STATUS_COLOR, Plot, _figure, _slug, _svg
@@ -30,12 +32,22 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
         pts = [(x, p.value) for x, p in zip(xs, s.points, strict=True) if p.status == status]
         color = STATUS_COLOR.get(str(status), "#555")
         ax.plot(*zip(*pts, strict=True), "o", color=color, markersize=3.5, label=str(status or "no verdict"))
+    with_se = [(x, p) for x, p in zip(xs, s.points, strict=True) if p.se]
+    if with_se:  # the comparison's own 95% interval of each night (its SE on the log scale)
+        lows = [p.value - p.value * math.exp(-1.96 * float(p.se)) for _, p in with_se]
+        highs = [p.value * math.exp(1.96 * float(p.se)) - p.value for _, p in with_se]
+        xe, ye = [x for x, _ in with_se], [p.value for _, p in with_se]
+        ax.errorbar(xe, ye, yerr=[lows, highs], fmt="none", ecolor="#bbb", elinewidth=0.8, capsize=1.5)
     compared = [(x, p) for x, p in zip(xs, s.points, strict=True) if p.comparison]
     if compared:
         top = max(s.values)
         for x, p in compared:
             ax.plot([x], [top], "v", color=COMPARISON_COLOR.get(str(p.comparison), "#7f7f7f"), markersize=6)
-    cuts = [f.change.index for f in findings]
+    pins = repinned(s)
+    for x in pins:
+        ax.axvline(x - 0.5, color="#7f7f7f", ls=":", lw=1.2)
+        ax.annotate("re-pinned", (x - 0.5, 0.0), xycoords=("data", "axes fraction"), fontsize=7, va="bottom")
+    cuts = sorted({f.change.index for f in findings} | set(pins))
     for lo, hi in pairwise([0, *cuts, len(xs)]):  # each segment's level over its judged nights, as detected
         logs = [math.log(p.value) for p in s.points[lo:hi] if p.status != NOT_COMPARABLE and p.value > 0]
         if logs:
@@ -54,7 +66,10 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
         "Dots: each night's value, coloured by its stored-gate verdict (not comparable: the host was busy, left "
         "out of the detection); black: the level between change points; "
         "dashed: a change point (red worse, green better), labelled with after/before"
-        + ("; triangles: that night's in-session comparison (red regressed, blue equivalent)." if compared else ".")
+        + ("; triangles: that night's in-session comparison (red regressed, blue equivalent)" if compared else "")
+        + ("; bars: each night's 95% interval from its comparison" if with_se else "")
+        + ("; dotted: the reference was re-pinned (a new segment)" if pins else "")
+        + "."
     )
     return Plot(pid, s.key.label(), caption, _svg(fig, pid))
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_llmbench.gate.types import fmt
-from pytest_llmbench.history.analysis import Finding
-from pytest_llmbench.history.series import Night, Series
+from pytest_llmbench.history.analysis import Finding, repinned
+from pytest_llmbench.history.series import RATIO, Night, Series
 from pytest_llmbench.report import rows as R
 from pytest_llmbench.report.summary import markdown_table
 
@@ -32,7 +32,7 @@ def findings_table(findings: Sequence[Finding], title: str) -> R.Table:
                 "worse" if f.worse else "better",
                 k.config,
                 k.test.split("::")[-1],
-                k.metric,
+                f"{k.metric} / reference" if k.kind == RATIO else k.metric,
                 f.first_after.night,
                 fmt(c.before),
                 fmt(c.after),
@@ -61,4 +61,18 @@ def render(
     older = [f for f in findings if f not in new]
     if older:
         parts += ["", markdown_table(findings_table(older, "Earlier change points"))]
+    pins = _repins(series)
+    if pins:
+        parts += ["", "Reference re-pinned (each starts a new segment of its ratio series, never a change point):"]
+        parts += [f"- {line}" for line in pins]
     return "\n".join(parts) + "\n"
+
+
+def _repins(series: Sequence[Series]) -> list[str]:
+    """One line per re-pin night and reference change, however many metrics' series share it."""
+    lines: dict[str, None] = {}
+    for s in series:
+        for i in repinned(s):
+            before, after = s.points[i - 1], s.points[i]
+            lines.setdefault(f"{s.key.config}: {after.night} ({before.reference} → {after.reference})", None)
+    return list(lines)
