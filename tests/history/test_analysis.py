@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmbench.history.analysis import args_diff, find_changes, new_findings, repinned, segments
+from pytest_llmbench.history.analysis import args_diff, find_changes, new_findings, night_sd, repinned, segments
 from pytest_llmbench.history.series import RATIO, Point, Series, SeriesKey, build_series, expand, read_nights
 
 DATA = Path(__file__).parent / "data"
@@ -124,3 +124,13 @@ def test_weights_let_a_noisy_night_count_less() -> None:
     assert find_changes([s], weighted=False) == []
     [down] = find_changes([s], weighted=True)
     assert (down.first_after.night, down.worse) == ("n10", True)
+
+
+def test_night_sd_is_the_spread_within_segments_not_the_step() -> None:
+    """A 10% step with ±1% around each level: the SD the nights resolve with is ~1%, not the step's 5%."""
+    values = [v * (1.01 if i % 2 else 0.99) for i, v in enumerate([100.0] * 10 + [90.0] * 10)]
+    s = _series(values, ["pass"] * 20)
+    findings = find_changes([s])
+    assert [f.first_after.night for f in findings] == ["n10"]
+    assert night_sd(s, findings) == pytest.approx(0.0105, abs=0.001)
+    assert night_sd(s, []) > 0.04

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from pytest_llmbench.history.analysis import find_changes, new_findings
+from pytest_llmbench.history.analysis import WEIGHTED, find_changes, new_findings
 from pytest_llmbench.history.changepoints import DEFAULT_MAX_P, DEFAULT_WINDOW
 from pytest_llmbench.history.series import HistoryError, build_series, expand, read_nights
 from pytest_llmbench.report import trend_summary
@@ -40,6 +40,12 @@ def main(argv: list[str]) -> int:
         help="ignore changes smaller than this (0.02 = 2%%)",
     )
     parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, help=f"nights per window ({DEFAULT_WINDOW})")
+    parser.add_argument(
+        "--weighted",
+        action=argparse.BooleanOptionalAction,
+        default=WEIGHTED,
+        help="weight a ratio series' nights by their comparisons' 1/SE²",
+    )
     parser.add_argument("--no-html", action="store_true", help="skip history.html (no plotting stack needed)")
     parser.add_argument("--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY")
     args = parser.parse_args(argv)
@@ -49,7 +55,9 @@ def main(argv: list[str]) -> int:
         print(f"history: {e}", file=sys.stderr)
         return 2
     series = build_series(nights)
-    findings = find_changes(series, max_p=args.max_p, min_magnitude=args.min_change, window=args.window)
+    findings = find_changes(
+        series, max_p=args.max_p, min_magnitude=args.min_change, window=args.window, weighted=args.weighted
+    )
     new = new_findings(findings, nights, args.last)
     args.out.mkdir(parents=True, exist_ok=True)
     md = trend_summary.render(series, nights, findings, new, args.last)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_llmbench.gate.types import fmt
-from pytest_llmbench.history.analysis import Finding, repinned
-from pytest_llmbench.history.series import RATIO, Night, Series
+from pytest_llmbench.history.analysis import RESOLVES_3PCT_SD, Finding, night_sd, repinned
+from pytest_llmbench.history.series import RATIO, VALUE, Night, Series
 from pytest_llmbench.report import rows as R
 from pytest_llmbench.report.summary import markdown_table
 
@@ -56,6 +56,7 @@ def render(
         "",
         f"{len(nights)} nights ({span}), {len(series)} series, {len(findings)} change point(s) in all.",
     ]
+    parts += _resolution(series, findings)
     if new:
         parts += ["", markdown_table(findings_table(new, f"New in the last {last} night(s)"))]
     older = [f for f in findings if f not in new]
@@ -66,6 +67,21 @@ def render(
         parts += ["", "Reference re-pinned (each starts a new segment of its ratio series, never a change point):"]
         parts += [f"- {line}" for line in pins]
     return "\n".join(parts) + "\n"
+
+
+def _resolution(series: Sequence[Series], findings: Sequence[Finding]) -> list[str]:
+    """The median night-to-night SD of each kind of series: what the nights can resolve, in one line each."""
+    lines = []
+    for kind, what in ((VALUE, "nights' own values"), (RATIO, "ratios to the pinned reference")):
+        sds = sorted(sd for s in series if s.key.kind == kind and (sd := night_sd(s, findings)) is not None)
+        if sds:
+            median = sds[len(sds) // 2]
+            verdict = "resolves" if median <= RESOLVES_3PCT_SD else "cannot resolve"
+            lines.append(
+                f"Night-to-night SD of the {what}: median {100 * median:.1f}% over {len(sds)} series; this "
+                f"{verdict} a 3% step within 5 nights (needs ≤ {100 * RESOLVES_3PCT_SD:.2f}%, docs/HISTORY.md)."
+            )
+    return ["", *lines] if lines else []
 
 
 def _repins(series: Sequence[Series]) -> list[str]:
