@@ -135,3 +135,17 @@ def test_the_campaign_nights_make_one_series_per_scenario_metric() -> None:
         assert len(s.points) == len(nights), s.key
         slow = [p.night for p in s.points if "-t 1 " in p.setup + " "]
         assert slow == [f"night-{n:02d}" for n in range(11, 21)], s.key
+
+
+def test_a_night_of_k_starts_is_their_geometric_mean_with_its_se(tmp_path: Path) -> None:
+    """Design (b): ``--llmbench-record 3`` judges one test per start under one key; the night's point is their
+    geometric mean with SD/√k, and a start the gate called not comparable (a busy host) is left out."""
+    records = [_server({}, []), _verdict(90.0), _verdict(100.0), _verdict(30.0, "not comparable"), _verdict(110.0)]
+    _folder(tmp_path, "n1", "2026-12-01T00:00:00+00:00", records)
+    [series] = build_series(read_nights([tmp_path / "n1"]))
+    [point] = series.points
+    logs = [math.log(v) for v in (90.0, 100.0, 110.0)]
+    mean = sum(logs) / 3
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 2)
+    assert point.value == pytest.approx(math.exp(mean)) and point.se == pytest.approx(sd / math.sqrt(3))
+    assert point.status == "pass"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_llmbench.history.changepoints import DEFAULT_MAX_P, DEFAULT_WINDOW, ChangePoint, edivisive
-from pytest_llmbench.history.series import Night, Point, Series
+from pytest_llmbench.history.series import NOT_COMPARABLE, Night, Point, Series
 
 #: fewer nights than this and no change point is looked for (each side needs a few nights)
 MIN_NIGHTS = 6
@@ -23,9 +23,6 @@ MIN_NIGHTS = 6
 
 #: weight a ratio series' nights by their comparisons' 1/SE² (experiments/history/simulate_history_designs.out.md)
 WEIGHTED = False
-
-#: the gate's word for a night it could not judge (the host was busy): its value is not the build's
-NOT_COMPARABLE = "not comparable"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from scipy import stats
 
 from pytest_llmbench.errors import LlmbenchError
@@ -169,21 +170,41 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+#: the gate's word for a value it could not judge (the host was busy): it measures the neighbours, not the build
+NOT_COMPARABLE = "not comparable"
+
+
+def _mean_of_starts(night: Night, records: list[dict[str, Any]], build: str, setup: str) -> Point:
+    """One night's point from its server starts of one test (``--llmbench-record N`` starts a config N times:
+    design (b) of docs/HISTORY.md): the geometric mean, with SD/√k as its SE; one start is its own value.
+    Starts the gate called not comparable are left out while any other start is left."""
+    judged = [r for r in records if r.get("status") != NOT_COMPARABLE] or records
+    values = [float(r["observed"]) for r in judged]
+    status = judged[-1].get("status")
+    if len(values) == 1 or any(v <= 0 for v in values):
+        return Point(night.name, night.time, sum(values) / len(values), build, setup, status=status)
+    logs = np.log(values)
+    se = float(logs.std(ddof=1) / math.sqrt(len(logs)))
+    return Point(night.name, night.time, float(math.exp(logs.mean())), build, setup, status=status, se=se)
+
+
 def night_points(night: Night) -> dict[SeriesKey, tuple[str, Point]]:
     """This night's point of every series it measured, with the direction that is better."""
     folder, runner = night.folder, _runner(night.folder)
     out: dict[SeriesKey, tuple[str, Point]] = {}
     # the session-end verdicts; a crashed session left only its as-it-happens checks
     gated = folder.kind("verdict") or folder.kind("check")
+    starts: dict[SeriesKey, list[dict[str, Any]]] = {}
     for r in gated:
-        value = _number(r.get("observed"))
-        if value is None or not r.get("metric"):
+        if _number(r.get("observed")) is None or not r.get("metric"):
             continue
-        config = str(r.get("config") or "")
-        key = SeriesKey(str(r.get("runner") or runner), config, str(r.get("test_key")), str(r["metric"]))
-        build, setup = _provenance(folder, config)
-        point = Point(night.name, night.time, value, build, setup, status=r.get("status"))
-        out[key] = (str(r.get("direction") or "higher"), point)
+        key = SeriesKey(
+            str(r.get("runner") or runner), str(r.get("config") or ""), str(r.get("test_key")), str(r["metric"])
+        )
+        starts.setdefault(key, []).append(r)
+    for key, records in starts.items():
+        build, setup = _provenance(folder, key.config)
+        out[key] = (str(records[-1].get("direction") or "higher"), _mean_of_starts(night, records, build, setup))
     for r in folder.kind("comparison"):
         value = _number(r.get("candidate"))
         if value is None or not r.get("metric"):
