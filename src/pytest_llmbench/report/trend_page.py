@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from pytest_llmbench.history.analysis import NOT_COMPARABLE, Finding, repinned
-from pytest_llmbench.history.series import Night, Series
+from pytest_llmbench.history.analysis import Finding, repinned
+from pytest_llmbench.history.series import NOT_COMPARABLE, Night, Series
 from pytest_llmbench.report import html
 from pytest_llmbench.report.plots import STATUS_COLOR, Plot, _figure, _slug, _svg
 from pytest_llmbench.report.trend_summary import findings_table
@@ -32,11 +32,11 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
         pts = [(x, p.value) for x, p in zip(xs, s.points, strict=True) if p.status == status]
         color = STATUS_COLOR.get(str(status), "#555")
         ax.plot(*zip(*pts, strict=True), "o", color=color, markersize=3.5, label=str(status or "no verdict"))
-    with_se = [(x, p) for x, p in zip(xs, s.points, strict=True) if p.se]
+    with_se = [(x, p.value, p.se) for x, p in zip(xs, s.points, strict=True) if p.se]
     if with_se:  # the comparison's own 95% interval of each night (its SE on the log scale)
-        lows = [p.value - p.value * math.exp(-1.96 * float(p.se)) for _, p in with_se]
-        highs = [p.value * math.exp(1.96 * float(p.se)) - p.value for _, p in with_se]
-        xe, ye = [x for x, _ in with_se], [p.value for _, p in with_se]
+        lows = [v - v * math.exp(-1.96 * se) for _, v, se in with_se]
+        highs = [v * math.exp(1.96 * se) - v for _, v, se in with_se]
+        xe, ye = [x for x, _, _ in with_se], [v for _, v, _ in with_se]
         ax.errorbar(xe, ye, yerr=[lows, highs], fmt="none", ecolor="#bbb", elinewidth=0.8, capsize=1.5)
     compared = [(x, p) for x, p in zip(xs, s.points, strict=True) if p.comparison]
     if compared:
