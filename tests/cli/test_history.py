@@ -56,3 +56,49 @@ def test_the_module_entry_point_runs_it(tmp_path: Path) -> None:
         timeout=120,
     )
     assert run.returncode == 1, run.stderr
+
+
+def _pinned_night(root: Path, n: int, candidate: float, reference: float, pin: str) -> str:
+    """A night as a pinned-reference comparison writes it: the two arms' server records and one comparison."""
+    folder = root / f"night-{n:02d}"
+    folder.mkdir()
+    time = f"2026-12-{n:02d}T02:00:00+00:00"
+    records = [
+        {"record": "server", "config": "c.reference", "role": "reference", "build": {"build": pin}},
+        {"record": "server", "config": "c", "role": "candidate", "build": {"build": f"nightly-{n}"}},
+        {
+            "record": "comparison",
+            "config": "c",
+            "test_key": "t.py::test[s]",
+            "metric": "output_throughput",
+            "reference": reference,
+            "candidate": candidate,
+            "ratio": candidate / reference,
+            "se": 0.005,
+            "kind": "ratio",
+            "verdict": "equivalent",
+            "higher_is_better": True,
+        },
+    ]
+    (folder / "results.jsonl").write_text("".join(json.dumps({"time": time, **r}) + "\n" for r in records))
+    return str(folder)
+
+
+def test_a_step_in_the_ratio_to_the_pinned_reference_fails_and_a_re_pin_does_not(tmp_path: Path) -> None:
+    """Tonight's build at 100 tok/s, pinned pin-1 at 100; from night 9 a faster pin-2 (111) is the reference
+    (a re-pin: every ratio drops to ×0.90 at once); from night 13 the build loses 5.6%. The loss is the one
+    change point of the ratio series, naming both builds; the re-pin is listed, never gated."""
+    wiggle = [1.0, 1.004, 0.996, 1.002]
+    arms = [(100.0, 100.0, "pin-1")] * 8 + [(100.0, 111.1, "pin-2")] * 4 + [(94.4, 111.1, "pin-2")] * 4
+    nights = [
+        _pinned_night(tmp_path, n, cand * wiggle[n % 4], ref, pin) for n, (cand, ref, pin) in enumerate(arms, start=1)
+    ]
+    out = tmp_path / "out"
+    assert history.main([*nights, "--out", str(out), *GATE]) == 1
+    records = [json.loads(line) for line in (out / "change_points.jsonl").read_text().splitlines()]
+    [ratio] = [r for r in records if r["kind"] == "ratio"]
+    assert (ratio["first_night"], ratio["reference"], ratio["new"], ratio["worse"]) == ("night-13", "pin-2", True, True)
+    assert (ratio["good_build"], ratio["bad_build"]) == ("nightly-12", "nightly-13")
+    assert all(r["first_night"] == "night-13" for r in records)  # the candidate's own values: the same night
+    assert "- c: night-09 (pin-1 → pin-2)" in (out / "history.md").read_text()
+    assert history.main([*nights[:12], "--out", str(tmp_path / "o2"), *GATE]) == 0  # the re-pin alone

@@ -72,6 +72,8 @@ class Finding:
             "config": k.config,
             "test_key": k.test,
             "metric": k.metric,
+            "kind": k.kind,
+            "reference": self.first_after.reference,
             "direction": self.series.direction,
             "worse": self.worse,
             "first_night": self.first_after.night,
