@@ -160,8 +160,8 @@ def find_changes(
 
 
 #: the per-night SD at which a 3% step is found by its 5th night in >= 90% of series with <= 5% false change
-#: points (E-divisive default; experiments/history/simulate_history_designs.out.md, simulate_history.out.md)
-RESOLVES_3PCT_SD = 0.0125
+#: points (E-divisive default: 93% at 1.0%, 79% at 1.25%; experiments/history/simulate_history_designs.out.md)
+RESOLVES_3PCT_SD = 0.01
 
 
 def night_sd(series: Series, findings: Sequence[Finding]) -> float | None:
