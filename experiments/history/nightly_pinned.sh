@@ -7,6 +7,9 @@
 # 55-64): a real change at a known night, reverted after CHANGE_TO.
 #
 #   LAST=14 CHANGE_FROM=5 CHANGE_TO=9 BUDGET=120 bash experiments/history/nightly_pinned.sh
+#   PYTHONPATH=src python -m pytest_llmbench history "$DATA/night-*" --last 1     # DATA as below
+#
+# Not run yet (2026-12-03: the shared lock's queue gave it no hold; docs/HISTORY.md, Real nights).
 #
 # Each hold of /tmp/llmbench-heavy.lock runs nights until HOLD_S (default 420 s) is spent, then lets go; the
 # nights done so far are committed, and the next hold goes on from the first night not yet in DATA.
