@@ -67,7 +67,7 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
         "out of the detection); black: the level between change points; "
         "dashed: a change point (red worse, green better), labelled with after/before"
         + ("; triangles: that night's in-session comparison (red regressed, blue equivalent)" if compared else "")
-        + ("; bars: each night's 95% interval from its comparison" if with_se else "")
+        + ("; bars: each night's 95% interval (its comparison's SE, or its starts' SD/√k)" if with_se else "")
         + ("; dotted: the reference was re-pinned (a new segment)" if pins else "")
         + "."
     )
