@@ -128,8 +128,12 @@ def main() -> None:
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} cores. Command: "
         f"`flock /tmp/llmbench-heavy.lock python experiments/bisect/calibrate_slowdown.py {argv}`\n"
     )
-    print(f"Base server: `llama-server {' '.join(BASE)}` (SmolLM2-135M Q4_1); {args.reps} requests per arm, metric and condition.\n")
-    print("| extra args | neighbour | mean TTFT ms base → slow | TTFT ratio [95% CI] | mean TPOT ms base → slow | TPOT ratio [95% CI] |")
+    print(
+        f"Base server: `llama-server {' '.join(BASE)}` (SmolLM2-135M Q4_1); {args.reps} requests per arm, metric and condition.\n"
+    )
+    print(
+        "| extra args | neighbour | mean TTFT ms base → slow | TTFT ratio [95% CI] | mean TPOT ms base → slow | TPOT ratio [95% CI] |"
+    )
     print("|---|---|---|---|---|---|")
     for name in args.only:
         for busy in (False, True):
