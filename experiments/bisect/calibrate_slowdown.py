@@ -32,7 +32,25 @@ from scipy import stats
 from pytest_llmbench.engines.llamacpp import llamacpp_binary
 
 BASE = ["-c", "2048", "-np", "1", "-t", "2", "--cache-ram", "0", "--no-webui"]
-CANDIDATES = {"-t 1": ["-t", "1"], "-b 8 -ub 8": ["-b", "8", "-ub", "8"], "--top-k 0": ["--top-k", "0"]}
+CANDIDATES = {
+    "-t 1": ["-t", "1"],
+    "-b 8 -ub 8": ["-b", "8", "-ub", "8"],
+    "--top-k 0": ["--top-k", "0"],
+    # the same model with F32 weights (llama-quantize --allow-requantize): ~5.5x the bytes read per token on the
+    # same threads; a later -m wins in llama-server's argument parser, so a wrapper can append it
+    "f32 weights": ["-m", "{f32}"],
+}
+
+
+def f32_model(folder: Path) -> Path:
+    """SmolLM2's Q4_1 file requantized to F32 with the llama-quantize beside llama-server (~2 s, 540 MB)."""
+    out = folder / "SmolLM2-135M-Instruct.F32.gguf"
+    if not out.exists():
+        quantize = llamacpp_binary().parent / "llama-quantize"
+        subprocess.run(
+            [str(quantize), "--allow-requantize", str(model_path()), str(out), "F32"], check=True, capture_output=True
+        )
+    return out
 
 
 def model_path() -> Path:
@@ -121,7 +139,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=8, help="requests per arm per metric and condition")
     ap.add_argument("--only", nargs="*", default=list(CANDIDATES))
+    ap.add_argument("--threads", default="2", help="-t of both arms (the base server's threads)")
+    ap.add_argument("--f32-dir", type=Path, default=Path("/tmp"), help="where the F32 model is written once")
     args = ap.parse_args()
+    BASE[BASE.index("-t") + 1] = args.threads
+    f32 = f32_model(args.f32_dir) if "f32 weights" in args.only else None
     argv = " ".join(shlex.quote(a) for a in sys.argv[1:])
     print("# Calibrating the CPU bisect's injected slowdown\n")
     print(
@@ -137,7 +159,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for name in args.only:
         for busy in (False, True):
-            print(measure(name, CANDIDATES[name], args.reps, busy), flush=True)
+            extra = [str(f32) if a == "{f32}" else a for a in CANDIDATES[name]]
+            print(measure(name, extra, args.reps, busy), flush=True)
 
 
 if __name__ == "__main__":
