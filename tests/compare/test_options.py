@@ -106,8 +106,8 @@ def test_compare_header_names_the_arms(pytester: pytest.Pytester):
     result.stdout.fnmatch_lines(
         [
             "llmbench compare: smol-nospec: reference args -t 1 vs candidate installed build",
-            "llmbench compare: 1 warm-up round(s) not judged, units of 2 rounds on a fresh pair of servers, "
-            "a 12-unit pilot, then the units for 95% power at each metric's detect size (at most 400 rounds, 300 s per "
+            "llmbench compare: 1 warm-up round(s) not judged, units of a fresh pair of servers whose rounds are "
+            "chosen by cost once the first pair is timed, a pilot of up to 12 units, then the units for 95% power at each metric's detect size (at most 400 rounds, 300 s per "
             "scenario), 2 prompts per block; per-comparison α timing=0.03, quality=0.03, "
             "decisions=0.03",  # a test that checks nothing makes no comparison: the whole budget is left
         ]

@@ -260,7 +260,7 @@ def optimal_unit_rounds(costs: Costs, noise: Noise) -> float:
 
 
 @dataclass(frozen=True)
-class Plan:
+class UnitPlan:
     """One scenario's comparison: ``units`` fresh pairs of ``unit_rounds`` rounds, what it costs, what it
     catches. ``reached`` is False where no plan within the limits reaches the target's power."""
 
@@ -279,13 +279,11 @@ class Plan:
         if self.units == 0:
             return f"{self.name}: not judged ({self.note})" if self.note else f"{self.name}: not judged"
         what = f"{self.units} units of {self.unit_rounds} round{'s' if self.unit_rounds != 1 else ''}"
-        line = (
-            f"{self.name}: {what}, ~{_duration(self.seconds)}, detects >= {_size(self.target.sizes, self.detectable)}"
-        )
+        line = f"{self.name}: {what}, ~{duration(self.seconds)}, detects >= {_size(self.target.sizes, self.detectable)}"
         return line + (f" ({self.note})" if self.note else "")
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:
@@ -299,8 +297,8 @@ def _size(sizes: Sizes, value: float) -> str:
     return f"{100 * value:.2g}%" if sizes.kind == RATIO else f"{value:.3g}"
 
 
-def _plan_of(name: str, units: int, m: int, costs: Costs, noise: Noise, target: Target, **kw: Any) -> Plan:
-    return Plan(
+def _plan_of(name: str, units: int, m: int, costs: Costs, noise: Noise, target: Target, **kw: Any) -> UnitPlan:
+    return UnitPlan(
         name,
         units,
         m,
@@ -330,7 +328,7 @@ def plan(
     *,
     unit_rounds: int | None = None,
     max_unit_rounds: int = MAX_UNIT_ROUNDS,
-) -> Plan:
+) -> UnitPlan:
     """The fewest seconds reaching the target's power at its detect size: rounds per unit (whole ABBA
     pairs, or ``unit_rounds`` when the layout fixes it: 1 for per-block starts) and units (at least
     ``target.min_units``), by exact search with the t test's power."""
@@ -354,7 +352,7 @@ def best_within(
     *,
     unit_rounds: int | None = None,
     max_unit_rounds: int = MAX_UNIT_ROUNDS,
-) -> Plan:
+) -> UnitPlan:
     """What a budget buys: the plan within ``budget_s`` seconds with the smallest detectable change (at the
     target's power). A budget that cannot hold ``target.min_units`` units of one ABBA pair gives a plan of 0
     units that says so."""
@@ -369,7 +367,7 @@ def best_within(
             best = (gap, n, m)
     if best is None:
         floor = costs.seconds(target.min_units, choices[0])
-        return Plan(
+        return UnitPlan(
             name,
             0,
             0,
@@ -378,7 +376,7 @@ def best_within(
             0.0,
             target,
             reached=False,
-            note=f"budget too small to judge: {target.min_units} units need ~{_duration(floor)}",
+            note=f"budget too small to judge: {target.min_units} units need ~{duration(floor)}",
         )
     _, n, m = best
     p = _plan_of(name, n, m, costs, noise, target)
@@ -408,7 +406,7 @@ class Allocation:
     """A session budget spent across scenarios: each one's plan, and the rule that set them."""
 
     budget_s: float
-    plans: tuple[Plan, ...]
+    plans: tuple[UnitPlan, ...]
     rule: str
 
     @property
@@ -417,7 +415,7 @@ class Allocation:
 
     def table(self) -> list[str]:
         """The plan table printed before the first full unit."""
-        head = f"plan for {_duration(self.budget_s)} of budget ({self.rule}):"
+        head = f"plan for {duration(self.budget_s)} of budget ({self.rule}):"
         return [head, *(f"  {p.describe()}" for p in self.plans)]
 
 
@@ -443,7 +441,7 @@ def allocate(budget_s: float, scenarios: Sequence[Scenario], *, tolerance: float
     if all(p.reached for p in own) and sum(p.seconds for p in own) <= budget_s:
         return Allocation(budget_s, tuple(own), "each scenario's own detect")
     kept = list(scenarios)
-    dropped: list[Plan] = []
+    dropped: list[UnitPlan] = []
 
     def floor(s: Scenario) -> float:
         return s.costs.seconds(s.target.min_units, ROUND_STEP)
@@ -452,7 +450,7 @@ def allocate(budget_s: float, scenarios: Sequence[Scenario], *, tolerance: float
         worst = max(kept, key=floor)
         kept.remove(worst)
         dropped.append(
-            Plan(
+            UnitPlan(
                 worst.name,
                 0,
                 0,
@@ -461,7 +459,7 @@ def allocate(budget_s: float, scenarios: Sequence[Scenario], *, tolerance: float
                 0.0,
                 worst.target,
                 reached=False,
-                note=f"budget too small to judge: {worst.target.min_units} units need ~{_duration(floor(worst))}",
+                note=f"budget too small to judge: {worst.target.min_units} units need ~{duration(floor(worst))}",
             )
         )
 
@@ -696,3 +694,52 @@ def dry_run(
             noise = Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
         scenarios.append(Scenario(name, costs, noise, target))
     return allocate(budget_s, scenarios)
+
+
+# --- the unit of a running comparison ---------------------------------------------------------------
+
+
+def unit_for_session(
+    name: str,
+    costs: Costs,
+    noise: Noise,
+    target: Target,
+    *,
+    budget_s: float | None = None,
+    max_rounds: int | None = None,
+) -> UnitPlan:
+    """The unit a comparison plays, chosen once its first pair of servers is timed: the cheapest plan
+    reaching the target, among those within the budget left and ``max_rounds``; where none reaches it, the
+    one that detects the smallest change within them. Never fewer than ``target.min_units`` units (the
+    floor the runner plays whatever the budget, so a plan below it says so in its note)."""
+    least = target.min_units
+    cap = MAX_UNIT_ROUNDS if max_rounds is None else max(ROUND_STEP, max_rounds // least // ROUND_STEP * ROUND_STEP)
+    choices = list(range(ROUND_STEP, min(cap, MAX_UNIT_ROUNDS) + 1, ROUND_STEP))
+
+    def room(m: int) -> int:
+        n = MAX_UNITS if max_rounds is None else max_rounds // m
+        if budget_s is not None:
+            n = min(n, int(budget_s // costs.unit_s(m)))
+        return n
+
+    best: tuple[float, int, int] | None = None
+    for m, need in zip(choices, _units_needed(choices, noise, target), strict=True):
+        if need is not None and need <= room(m) and (best is None or costs.seconds(need, m) < best[0]):
+            best = (costs.seconds(need, m), need, m)
+    if best is not None:
+        return _plan_of(name, best[1], best[2], costs, noise, target)
+    fits = [(gap_at(room(m), m, noise, target), room(m), m) for m in choices if room(m) >= least]
+    if not fits:
+        return _plan_of(
+            name,
+            least,
+            ROUND_STEP,
+            costs,
+            noise,
+            target,
+            reached=False,
+            note=f"over budget: the {least}-unit floor",
+        )
+    _, n, m = min(fits)
+    p = _plan_of(name, n, m, costs, noise, target)
+    return replace(p, reached=p.power >= target.power, note="" if p.power >= target.power else "the budget's best")
