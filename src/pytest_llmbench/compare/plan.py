@@ -569,6 +569,18 @@ class RecordedCosts:
     rounds: int
     wall_round_s: float | None = None  # the pilot's wall seconds per round (comparison_plan), restarts included
     round_log_ratios: tuple[float, ...] = field(default=(), repr=False)  # per judged round, in round order
+    round_units: tuple[int | None, ...] = field(default=(), repr=False)  # each of those rounds' unit (records')
+
+    def recorded_units(self) -> list[list[float]] | None:
+        """The rounds' log ratios grouped by the unit the records name (``unit`` on comparison_block, since
+        issue 38); None where the records do not say, or every unit has one round (no within spread)."""
+        if len(self.round_units) != len(self.round_log_ratios) or any(u is None for u in self.round_units):
+            return None
+        groups: dict[int, list[float]] = {}
+        for u, v in zip(self.round_units, self.round_log_ratios, strict=True):
+            groups.setdefault(int(u or 0), []).append(v)
+        units = [groups[k] for k in sorted(groups)]
+        return units if len(units) >= 2 and any(len(u) >= 2 for u in units) else None
 
     def costs(self, *, warmup_s: float = 0.0, concurrent: bool = False) -> Costs:
         """A unit's costs: both arms' median starts (one after the other unless ``concurrent``) and the
@@ -600,7 +612,7 @@ def costs_from_records(
     blocks: dict[tuple[str, str], dict[int, dict[str, Mapping[str, Any]]]] = {}
     walls: dict[tuple[str, str], list[float]] = {}
     for r in records:
-        if session is not None and r.get("session", session) != session:
+        if session is not None and r.get("compare_session", r.get("session", session)) != session:
             continue
         kind, config = r.get("record"), r.get("config")
         if not isinstance(config, str):
@@ -609,23 +621,26 @@ def costs_from_records(
             starts.setdefault(config, {}).setdefault(str(r.get("role")), []).append(float(r["startup_s"]))
         elif kind == "comparison_block" and isinstance(r.get("scenario"), str) and int(r.get("round", -1)) >= 0:
             per_round = blocks.setdefault((config, r["scenario"]), {}).setdefault(int(r["round"]), {})
-            per_round[str(r.get("role"))] = r.get("metrics") or {}
+            per_round[str(r.get("role"))] = {**(r.get("metrics") or {}), "unit": r.get("unit"), "wall_s": r.get("wall_s")}
         elif kind == "comparison_plan" and isinstance(r.get("seconds_per_round"), (int, float)):
             walls.setdefault((config, str(r.get("scenario"))), []).append(float(r["seconds_per_round"]))
     out: dict[tuple[str, str], RecordedCosts] = {}
     for (config, scenario), by_round in sorted(blocks.items()):
         seconds: list[float] = []
         ratios: list[float] = []
+        units: list[int | None] = []
         for _, pair in sorted(by_round.items()):
             ref, cand = pair.get("reference"), pair.get("candidate")
             if ref is None or cand is None:
                 continue
-            d_ref, d_cand = ref.get("duration"), cand.get("duration")
+            d_ref, d_cand = ref.get("wall_s") or ref.get("duration"), cand.get("wall_s") or cand.get("duration")
             if isinstance(d_ref, (int, float)) and isinstance(d_cand, (int, float)):
                 seconds.append(float(d_ref) + float(d_cand))
             v_ref, v_cand = ref.get(metric), cand.get(metric)
             if isinstance(v_ref, (int, float)) and isinstance(v_cand, (int, float)) and v_ref > 0 and v_cand > 0:
                 ratios.append(math.log(v_cand / v_ref))
+                unit = ref.get("unit")
+                units.append(int(unit) if isinstance(unit, int) else None)
         if not seconds:
             continue
         arm = starts.get(config, {})
@@ -639,6 +654,7 @@ def costs_from_records(
             len(seconds),
             statistics.median(wall) if wall else None,
             tuple(ratios),
+            tuple(units),
         )
     return out
 
@@ -669,7 +685,8 @@ def dry_run(
     pair of servers played (1 when the session kept one pair: then only the within SD is measured, and
     ``sd_between`` must be given, e.g. from another session's pilot); with units of several rounds the
     components come from :func:`components` unless ``sd_between`` overrides the between SD.
-    ``start_s_per_arm`` replaces the recorded starts (what would a 60-s start cost?)."""
+    ``start_s_per_arm`` replaces the recorded starts (what would a 60-s start cost?). Records that name
+    each round's ``unit`` (sessions since issue 38) give the components of their own units."""
     recorded = costs_from_records(records, session=session)
     if not recorded:
         raise ValueError("dry run: no comparison_block records with a scenario")
@@ -681,7 +698,11 @@ def dry_run(
         costs = rec.costs(warmup_s=warmup_s, concurrent=concurrent)
         if len(rec.round_log_ratios) < 2 * max(unit_rounds, 2):
             raise ValueError(f"dry run: {name} has {len(rec.round_log_ratios)} rounds, too few to measure its noise")
-        if unit_rounds == 1:
+        recorded_units = rec.recorded_units()
+        if recorded_units is not None:  # the records name each round's unit (issue 38): the pilot's own nesting
+            comp = components(recorded_units)
+            noise = Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
+        elif unit_rounds == 1:
             if sd_between is None:
                 raise ValueError(
                     f"dry run: {name} kept one pair of servers (unit_rounds=1): give sd_between, the SD of a "
