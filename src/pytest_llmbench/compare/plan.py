@@ -621,7 +621,11 @@ def costs_from_records(
             starts.setdefault(config, {}).setdefault(str(r.get("role")), []).append(float(r["startup_s"]))
         elif kind == "comparison_block" and isinstance(r.get("scenario"), str) and int(r.get("round", -1)) >= 0:
             per_round = blocks.setdefault((config, r["scenario"]), {}).setdefault(int(r["round"]), {})
-            per_round[str(r.get("role"))] = {**(r.get("metrics") or {}), "unit": r.get("unit"), "wall_s": r.get("wall_s")}
+            per_round[str(r.get("role"))] = {
+                **(r.get("metrics") or {}),
+                "unit": r.get("unit"),
+                "wall_s": r.get("wall_s"),
+            }
         elif kind == "comparison_plan" and isinstance(r.get("seconds_per_round"), (int, float)):
             walls.setdefault((config, str(r.get("scenario"))), []).append(float(r["seconds_per_round"]))
     out: dict[tuple[str, str], RecordedCosts] = {}
