@@ -44,7 +44,7 @@ def test_no_limit(text):
 
 @pytest.mark.parametrize("text", ["soon", "-5", "5d"])
 def test_a_bad_duration_names_where_it_came_from(text):
-    with pytest.raises(ValueError, match="--budget: .* is not a duration|must be > 0"):
+    with pytest.raises(ValueError, match=r"--budget: .* is not a duration|must be > 0"):
         parse_seconds(text, "--budget")
 
 
