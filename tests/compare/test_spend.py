@@ -134,15 +134,16 @@ def test_the_runner_times_the_first_pair_then_plays_the_chosen_unit():
         servers, sc, design=design, judge=judge, prompts=["a", "b", "c"], run_block=run_block,
         choose_unit=choose, clock=clock,
     )  # fmt: skip
-    assert len(seen) == 1 and seen[0].round_s == 4.0  # one round: two blocks of 2 s
+    # one round: two blocks of 2 s; unit 0 kept the warm-up's pair, so its start is the arms' recorded ones
+    assert len(seen) == 1 and seen[0].round_s == 4.0 and seen[0].start_s == 2.0 and seen[0].warmup_s == 0.0
     assert rounds.unit_rounds == 6 and outcome.plan.unit_rounds == 6
     assert outcome.rounds % 6 == 0 and outcome.rounds >= 4 * 6
     judged = [b for b in rounds.blocks if not b.warmup]
     assert [b.unit for b in judged if b.role == "reference"] == [r // 6 for r in range(outcome.rounds)]
     assert all(b.wall_s == 2.0 for b in judged)
     starts = [e for e in log if e[0] == "start"]
-    assert len(starts) == 1 + 2 * (outcome.rounds // 6)  # the warm-up's reference, then two per unit
-    assert {s.unit for s in servers.starts} == {None, *range(outcome.rounds // 6)}
+    assert len(starts) == 1 + 2 * (outcome.rounds // 6 - 1)  # the warm-up's reference, then two per later unit
+    assert {s.unit for s in servers.starts} == {None, *range(1, outcome.rounds // 6)}
     assert comps and comps[0].verdict == "regressed"  # 0.9x, noise-free
 
 

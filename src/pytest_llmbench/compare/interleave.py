@@ -95,9 +95,11 @@ class ArmServers:
         self._noted_candidate = False
         self.started_first: str | None = None  # the current pair's first start (renew's order)
         self.unit: int | None = None  # the unit the current pair serves (renew's)
+        self.last_start_s: dict[str, float] = {}  # each arm's latest start, seconds (what a fresh pair costs)
 
     def _note(self, role: str, server: LLMServer) -> None:
         facts = self._facts(server) if self._facts else {}
+        self.last_start_s[role] = float(server.startup_s)
         self.starts.append(
             ArmStart(
                 role,
@@ -273,22 +275,35 @@ def run_rounds(
                 on_block(block)
         return clock() - began
 
+    # Unit 0 plays on the pair the warm-up rounds ran on when there were any: both arms are up, and that
+    # pair's offset is in unit 0 alone (the warm-up is never judged), so a restart would cost two starts
+    # (minutes for a big model) and buy nothing. Its first server was the candidate's (the test's
+    # llm_server), as start_first(0) asks.
+    reuse = restarting and design.warmup_rounds > 0
+
+    def begin_unit(first: int) -> bool:
+        """A fresh pair for the unit starting at round ``first``; False where unit 0 keeps the warm-up's."""
+        if first == 0 and reuse:
+            servers.started_first = start_first(0)
+            return False
+        servers.renew(start_first(rounds.unit_of(first)), rounds.unit_of(first))
+        return True
+
     def play_unit(first: int) -> None:
-        if restarting:
-            servers.renew(start_first(rounds.unit_of(first)), rounds.unit_of(first))
+        fresh = begin_unit(first) if restarting else False
         for r in range(first, first + step):
-            play(r, fresh=r == first and restarting)
+            play(r, fresh=r == first and fresh)
 
     def timed_first_unit() -> int:
         """Unit 0 when its length is chosen by cost: one ABBA pair timed, the choice, then the rest."""
         nonlocal unit, step, design
         began = clock()
-        servers.renew(start_first(0), 0)
-        start_s = clock() - began
-        first = play(0, fresh=True)
+        fresh = begin_unit(0)
+        start_s = clock() - began if fresh else sum(servers.last_start_s.values())
+        first = play(0, fresh=fresh)
         second = play(1)
         assert choose_unit is not None
-        unit, pilot_units = choose_unit(Costs(start_s, second, max(0.0, first - second)))
+        unit, pilot_units = choose_unit(Costs(start_s, second, max(0.0, first - second) if fresh else 0.0))
         step = unit
         rounds.unit_rounds = unit
         design = replace(design, restart_rounds=unit, pilot_units=pilot_units)
