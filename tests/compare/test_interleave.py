@@ -293,7 +293,7 @@ def test_both_up_restarts_both_arms_for_every_server_pair_and_warms_each_new_pai
     )
     # the first event: the reference's start at the warm-up (the candidate, the test's server, was up
     # first: start_first(0)); then the start order alternates unit by unit
-    assert events == [("start", "reference")] + stop + ref_first + stop + cand_first
+    assert events == [("start", "reference"), *stop, *ref_first, *stop, *cand_first]
     assert log.count(("start", "reference")) == 3 and cand.alive()
     assert [rounds.unit_of(r) for r in rounds.complete] == [0, 0, 1, 1, 2, 2]
     assert [b.started_first for b in rounds.blocks if b.round >= 0 and b.role == "reference"] == [
