@@ -22,7 +22,7 @@ and the classic optimal allocation (two-stage sampling: Cochran, *Sampling Techn
 searches whole ABBA pairs exactly, with the t test's power (noncentral t, df ``n - 1``), never below
 :data:`MIN_UNITS` units.
 
-Other layouts, and why they are not chosen here (docs/COMPARE_PLAN.md has the numbers):
+Other layouts, and why they are not chosen here (docs/COMPARE_STATS.md "The unit chosen by cost" has the numbers):
 
 - **both arms kept up** (one pair for the scenario, the round as the unit): the offset of that one pair is
   in every round and in none of the test's spread, so the test is biased by it; at ``sd_between > 0`` a

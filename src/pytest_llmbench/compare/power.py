@@ -117,8 +117,10 @@ class Design:
         where ``max_rounds`` says so, and then nothing is decided)."""
         return min(self.pilot(unit_rounds), whole_units(MIN_UNITS * unit_rounds, unit_rounds))
 
-    def describe(self, keep_both: bool = True) -> str:
-        budget = f"{self.budget_s:g} s" if self.budget_s else "no time limit"
+    def describe(self, keep_both: bool = True, session_budget_s: float | None = None) -> str:
+        budget = f"{self.budget_s:g} s per scenario" if self.budget_s else "no time limit per scenario"
+        if session_budget_s is not None:
+            budget = f"{session_budget_s:g} s for the session's scenarios"
         unit = self.unit_rounds(keep_both)
         pilot = self.pilot(unit) // unit
         if keep_both and self.planned_unit:
@@ -132,7 +134,7 @@ class Design:
             plan = f"a {pilot}-round pilot, then the rounds"
         return (
             f"{self.warmup_rounds} warm-up round(s) not judged, {plan} for {100 * self.power:g}% power at each "
-            f"metric's detect size (at most {self.max_rounds} rounds, {budget} per scenario)"
+            f"metric's detect size (at most {self.max_rounds} rounds, {budget})"
         )
 
 

@@ -168,7 +168,11 @@ class CompareSession:
         lines = [f"llmbench compare: {p.describe()}" for p in self.pairs.values()]
         if self.pairs:
             lines.append(
-                f"llmbench compare: {self.settings.design.describe(self.settings.server_mode != 'per-block')}, "
+                "llmbench compare: "
+                + self.settings.design.describe(
+                    self.settings.server_mode != "per-block", self.settings.session_budget_s
+                )
+                + f", "
                 f"{self.settings.block_prompts} "
                 f"prompts per block; per-comparison α " + ", ".join(f"{f}={a:.3g}" for f, a in self.alphas.items())
             )
