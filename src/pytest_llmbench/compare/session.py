@@ -692,7 +692,14 @@ def _message(r: dict[str, Any]) -> str:
 
 
 def _say(config: pytest.Config, line: str) -> None:
-    """A line on the terminal now (the pilot's plan), not only in the table at the end."""
+    """A line on the terminal now (the plan table, the pilot's plan), not only in the table at the end: the
+    test's output capture is suspended for it (inside a test, fd capture would hold it until a failure)."""
     tr = config.pluginmanager.get_plugin("terminalreporter")
-    if tr is not None:
+    if tr is None:
+        return
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    if capman is None:
+        tr.write_line(line, yellow=True)
+        return
+    with capman.global_and_fixture_disabled():
         tr.write_line(line, yellow=True)
