@@ -147,7 +147,7 @@ def plan_table(
         left_s = max(0.0, budget.total_s - budget.spent_s)
         head = (
             f"llmbench compare plan: {duration(left_s)} of the session's {duration(budget.total_s)} left for "
-            f"{budget.left} scenario(s)" + (f" ({alloc.rule})" if alloc is not None else "")
+            f"{budget.left} scenario(s)" + (f" ({alloc.rule})" if alloc is not None and alloc.plans[0].units else "")
         )
     else:
         per = "no time limit" if scenario_s is None else f"{duration(scenario_s)}"
