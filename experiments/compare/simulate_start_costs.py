@@ -232,13 +232,20 @@ def runner_design(name: str, start: float, args: argparse.Namespace) -> tuple[in
 
 
 def runner_verdicts(
-    rng: np.random.Generator, reps: int, m: int, n0: int, sd_b: float, sd_w: float, change: float
+    rng: np.random.Generator,
+    reps: int,
+    m: int,
+    n0: int,
+    sd_b: float,
+    sd_w: float,
+    change: float,
+    name_shipped: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, Spread | None, bool]]]:
     """Per replicate: the units played (pilot, then Stein's N from the pilot's SD, at most MAX_ROUNDS
     rounds) and "regressed" by the runner's rule (Stein on the pilot's SD AND t on the final SD both below
     ignore, compare/stats.py ``_t_comparison``). A unit's value is drawn as the mean of its m rounds:
     offset + round noise / sqrt(m), exactly the nested model's unit."""
-    cap = MAX_ROUNDS // m
+    cap = MAX_ROUNDS // 2 if name_shipped else MAX_ROUNDS // m  # shipped: max_rounds / 2 units (interleave.py)
     u = math.log1p(-change) + math.sqrt(sd_b**2 + sd_w**2 / m) * rng.standard_normal((reps, cap))
     s0 = u[:, :n0].std(axis=1, ddof=1)
     reach = float(stats.t.isf(ALPHA, n0 - 1) + stats.t.isf(1 - POWER, n0 - 1))
@@ -263,7 +270,7 @@ def runner_table(args: argparse.Namespace) -> None:
     print(
         f"What a session does, not a plan from the true SDs: the first pair is timed, the unit chosen from the "
         f"measured costs and the ini's prior noise (offset 1%, round 3.5%, whatever the true offset SD), the pilot "
-        f"is the planned units (4..{PILOT_UNITS}), Stein's N from the pilot's SD (at most {MAX_ROUNDS} rounds), "
+        f"is the planned units (4..{PILOT_UNITS}), Stein's N from the pilot's SD (at most {MAX_ROUNDS // 2} units; today {MAX_ROUNDS} rounds), "
         f"and the verdict needs Stein on the pilot's SD and the t on the final SD to agree. 'today': 2 rounds per "
         f"pair, a {PILOT_UNITS}-unit pilot, the same rule. {reps} replicates per cell for each rate (exact binomial "
         f"95% intervals); GPU-seconds the mean over the power replicates (the N is random), and its 95th "
@@ -283,8 +290,9 @@ def runner_table(args: argparse.Namespace) -> None:
             for name in ("today", "shipped"):
                 m, n0 = runner_design(name, start, args)
                 unit_s = 2 * start + args.warmup_s + m * args.round_s
-                power, n, checks = runner_verdicts(rng, reps, m, n0, sd_b, args.sd_within, sizes.detect)
-                alarm, _, more = runner_verdicts(rng, reps, m, n0, sd_b, args.sd_within, sizes.ignore)
+                shipped = name == "shipped"
+                power, n, checks = runner_verdicts(rng, reps, m, n0, sd_b, args.sd_within, sizes.detect, shipped)
+                alarm, _, more = runner_verdicts(rng, reps, m, n0, sd_b, args.sd_within, sizes.ignore, shipped)
                 for values, spread, hit in checks + more:
                     c = compare_rounds(
                         "output_throughput",

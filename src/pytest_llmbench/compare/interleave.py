@@ -306,7 +306,11 @@ def run_rounds(
         unit, pilot_units = choose_unit(Costs(start_s, second, max(0.0, first - second) if fresh else 0.0))
         step = unit
         rounds.unit_rounds = unit
-        design = replace(design, restart_rounds=unit, pilot_units=pilot_units)
+        # max_rounds was written for units of 2 rounds: with a unit chosen by cost it caps the units at
+        # max_rounds / 2, not the rounds (rounds are the cheap part of a long unit; the budget is the limit)
+        most = max(design.max_rounds, design.max_rounds // 2 * unit)
+        design = replace(design, restart_rounds=unit, pilot_units=pilot_units, max_rounds=most)
+        judge.design = replace(judge.design, max_rounds=most)
         for r in range(2, unit):
             play(r)
         return unit
