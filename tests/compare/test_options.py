@@ -46,6 +46,18 @@ def test_sizes_from_ini_lines():
             "--llmbench-compare-budget: 'soon' is not",
         ),
         (
+            ["--llmbench-reference-args", "-t 1", "--llmbench-compare-budget", "chat=300"],
+            "--llmbench-compare-budget: 'chat=300': the one key is 'scenario'",
+        ),
+        (
+            ["--llmbench-reference-args", "-t 1", "--llmbench-compare-budget", "scenario=-5"],
+            "--llmbench-compare-budget scenario=: '-5' must be > 0 seconds",
+        ),
+        (
+            ["--llmbench-reference-args", "-t 1", "-o", "llmbench_compare_noise=offset=2% round=x"],
+            "ini llmbench_compare_noise: 'round=x' is not 'offset=SD' or 'round=SD'",
+        ),
+        (
             ["--llmbench-reference-args", "-t 1", "--llmbench-block-prompts", "0"],
             "--llmbench-block-prompts: 0 — must be at least 1",
         ),
@@ -143,3 +155,22 @@ def test_an_ini_size_that_names_no_comparison_metric_is_a_usage_error(line):
     ):
         parse_sizes([line], "llmbench_compare_detect")
     assert parse_sizes(["ttft=10%"], "llmbench_compare_detect") == {"ttft": "10%"}
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--llmbench-compare-budget", "20m"], "1200 s for the session's scenarios"),
+        (["--llmbench-compare-budget", "scenario=120"], "120 s per scenario"),
+        (["--llmbench-compare-budget", "none"], "no time limit per scenario"),
+        (["-o", "llmbench_compare_budget=90"], "90 s per scenario"),
+    ],
+)
+def test_the_budget_is_the_sessions_or_each_scenarios(pytester: pytest.Pytester, args, says):
+    pytester.makepyfile(test_bench=BENCH)
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML), "--collect-only", "-q", "-k", "smol-nospec",
+        "--llmbench-reference-args", "-t 1", *args,
+    )  # fmt: skip
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"llmbench compare: * rounds, {says}), *"])
