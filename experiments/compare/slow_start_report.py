@@ -55,16 +55,11 @@ def session(folder: Path) -> None:
     retries = kinds.get("arm_start_retry", [])
     print(f"\n\nStarts retried: {len(retries)}.\n")
     print("The dry run on this session's records (`python -m pytest_llmbench compare-plan … --budget 9m`):\n")
-    results = folder / "dry"
-    results.mkdir(exist_ok=True)
-    (results / "results.jsonl").write_text((folder / "results.jsonl").read_text())
     print("```")
     sys.stdout.flush()
-    compare_plan([str(results), "--budget", "9m"])
+    compare_plan([str(folder), "--budget", "9m"])
     sys.stdout.flush()
     print("```\n")
-    (results / "results.jsonl").unlink()
-    results.rmdir()
 
 
 def main() -> int:
