@@ -14,7 +14,8 @@
 #   STEP=pytest  ARGS="..." bash experiments/compare/gpu_compare.sh   # sessions through pytest (compare_pytest_sessions.py)
 #   STEP=campaign SPECS="gpu-aa=;gpu-ctv-f32=-ctv f32" FIRST=4 bash experiments/compare/gpu_compare.sh
 #                # one session per spec (label=candidate args; empty args = A/A, the same build on both arms),
-#                # round robin, no session started after DEADLINE s (default 400) so the call ends inside 600 s
+#                # round robin, no session started after DEADLINE s (default 400) so the call ends inside 600 s;
+#                # START_DELAY=60 BUDGET=17m: both arms start 60 s late (slow_start_bin.sh), a 17-min session budget
 #   STEP=stored RECORD_RUNS=3 RECORD_STARTS=3 CLEAN=4 INJECTED=2 FIRST=1 bash experiments/compare/gpu_compare.sh
 #                # stored timing baselines (issue 21): stored_timing_reruns.py on the GPU smoke serving tests,
 #                # both configs; the baselines stay in /tmp/w/stored while the machine is warm, so a later call
@@ -118,6 +119,15 @@ campaign)
   fi
   start=$SECONDS; i=${FIRST:?}; sess=$W/sessions-$i; mkdir -p "$sess"; broken=0
   IFS=';' read -ra specs <<< "${SPECS:?}"
+  # START_DELAY=S (issue 38): both arms' llama-server is a wrapper that sleeps S s, then executes the real one
+  # (slow_start_bin.sh), the user's view of an engine that starts in minutes; BUDGET=TIME is the session's
+  # --llmbench-compare-budget (the plan table says up front what it buys)
+  slow=(); budget=()
+  if [ "${START_DELAY:-0}" != 0 ]; then
+    bash experiments/compare/slow_start_bin.sh $W/slow "$START_DELAY" $W/build/bin || exit 1
+    slow=(--llmbench-reference-bin $W/slow --llmbench-candidate-bin $W/slow)
+  fi
+  [ -n "${BUDGET:-}" ] && budget=(--llmbench-compare-budget "$BUDGET")
   # the running session's log, copied into $OUT every 10 s: a call cut at its limit still shows where it was
   (while sleep 10; do cp "$sess"/*.log "$OUT"/ 2>/dev/null; done) &
   copier=$!
@@ -127,9 +137,10 @@ campaign)
       label=${spec%%=*}; cargs=${spec#*=}
       if [ -z "$cargs" ]; then arms=(--llmbench-reference-bin $W/build/bin --llmbench-candidate-bin $W/build/bin)
       else arms=("--llmbench-candidate-args=$cargs"); fi
+      [ ${#slow[@]} -eq 0 ] || arms=("${slow[@]}" ${cargs:+"--llmbench-candidate-args=$cargs"})
       python3 experiments/compare/compare_pytest_sessions.py run --label "$label" --sessions 1 --first "$i" --out "$sess" -- \
         -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py -m gpu_smoke -k "${K:-test_serving and nospec and chat-1u}" \
-        --baselines-dir /tmp/baselines "${arms[@]}" ${ARGS:-} 2>&1 | tee -a "$OUT/campaign.log"
+        --baselines-dir /tmp/baselines "${arms[@]}" "${budget[@]}" ${ARGS:-} 2>&1 | tee -a "$OUT/campaign.log"
       cp "$sess/sessions.jsonl" "$OUT/sessions.jsonl"   # after each session: a call cut at its limit keeps them
       code=$(tail -1 "$sess/sessions.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["exit"])')
       [ "$code" -le 1 ] || { echo "session $label $i: pytest exit $code (not a verdict); campaign stopped"; broken=1; break 2; }

@@ -44,7 +44,9 @@ from pytest_llmbench.compare.plan import (
     shared_offset_false_alarm,
     units_needed,
 )
-from pytest_llmbench.compare.stats import compare_rounds
+from pytest_llmbench.compare.power import Design
+from pytest_llmbench.compare.spend import SessionBudget, choose_unit
+from pytest_llmbench.compare.stats import POWER, Spread, compare_rounds
 
 TPUT = Sizes("ratio", 0.01, 0.03)
 ALPHA = 0.01
@@ -124,6 +126,7 @@ def main() -> int:
     ap.add_argument("--warmup-s", type=float, default=0.9, help="a fresh pair's warmup requests (H200)")
     ap.add_argument("--starts", type=float, nargs="+", default=[1.0, 30.0, 60.0, 180.0], help="seconds per arm start")
     ap.add_argument("--sd-between", type=float, nargs="+", default=[0.0, 0.005, 0.01, 0.02])
+    ap.add_argument("--reps-runner", type=int, default=20000, help="replicates per cell of the runner's table")
     args = ap.parse_args()
     t0 = time.monotonic()
     print(
@@ -131,7 +134,7 @@ def main() -> int:
         f"experiments/compare/simulate_start_costs.py --reps-power {args.reps_power} --reps-alarm "
         f"{args.reps_alarm} --seed {args.seed} --sd-within {args.sd_within} --round-s {args.round_s} "
         f"--warmup-s {args.warmup_s} --starts {' '.join(f'{s:g}' for s in args.starts)} --sd-between "
-        f"{' '.join(f'{s:g}' for s in args.sd_between)} -->"
+        f"{' '.join(f'{s:g}' for s in args.sd_between)} --reps-runner {args.reps_runner} -->"
     )
     print("# The unit chosen by cost: GPU-seconds to 95% power at 3% against the start cost (issue 38)\n")
     print(
@@ -179,6 +182,7 @@ def main() -> int:
         + f" (alpha {100 * ALPHA:g}%)."
     )
     budget_table(args)
+    runner_table(args)
     print(
         f"\n(ran in {time.monotonic() - t0:.0f} s; the real code re-judged the first {CHECKED} replicates of "
         f"every cell and agreed)"
@@ -209,6 +213,114 @@ def budget_table(args: argparse.Namespace) -> None:
                 f"{hour.unit_rounds}) | {100 * today.detectable:.2f}% ({today.units} x 2) | {block.units}, "
                 f"{block.seconds:,.0f} |"
             )
+
+
+MAX_ROUNDS = 400  # the runner's default llmbench_max_rounds
+PILOT_UNITS = 12  # the runner's default llmbench_compare_pilot
+
+
+def runner_design(name: str, start: float, args: argparse.Namespace) -> tuple[int, int]:
+    """(rounds per unit, pilot units) as the runner picks them: 'shipped' from the timed first pair and the
+    ini's prior noise (offset 1%, round 3.5%: compare/spend.py ``choose_unit``, no budget), 'today' two
+    rounds per pair and the 12-unit pilot."""
+    if name == "today":
+        return 2, PILOT_UNITS
+    design = Design(restart_rounds=None, budget_s=None, max_rounds=MAX_ROUNDS, pilot_units=PILOT_UNITS)
+    costs = Costs(2 * start, args.round_s, args.warmup_s)
+    choice = choose_unit("s", costs, Target(TPUT, ALPHA), design, SessionBudget(None, None, 1), elapsed_s=0.0)
+    return choice.plan.unit_rounds, choice.pilot_units
+
+
+def runner_verdicts(
+    rng: np.random.Generator,
+    reps: int,
+    m: int,
+    n0: int,
+    sd_b: float,
+    sd_w: float,
+    change: float,
+    name_shipped: bool = False,
+) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, Spread | None, bool]]]:
+    """Per replicate: the units played (pilot, then Stein's N from the pilot's SD, at most MAX_ROUNDS
+    rounds) and "regressed" by the runner's rule (Stein on the pilot's SD AND t on the final SD both below
+    ignore, compare/stats.py ``_t_comparison``). A unit's value is drawn as the mean of its m rounds:
+    offset + round noise / sqrt(m), exactly the nested model's unit."""
+    cap = MAX_ROUNDS // 2 if name_shipped else MAX_ROUNDS // m  # shipped: max_rounds / 2 units (interleave.py)
+    u = math.log1p(-change) + math.sqrt(sd_b**2 + sd_w**2 / m) * rng.standard_normal((reps, cap))
+    s0 = u[:, :n0].std(axis=1, ddof=1)
+    reach = float(stats.t.isf(ALPHA, n0 - 1) + stats.t.isf(1 - POWER, n0 - 1))
+    gap = abs(math.log1p(-TPUT.detect) - math.log1p(-TPUT.ignore))
+    n = np.clip(np.ceil((reach * s0 / gap) ** 2), n0, cap).astype(int)
+    csum, csq = np.cumsum(u, axis=1), np.cumsum(u**2, axis=1)
+    rows = np.arange(reps)
+    mean = csum[rows, n - 1] / n
+    sd_n = np.sqrt(np.maximum(csq[rows, n - 1] - n * mean**2, 0.0) / (n - 1))
+    worse = math.log1p(-TPUT.ignore)
+    p_final = stats.t.cdf((mean - worse) / (sd_n / np.sqrt(n)), n - 1)
+    p_stein = np.where(n > n0, stats.t.cdf((mean - worse) / (s0 / np.sqrt(n)), n0 - 1), 0.0)
+    hit = np.maximum(p_final, p_stein) < ALPHA
+    checks = [(u[i, : n[i]], Spread(float(s0[i]), n0 - 1) if n[i] > n0 else None, bool(hit[i])) for i in range(CHECKED)]
+    return hit, n, checks
+
+
+def runner_table(args: argparse.Namespace) -> None:
+    """The runner as shipped against today's, simulated through the whole procedure (issue 38)."""
+    reps = args.reps_runner
+    print("\n## The runner as shipped: unit chosen by cost from a prior, pilot, Stein AND final t\n")
+    print(
+        f"What a session does, not a plan from the true SDs: the first pair is timed, the unit chosen from the "
+        f"measured costs and the ini's prior noise (offset 1%, round 3.5%, whatever the true offset SD), the pilot "
+        f"is the planned units (4..{PILOT_UNITS}), Stein's N from the pilot's SD (at most {MAX_ROUNDS // 2} units; today {MAX_ROUNDS} rounds), "
+        f"and the verdict needs Stein on the pilot's SD and the t on the final SD to agree. 'today': 2 rounds per "
+        f"pair, a {PILOT_UNITS}-unit pilot, the same rule. {reps} replicates per cell for each rate (exact binomial "
+        f"95% intervals); GPU-seconds the mean over the power replicates (the N is random), and its 95th "
+        f"percentile. No budget (to 95% power); the warm-up round and first start (the same for both) left out.\n"
+    )
+    print(
+        "| S per arm | sd_between | design | units x rounds (pilot) | GPU-s to 95% at 3%: mean, p95 | vs today "
+        "| power at 3% | regressed at ignore (1%) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    worst = {"shipped": 0.0, "today": 0.0}
+    rng = np.random.default_rng(args.seed + 1000)
+    sizes = TPUT
+    for start in args.starts:
+        for sd_b in args.sd_between:
+            means: dict[str, float] = {}
+            for name in ("today", "shipped"):
+                m, n0 = runner_design(name, start, args)
+                unit_s = 2 * start + args.warmup_s + m * args.round_s
+                shipped = name == "shipped"
+                power, n, checks = runner_verdicts(rng, reps, m, n0, sd_b, args.sd_within, sizes.detect, shipped)
+                alarm, _, more = runner_verdicts(rng, reps, m, n0, sd_b, args.sd_within, sizes.ignore, shipped)
+                for values, spread, hit in checks + more:
+                    c = compare_rounds(
+                        "output_throughput",
+                        np.ones(values.size),
+                        np.exp(values),
+                        higher_is_better=True,
+                        sizes=sizes,
+                        alpha=ALPHA,
+                        spread=spread,
+                        unit="server pairs",
+                    )
+                    if (c.verdict == "regressed") != hit:
+                        raise SystemExit(f"runner check disagrees: {c.verdict} vs {hit} ({name}, S={start}, {sd_b})")
+                secs = n * unit_s
+                means[name] = float(secs.mean())
+                k = int(alarm.sum())
+                worst[name] = max(worst[name], k / reps)
+                print(
+                    f"| {start:g} s | {100 * sd_b:.1f}% | {name} | {n.mean():.1f} x {m} ({n0}) | "
+                    f"{secs.mean():,.0f}, {np.percentile(secs, 95):,.0f} | {secs.mean() / means['today']:.2f} | "
+                    f"{rate(int(power.sum()), reps)} | {rate(k, reps)} |",
+                    flush=True,
+                )
+    print(
+        "\nWorst 'regressed' at exactly ignore over the cells: "
+        + ", ".join(f"{name} {100 * w:.2f}%" for name, w in worst.items())
+        + f" (alpha {100 * ALPHA:g}%)."
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-config": ("check_config", "validate config files without starting anything (a CI lint)"),
     "history": ("history", "change points and a trend page over many nights' results folders (--fail-on-new)"),
     "merge": ("merge", "merge the results (or --baselines) folders of --llmbench-shard runs into one"),
+    "compare-plan": ("compare_plan", "the plan table of a comparison session from a previous one's records (no GPU)"),
     "bisect": ("bisect", "find the first slower build between a good and a bad one (a comparison per step)"),
 }
 

@@ -282,18 +282,23 @@ def test_both_up_restarts_both_arms_for_every_server_pair_and_warms_each_new_pai
     design = Design(restart_rounds=2, warmup_rounds=1, pilot_units=4, max_rounds=6, budget_s=None)
     rounds, _comps, seen, outcome = _run(servers, speeds=(100.0, 100.0), decide=(), design=design)
     assert outcome.rounds == 6 and rounds.unit_rounds == 2
-    # warm-up BA on the first pair, then per pair: stop both, start both, AB (warmup requests first) | BA
-    assert [w for *_, w in seen] == [2, 2] + [2, 2, 0, 0] * 3
+    # warm-up BA on the first pair, which unit 0 keeps (issue 38: two starts saved, the warm-up is never
+    # judged); then per pair: stop both, start both, AB (warmup requests first) | BA
+    assert [w for *_, w in seen] == [2, 2] + [0, 0, 0, 0] + [2, 2, 0, 0] * 2
     events = [e for e in log if e[0] != "block"]
     stop = [("stop", "reference"), ("stop", "candidate")]
-    cand_first, ref_first = (
-        [("start", "candidate"), ("start", "reference")],
+    ref_first, cand_first = (
         [("start", "reference"), ("start", "candidate")],
+        [("start", "candidate"), ("start", "reference")],
     )
-    # the first event: the reference's start at the warm-up; then the start order alternates unit by unit
-    assert events[1:] == stop + cand_first + stop + ref_first + stop + cand_first
-    assert log.count(("start", "reference")) == 4 and cand.alive()
+    # the first event: the reference's start at the warm-up (the candidate, the test's server, was up
+    # first: start_first(0)); then the start order alternates unit by unit
+    assert events == [("start", "reference"), *stop, *ref_first, *stop, *cand_first]
+    assert log.count(("start", "reference")) == 3 and cand.alive()
     assert [rounds.unit_of(r) for r in rounds.complete] == [0, 0, 1, 1, 2, 2]
+    assert [b.started_first for b in rounds.blocks if b.round >= 0 and b.role == "reference"] == [
+        "candidate", "candidate", "reference", "reference", "candidate", "candidate"
+    ]  # fmt: skip
 
 
 def test_per_block_servers_keep_the_round_as_the_unit():

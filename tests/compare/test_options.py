@@ -46,6 +46,18 @@ def test_sizes_from_ini_lines():
             "--llmbench-compare-budget: 'soon' is not",
         ),
         (
+            ["--llmbench-reference-args", "-t 1", "--llmbench-compare-budget", "chat=300"],
+            "--llmbench-compare-budget: 'chat=300': the one key is 'scenario'",
+        ),
+        (
+            ["--llmbench-reference-args", "-t 1", "--llmbench-compare-budget", "scenario=-5"],
+            "--llmbench-compare-budget scenario=: '-5' must be > 0 seconds",
+        ),
+        (
+            ["--llmbench-reference-args", "-t 1", "-o", "llmbench_compare_noise=offset=2% round=x"],
+            "ini llmbench_compare_noise: 'round=x' is not 'offset=SD' or 'round=SD'",
+        ),
+        (
             ["--llmbench-reference-args", "-t 1", "--llmbench-block-prompts", "0"],
             "--llmbench-block-prompts: 0 — must be at least 1",
         ),
@@ -106,8 +118,8 @@ def test_compare_header_names_the_arms(pytester: pytest.Pytester):
     result.stdout.fnmatch_lines(
         [
             "llmbench compare: smol-nospec: reference args -t 1 vs candidate installed build",
-            "llmbench compare: 1 warm-up round(s) not judged, units of 2 rounds on a fresh pair of servers, "
-            "a 12-unit pilot, then the units for 95% power at each metric's detect size (at most 400 rounds, 300 s per "
+            "llmbench compare: 1 warm-up round(s) not judged, units of a fresh pair of servers whose rounds are "
+            "chosen by cost once the first pair is timed, a pilot of up to 12 units, then the units for 95% power at each metric's detect size (at most 400 rounds, 300 s per "
             "scenario), 2 prompts per block; per-comparison α timing=0.03, quality=0.03, "
             "decisions=0.03",  # a test that checks nothing makes no comparison: the whole budget is left
         ]
@@ -143,3 +155,22 @@ def test_an_ini_size_that_names_no_comparison_metric_is_a_usage_error(line):
     ):
         parse_sizes([line], "llmbench_compare_detect")
     assert parse_sizes(["ttft=10%"], "llmbench_compare_detect") == {"ttft": "10%"}
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--llmbench-compare-budget", "20m"], "1200 s for the session's scenarios"),
+        (["--llmbench-compare-budget", "scenario=120"], "120 s per scenario"),
+        (["--llmbench-compare-budget", "none"], "no time limit per scenario"),
+        (["-o", "llmbench_compare_budget=90"], "90 s per scenario"),
+    ],
+)
+def test_the_budget_is_the_sessions_or_each_scenarios(pytester: pytest.Pytester, args, says):
+    pytester.makepyfile(test_bench=BENCH)
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--llmbench-configs", str(CPU_YAML), "--collect-only", "-q", "-k", "smol-nospec",
+        "--llmbench-reference-args", "-t 1", *args,
+    )  # fmt: skip
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"llmbench compare: * rounds, {says}), *"])

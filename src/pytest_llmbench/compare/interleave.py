@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench.compare.arms import ROLES, Arm, ArmPair
+from pytest_llmbench.compare.plan import Costs
 from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, build_prompts, run_scenario
 
@@ -68,6 +69,7 @@ class ArmStart:
     host_rss_bytes: int | None = None
     gpu_memory_gb: float | None = None
     build_info: str | None = None
+    unit: int | None = None  # the unit whose fresh pair this start began (None: the warm-up's or a block's)
 
 
 class ArmServers:
@@ -92,9 +94,12 @@ class ArmServers:
         self.starts: list[ArmStart] = []
         self._noted_candidate = False
         self.started_first: str | None = None  # the current pair's first start (renew's order)
+        self.unit: int | None = None  # the unit the current pair serves (renew's)
+        self.last_start_s: dict[str, float] = {}  # each arm's latest start, seconds (what a fresh pair costs)
 
     def _note(self, role: str, server: LLMServer) -> None:
         facts = self._facts(server) if self._facts else {}
+        self.last_start_s[role] = float(server.startup_s)
         self.starts.append(
             ArmStart(
                 role,
@@ -102,6 +107,7 @@ class ArmServers:
                 facts.get("host_rss_bytes"),
                 facts.get("gpu_memory_used_gb"),
                 _build_of(server),
+                self.unit,
             )
         )
 
@@ -122,11 +128,12 @@ class ArmServers:
             self._note("reference", self.reference)
         return self.reference
 
-    def renew(self, first: str = "candidate") -> None:
+    def renew(self, first: str = "candidate", unit: int | None = None) -> None:
         """A fresh pair of servers for the next unit (both arms up): stop both, then start ``first``'s
         server and the other's (the candidate again in place). Per-block servers are fresh every block."""
         if not self.keep_both:
             return
+        self.unit = unit
         self._stop_reference()
         self.candidate.stop()
         for role in (first, ROLES[0] if first == ROLES[1] else ROLES[1]):
@@ -206,6 +213,9 @@ class Outcome:
         return self.plan.describe()
 
 
+UnitChooser = Callable[[Costs], tuple[int, int]]
+
+
 def run_rounds(
     servers: ArmServers,
     scenario: Scenario,
@@ -217,11 +227,18 @@ def run_rounds(
     run_block: RunBlock = _run_block,
     on_block: Callable[[Block], None] | None = None,
     on_plan: Callable[[Plan], None] | None = None,
+    choose_unit: UnitChooser | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[Rounds, list[Comparison], Outcome]:
     """Warm-up rounds, the pilot, then the rounds the pilot's plan asks for (compare/power.py), each an
     ABBA pair of blocks on the same prompts, in units of one server pair each; the comparisons are judged
-    once, after the last round."""
+    once, after the last round.
+
+    A unit chosen by cost (``design.planned_unit`` with both arms up): the first pilot pair plays one ABBA
+    pair of rounds, then ``choose_unit`` gets what it cost (the pair's start, a round, the first round's
+    warmup requests) and answers the rounds per unit and the pilot's units (compare/plan.py); that pair
+    plays on to the chosen length, and every unit after it has the same length (units of one length: the
+    t over units assumes one variance)."""
     unit = design.unit_rounds(servers.keep_both)
     rounds = Rounds(scenario, unit_rounds=unit)
     if prompts is None:
@@ -232,25 +249,71 @@ def run_rounds(
     quiet = replace(scenario, warmup=0, num_prompts=size)
     warm = replace(scenario, num_prompts=size)
     restarting = unit > 1
+    choosing = restarting and design.planned_unit and choose_unit is not None
     step = max(2, unit)  # rounds played at a time: a whole unit, and whole ABBA pairs
     t0 = clock()
 
-    def play(r: int, *, fresh: bool = False) -> None:
+    def play(r: int, *, fresh: bool = False) -> float:
+        began = clock()
         ids = block_window(r, size, len(prompts))
         for role in round_order(r):
             server = servers.acquire(role)
+            t = clock()
             result = run_block(server, warm if fresh else quiet, [prompts[i] for i in ids])
-            block = Block(r, role, result, ids, servers.started_first if restarting else None)
+            block = Block(
+                r,
+                role,
+                result,
+                ids,
+                servers.started_first if restarting else None,
+                rounds.unit_of(r) if r >= 0 else None,
+                clock() - t,
+            )
             servers.release(role)
             rounds.add(block)
             if on_block is not None:
                 on_block(block)
+        return clock() - began
+
+    # Unit 0 plays on the pair the warm-up rounds ran on when there were any: both arms are up, and that
+    # pair's offset is in unit 0 alone (the warm-up is never judged), so a restart would cost two starts
+    # (minutes for a big model) and buy nothing. Its first server was the candidate's (the test's
+    # llm_server), as start_first(0) asks.
+    reuse = restarting and design.warmup_rounds > 0
+
+    def begin_unit(first: int) -> bool:
+        """A fresh pair for the unit starting at round ``first``; False where unit 0 keeps the warm-up's."""
+        if first == 0 and reuse:
+            servers.started_first = start_first(0)
+            return False
+        servers.renew(start_first(rounds.unit_of(first)), rounds.unit_of(first))
+        return True
 
     def play_unit(first: int) -> None:
-        if restarting:
-            servers.renew(start_first(rounds.unit_of(first)))
+        fresh = begin_unit(first) if restarting else False
         for r in range(first, first + step):
-            play(r, fresh=r == first and restarting)
+            play(r, fresh=r == first and fresh)
+
+    def timed_first_unit() -> int:
+        """Unit 0 when its length is chosen by cost: one ABBA pair timed, the choice, then the rest."""
+        nonlocal unit, step, design
+        began = clock()
+        fresh = begin_unit(0)
+        start_s = clock() - began if fresh else sum(servers.last_start_s.values())
+        first = play(0, fresh=fresh)
+        second = play(1)
+        assert choose_unit is not None
+        unit, pilot_units = choose_unit(Costs(start_s, second, max(0.0, first - second) if fresh else 0.0))
+        step = unit
+        rounds.unit_rounds = unit
+        # max_rounds was written for units of 2 rounds: with a unit chosen by cost it caps the units at
+        # max_rounds / 2, not the rounds (rounds are the cheap part of a long unit; the budget is the limit)
+        most = max(design.max_rounds, design.max_rounds // 2 * unit)
+        design = replace(design, restart_rounds=unit, pilot_units=pilot_units, max_rounds=most)
+        judge.design = replace(judge.design, max_rounds=most)
+        for r in range(2, unit):
+            play(r)
+        return unit
 
     def over_budget(next_s: float) -> bool:
         return design.budget_s is not None and clock() - t0 + next_s > design.budget_s
@@ -259,7 +322,7 @@ def run_rounds(
         for w in range(design.warmup_rounds):
             play(w - design.warmup_rounds, fresh=w == 0)
         t_pilot = clock()
-        r = 0
+        r = timed_first_unit() if choosing else 0
         pilot, floor = design.pilot(unit), design.floor(unit)
         while r < pilot:  # whole units; the budget never stops it below the floor (power.MIN_UNITS)
             per = (clock() - t_pilot) / r if r else 0.0

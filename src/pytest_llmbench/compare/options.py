@@ -10,11 +10,12 @@ from pytest_llmbench.compare.arms import ArmError, ArmOptions
 from pytest_llmbench.compare.judging import DEFAULT_DECIDE, unknown_size_name
 from pytest_llmbench.compare.margins import default_sizes, parse_size, sizes_for
 from pytest_llmbench.compare.power import MIN_UNITS, Design
+from pytest_llmbench.compare.spend import parse_seconds
 
 SERVER_MODES = ("auto", "both", "per-block")
 DEFAULT_MAX_ROUNDS = 400
 DEFAULT_PILOT_UNITS = 12
-DEFAULT_RESTART_ROUNDS = 2
+DEFAULT_RESTART_ROUNDS = "auto"
 DEFAULT_WARMUP_ROUNDS = 1
 DEFAULT_BUDGET_S = 300.0
 DEFAULT_BLOCK_PROMPTS = 2
@@ -65,11 +66,13 @@ def add_options(parser: pytest.Parser) -> None:
     )
     add(
         "--llmbench-compare-budget",
-        metavar="SECONDS",
+        metavar="TIME",
         default=None,
-        help=f"time per scenario, warm-up and pilot included; the pilot plans the rounds for 95%% power at "
-        f"each metric's detect size within it, and says 'underpowered' when it cannot (default: ini "
-        f"llmbench_compare_budget, else {DEFAULT_BUDGET_S:g}; 'none' for no limit)",
+        help="time for the whole session's comparisons (300, 300s, 20m, 1.5h), shared across the selected "
+        "scenarios and said up front in a plan table; 'scenario=TIME' for a time per scenario instead "
+        f"(default: ini llmbench_compare_budget per scenario, else {DEFAULT_BUDGET_S:g} s; 'none' for no limit). "
+        "Warm-up and pilot included; the pilot plans the rest for 95%% power at each metric's detect size "
+        "within it, and says 'underpowered' when it cannot",
     )
     add(
         "--llmbench-block-prompts",
@@ -120,8 +123,15 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "llmbench_compare_restart_rounds",
         "while both arms stay up, restart both every N rounds (even; 0: never), so the tests run over "
-        "server pairs and a difference between two starts of one build counts as noise",
-        default=str(DEFAULT_RESTART_ROUNDS),
+        "server pairs and a difference between two starts of one build counts as noise; 'auto': N chosen by "
+        "cost once the first pair's start and rounds are timed (compare/plan.py)",
+        default=DEFAULT_RESTART_ROUNDS,
+    )
+    parser.addini(
+        "llmbench_compare_noise",
+        "the noise the unit is chosen for before the pilot measures it: 'offset=1% round=3.5%' (a fresh "
+        "pair's offset SD and a round's SD; the H200's round SD, the CPU's offset)",
+        default="offset=1% round=3.5%",
     )
     parser.addini(
         "llmbench_compare_warmup_rounds", "rounds run first and never judged", default=str(DEFAULT_WARMUP_ROUNDS)
@@ -159,6 +169,7 @@ class CompareSettings:
     detect: dict[str, str]
     ignore: dict[str, str]
     decide: tuple[str, ...]
+    session_budget_s: float | None = None  # --llmbench-compare-budget TIME: the session's, across scenarios
 
     @property
     def max_rounds(self) -> int:
@@ -179,30 +190,58 @@ def _int(config: pytest.Config, option: str | None, ini: str, least: int) -> int
     return value
 
 
-def _restart_rounds(config: pytest.Config) -> int:
+def _restart_rounds(config: pytest.Config) -> int | None:
+    raw = str(config.getini("llmbench_compare_restart_rounds")).strip().lower()
+    if raw == "auto":
+        return None
     value = _int(config, None, "llmbench_compare_restart_rounds", 0)
     if value % 2:
         raise pytest.UsageError(
-            f"ini llmbench_compare_restart_rounds: {value} — must be even (whole ABBA pairs per server pair) or 0"
+            f"ini llmbench_compare_restart_rounds: {value} — must be even (whole ABBA pairs per server pair), "
+            "0 or 'auto'"
         )
     return value
 
 
-def _budget(config: pytest.Config) -> float | None:
+def _budgets(config: pytest.Config) -> tuple[float | None, float | None]:
+    """(the session's budget, each scenario's): ``--llmbench-compare-budget TIME`` is the session's,
+    ``scenario=TIME`` (or the ini, seconds per scenario) each scenario's."""
     raw = config.getoption("llmbench_compare_budget", None)
-    where = "--llmbench-compare-budget"
-    if raw is None:
-        raw, where = config.getini("llmbench_compare_budget"), "ini llmbench_compare_budget"
-    text = str(raw).strip().lower().removesuffix("s")
-    if text in ("none", "no", "off", "0"):
-        return None
     try:
-        value = float(text)
-    except ValueError:
-        raise pytest.UsageError(f"{where}: {raw!r} is not a number of seconds (or 'none')") from None
-    if value <= 0:
-        raise pytest.UsageError(f"{where}: {raw!r} must be > 0 seconds (or 'none')")
-    return value
+        ini = parse_seconds(config.getini("llmbench_compare_budget"), "ini llmbench_compare_budget")
+        if raw is None:
+            return None, ini
+        key, sep, value = str(raw).partition("=")
+        if sep:
+            if key.strip() != "scenario":
+                raise ValueError(f"--llmbench-compare-budget: {raw!r}: the one key is 'scenario' (scenario=300)")
+            return None, parse_seconds(value, "--llmbench-compare-budget scenario=")
+        session = parse_seconds(str(raw), "--llmbench-compare-budget")
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    return session, None  # 'none': no limit at all
+
+
+def _noise(config: pytest.Config) -> tuple[float, float]:
+    """ini llmbench_compare_noise: 'offset=1% round=3.5%' → (0.01, 0.035)."""
+    text = str(config.getini("llmbench_compare_noise"))
+    out = {"offset": 0.01, "round": 0.035}
+    for part in text.replace(",", " ").split():
+        key, sep, value = part.partition("=")
+        try:
+            if not sep or key not in out:
+                raise ValueError
+            number = float(value.strip().removesuffix("%")) / (100 if value.strip().endswith("%") else 1)
+            if not (0 <= number < 1):
+                raise ValueError
+        except ValueError:
+            raise pytest.UsageError(
+                f"ini llmbench_compare_noise: {part!r} is not 'offset=SD' or 'round=SD' (e.g. offset=1% round=3.5%)"
+            ) from None
+        out[key] = number
+    if out["round"] <= 0:
+        raise pytest.UsageError("ini llmbench_compare_noise: the round SD must be > 0")
+    return out["offset"], out["round"]
 
 
 def parse_sizes(lines: list[str], ini: str) -> dict[str, str]:
@@ -241,12 +280,16 @@ def read_settings(config: pytest.Config) -> CompareSettings:
     alpha = config.getoption("llmbench_compare_alpha", None)
     if alpha is not None and not 0 < alpha < 0.5:
         raise pytest.UsageError(f"--llmbench-compare-alpha {alpha}: must be between 0 and 0.5")
+    session_budget, scenario_budget = _budgets(config)
+    offset_sd, round_sd = _noise(config)
     design = Design(
         warmup_rounds=_int(config, None, "llmbench_compare_warmup_rounds", 0),
         pilot_units=_int(config, None, "llmbench_compare_pilot", MIN_UNITS),
         restart_rounds=_restart_rounds(config),
         max_rounds=_int(config, "llmbench_max_rounds", "llmbench_max_rounds", 2),
-        budget_s=_budget(config),
+        budget_s=scenario_budget,
+        prior_sd_between=offset_sd,
+        prior_sd_within=round_sd,
     )
     detect = parse_sizes(config.getini("llmbench_compare_detect"), "llmbench_compare_detect")
     ignore = parse_sizes(config.getini("llmbench_compare_ignore"), "llmbench_compare_ignore")
@@ -265,4 +308,5 @@ def read_settings(config: pytest.Config) -> CompareSettings:
         detect=detect,
         ignore=ignore,
         decide=tuple(config.getini("llmbench_compare_metrics")),
+        session_budget_s=session_budget,
     )

@@ -22,7 +22,7 @@ and the classic optimal allocation (two-stage sampling: Cochran, *Sampling Techn
 searches whole ABBA pairs exactly, with the t test's power (noncentral t, df ``n - 1``), never below
 :data:`MIN_UNITS` units.
 
-Other layouts, and why they are not chosen here (docs/COMPARE_PLAN.md has the numbers):
+Other layouts, and why they are not chosen here (docs/COMPARE_STATS.md "The unit chosen by cost" has the numbers):
 
 - **both arms kept up** (one pair for the scenario, the round as the unit): the offset of that one pair is
   in every round and in none of the test's spread, so the test is biased by it; at ``sd_between > 0`` a
@@ -260,7 +260,7 @@ def optimal_unit_rounds(costs: Costs, noise: Noise) -> float:
 
 
 @dataclass(frozen=True)
-class Plan:
+class UnitPlan:
     """One scenario's comparison: ``units`` fresh pairs of ``unit_rounds`` rounds, what it costs, what it
     catches. ``reached`` is False where no plan within the limits reaches the target's power."""
 
@@ -279,13 +279,11 @@ class Plan:
         if self.units == 0:
             return f"{self.name}: not judged ({self.note})" if self.note else f"{self.name}: not judged"
         what = f"{self.units} units of {self.unit_rounds} round{'s' if self.unit_rounds != 1 else ''}"
-        line = (
-            f"{self.name}: {what}, ~{_duration(self.seconds)}, detects >= {_size(self.target.sizes, self.detectable)}"
-        )
+        line = f"{self.name}: {what}, ~{duration(self.seconds)}, detects >= {_size(self.target.sizes, self.detectable)}"
         return line + (f" ({self.note})" if self.note else "")
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:
@@ -299,8 +297,8 @@ def _size(sizes: Sizes, value: float) -> str:
     return f"{100 * value:.2g}%" if sizes.kind == RATIO else f"{value:.3g}"
 
 
-def _plan_of(name: str, units: int, m: int, costs: Costs, noise: Noise, target: Target, **kw: Any) -> Plan:
-    return Plan(
+def _plan_of(name: str, units: int, m: int, costs: Costs, noise: Noise, target: Target, **kw: Any) -> UnitPlan:
+    return UnitPlan(
         name,
         units,
         m,
@@ -330,7 +328,7 @@ def plan(
     *,
     unit_rounds: int | None = None,
     max_unit_rounds: int = MAX_UNIT_ROUNDS,
-) -> Plan:
+) -> UnitPlan:
     """The fewest seconds reaching the target's power at its detect size: rounds per unit (whole ABBA
     pairs, or ``unit_rounds`` when the layout fixes it: 1 for per-block starts) and units (at least
     ``target.min_units``), by exact search with the t test's power."""
@@ -354,7 +352,7 @@ def best_within(
     *,
     unit_rounds: int | None = None,
     max_unit_rounds: int = MAX_UNIT_ROUNDS,
-) -> Plan:
+) -> UnitPlan:
     """What a budget buys: the plan within ``budget_s`` seconds with the smallest detectable change (at the
     target's power). A budget that cannot hold ``target.min_units`` units of one ABBA pair gives a plan of 0
     units that says so."""
@@ -369,7 +367,7 @@ def best_within(
             best = (gap, n, m)
     if best is None:
         floor = costs.seconds(target.min_units, choices[0])
-        return Plan(
+        return UnitPlan(
             name,
             0,
             0,
@@ -378,7 +376,7 @@ def best_within(
             0.0,
             target,
             reached=False,
-            note=f"budget too small to judge: {target.min_units} units need ~{_duration(floor)}",
+            note=f"budget too small to judge: {target.min_units} units need ~{duration(floor)}",
         )
     _, n, m = best
     p = _plan_of(name, n, m, costs, noise, target)
@@ -408,7 +406,7 @@ class Allocation:
     """A session budget spent across scenarios: each one's plan, and the rule that set them."""
 
     budget_s: float
-    plans: tuple[Plan, ...]
+    plans: tuple[UnitPlan, ...]
     rule: str
 
     @property
@@ -417,7 +415,7 @@ class Allocation:
 
     def table(self) -> list[str]:
         """The plan table printed before the first full unit."""
-        head = f"plan for {_duration(self.budget_s)} of budget ({self.rule}):"
+        head = f"plan for {duration(self.budget_s)} of budget ({self.rule}):"
         return [head, *(f"  {p.describe()}" for p in self.plans)]
 
 
@@ -443,7 +441,7 @@ def allocate(budget_s: float, scenarios: Sequence[Scenario], *, tolerance: float
     if all(p.reached for p in own) and sum(p.seconds for p in own) <= budget_s:
         return Allocation(budget_s, tuple(own), "each scenario's own detect")
     kept = list(scenarios)
-    dropped: list[Plan] = []
+    dropped: list[UnitPlan] = []
 
     def floor(s: Scenario) -> float:
         return s.costs.seconds(s.target.min_units, ROUND_STEP)
@@ -452,7 +450,7 @@ def allocate(budget_s: float, scenarios: Sequence[Scenario], *, tolerance: float
         worst = max(kept, key=floor)
         kept.remove(worst)
         dropped.append(
-            Plan(
+            UnitPlan(
                 worst.name,
                 0,
                 0,
@@ -461,7 +459,7 @@ def allocate(budget_s: float, scenarios: Sequence[Scenario], *, tolerance: float
                 0.0,
                 worst.target,
                 reached=False,
-                note=f"budget too small to judge: {worst.target.min_units} units need ~{_duration(floor(worst))}",
+                note=f"budget too small to judge: {worst.target.min_units} units need ~{duration(floor(worst))}",
             )
         )
 
@@ -571,6 +569,18 @@ class RecordedCosts:
     rounds: int
     wall_round_s: float | None = None  # the pilot's wall seconds per round (comparison_plan), restarts included
     round_log_ratios: tuple[float, ...] = field(default=(), repr=False)  # per judged round, in round order
+    round_units: tuple[int | None, ...] = field(default=(), repr=False)  # each of those rounds' unit (records')
+
+    def recorded_units(self) -> list[list[float]] | None:
+        """The rounds' log ratios grouped by the unit the records name (``unit`` on comparison_block, since
+        issue 38); None where the records do not say, or every unit has one round (no within spread)."""
+        if len(self.round_units) != len(self.round_log_ratios) or any(u is None for u in self.round_units):
+            return None
+        groups: dict[int, list[float]] = {}
+        for u, v in zip(self.round_units, self.round_log_ratios, strict=True):
+            groups.setdefault(int(u or 0), []).append(v)
+        units = [groups[k] for k in sorted(groups)]
+        return units if len(units) >= 2 and any(len(u) >= 2 for u in units) else None
 
     def costs(self, *, warmup_s: float = 0.0, concurrent: bool = False) -> Costs:
         """A unit's costs: both arms' median starts (one after the other unless ``concurrent``) and the
@@ -602,7 +612,7 @@ def costs_from_records(
     blocks: dict[tuple[str, str], dict[int, dict[str, Mapping[str, Any]]]] = {}
     walls: dict[tuple[str, str], list[float]] = {}
     for r in records:
-        if session is not None and r.get("session", session) != session:
+        if session is not None and r.get("compare_session", r.get("session", session)) != session:
             continue
         kind, config = r.get("record"), r.get("config")
         if not isinstance(config, str):
@@ -611,23 +621,30 @@ def costs_from_records(
             starts.setdefault(config, {}).setdefault(str(r.get("role")), []).append(float(r["startup_s"]))
         elif kind == "comparison_block" and isinstance(r.get("scenario"), str) and int(r.get("round", -1)) >= 0:
             per_round = blocks.setdefault((config, r["scenario"]), {}).setdefault(int(r["round"]), {})
-            per_round[str(r.get("role"))] = r.get("metrics") or {}
+            per_round[str(r.get("role"))] = {
+                **(r.get("metrics") or {}),
+                "unit": r.get("unit"),
+                "wall_s": r.get("wall_s"),
+            }
         elif kind == "comparison_plan" and isinstance(r.get("seconds_per_round"), (int, float)):
             walls.setdefault((config, str(r.get("scenario"))), []).append(float(r["seconds_per_round"]))
     out: dict[tuple[str, str], RecordedCosts] = {}
     for (config, scenario), by_round in sorted(blocks.items()):
         seconds: list[float] = []
         ratios: list[float] = []
+        units: list[int | None] = []
         for _, pair in sorted(by_round.items()):
             ref, cand = pair.get("reference"), pair.get("candidate")
             if ref is None or cand is None:
                 continue
-            d_ref, d_cand = ref.get("duration"), cand.get("duration")
+            d_ref, d_cand = ref.get("wall_s") or ref.get("duration"), cand.get("wall_s") or cand.get("duration")
             if isinstance(d_ref, (int, float)) and isinstance(d_cand, (int, float)):
                 seconds.append(float(d_ref) + float(d_cand))
             v_ref, v_cand = ref.get(metric), cand.get(metric)
             if isinstance(v_ref, (int, float)) and isinstance(v_cand, (int, float)) and v_ref > 0 and v_cand > 0:
                 ratios.append(math.log(v_cand / v_ref))
+                unit = ref.get("unit")
+                units.append(int(unit) if isinstance(unit, int) else None)
         if not seconds:
             continue
         arm = starts.get(config, {})
@@ -641,6 +658,7 @@ def costs_from_records(
             len(seconds),
             statistics.median(wall) if wall else None,
             tuple(ratios),
+            tuple(units),
         )
     return out
 
@@ -671,7 +689,8 @@ def dry_run(
     pair of servers played (1 when the session kept one pair: then only the within SD is measured, and
     ``sd_between`` must be given, e.g. from another session's pilot); with units of several rounds the
     components come from :func:`components` unless ``sd_between`` overrides the between SD.
-    ``start_s_per_arm`` replaces the recorded starts (what would a 60-s start cost?)."""
+    ``start_s_per_arm`` replaces the recorded starts (what would a 60-s start cost?). Records that name
+    each round's ``unit`` (sessions since issue 38) give the components of their own units."""
     recorded = costs_from_records(records, session=session)
     if not recorded:
         raise ValueError("dry run: no comparison_block records with a scenario")
@@ -683,7 +702,11 @@ def dry_run(
         costs = rec.costs(warmup_s=warmup_s, concurrent=concurrent)
         if len(rec.round_log_ratios) < 2 * max(unit_rounds, 2):
             raise ValueError(f"dry run: {name} has {len(rec.round_log_ratios)} rounds, too few to measure its noise")
-        if unit_rounds == 1:
+        recorded_units = rec.recorded_units()
+        if recorded_units is not None:  # the records name each round's unit (issue 38): the pilot's own nesting
+            comp = components(recorded_units)
+            noise = Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
+        elif unit_rounds == 1:
             if sd_between is None:
                 raise ValueError(
                     f"dry run: {name} kept one pair of servers (unit_rounds=1): give sd_between, the SD of a "
@@ -696,3 +719,52 @@ def dry_run(
             noise = Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
         scenarios.append(Scenario(name, costs, noise, target))
     return allocate(budget_s, scenarios)
+
+
+# --- the unit of a running comparison ---------------------------------------------------------------
+
+
+def unit_for_session(
+    name: str,
+    costs: Costs,
+    noise: Noise,
+    target: Target,
+    *,
+    budget_s: float | None = None,
+    max_rounds: int | None = None,
+) -> UnitPlan:
+    """The unit a comparison plays, chosen once its first pair of servers is timed: the cheapest plan
+    reaching the target, among those within the budget left and ``max_rounds``; where none reaches it, the
+    one that detects the smallest change within them. Never fewer than ``target.min_units`` units (the
+    floor the runner plays whatever the budget, so a plan below it says so in its note)."""
+    least = target.min_units
+    cap = MAX_UNIT_ROUNDS if max_rounds is None else max(ROUND_STEP, max_rounds // least // ROUND_STEP * ROUND_STEP)
+    choices = list(range(ROUND_STEP, min(cap, MAX_UNIT_ROUNDS) + 1, ROUND_STEP))
+
+    def room(m: int) -> int:
+        n = MAX_UNITS if max_rounds is None else max_rounds // m
+        if budget_s is not None:
+            n = min(n, int(budget_s // costs.unit_s(m)))
+        return n
+
+    best: tuple[float, int, int] | None = None
+    for m, need in zip(choices, _units_needed(choices, noise, target), strict=True):
+        if need is not None and need <= room(m) and (best is None or costs.seconds(need, m) < best[0]):
+            best = (costs.seconds(need, m), need, m)
+    if best is not None:
+        return _plan_of(name, best[1], best[2], costs, noise, target)
+    fits = [(gap_at(room(m), m, noise, target), room(m), m) for m in choices if room(m) >= least]
+    if not fits:
+        return _plan_of(
+            name,
+            least,
+            ROUND_STEP,
+            costs,
+            noise,
+            target,
+            reached=False,
+            note=f"over budget: the {least}-unit floor",
+        )
+    _, n, m = min(fits)
+    p = _plan_of(name, n, m, costs, noise, target)
+    return replace(p, reached=p.power >= target.power, note="" if p.power >= target.power else "the budget's best")

@@ -68,8 +68,13 @@ class Design:
     max_rounds: int = 400
     budget_s: float | None = 300.0
     power: float = POWER
-    #: Rounds per server pair while both arms stay up (0: never restart them within a scenario).
-    restart_rounds: int = 2
+    #: Rounds per server pair while both arms stay up (0: never restart them within a scenario; None: chosen
+    #: by cost once the first pair's start and rounds are timed, compare/plan.py).
+    restart_rounds: int | None = 2
+    #: The plan's noise before the pilot measures it (None restart_rounds): a pair's offset SD and a round's
+    #: SD on the log scale. Only the unit's length and the up-front table use them; the pilot's units decide.
+    prior_sd_between: float = 0.01
+    prior_sd_within: float = 0.035
 
     def __post_init__(self) -> None:
         if self.warmup_rounds < 0:
@@ -78,7 +83,7 @@ class Design:
             raise ValueError(
                 f"a pilot needs >= {MIN_UNITS} units ({MIN_DF} degrees of freedom), got {self.pilot_units}"
             )
-        if self.restart_rounds < 0 or self.restart_rounds % 2:
+        if self.restart_rounds is not None and (self.restart_rounds < 0 or self.restart_rounds % 2):
             raise ValueError(
                 f"rounds per server pair must be 0 (never restart) or even (whole ABBA pairs), "
                 f"got {self.restart_rounds}"
@@ -90,10 +95,18 @@ class Design:
         if not 0.5 <= self.power < 1:
             raise ValueError(f"power must be in [0.5, 1), got {self.power}")
 
+    @property
+    def planned_unit(self) -> bool:
+        """Is the unit's length chosen by cost (compare/plan.py) once the first pair is timed?"""
+        return self.restart_rounds is None
+
     def unit_rounds(self, keep_both: bool) -> int:
         """Rounds per unit of the tests: a server pair's rounds, or 1 where every block starts its server
-        (per-block servers) or the arms are never restarted."""
-        return self.restart_rounds if keep_both and self.restart_rounds else 1
+        (per-block servers) or the arms are never restarted. A unit chosen by cost starts as one ABBA pair
+        (its first pair of rounds is what times it)."""
+        if not keep_both or self.restart_rounds == 0:
+            return 1
+        return self.restart_rounds or MIN_ROUNDS
 
     def pilot(self, unit_rounds: int = 1) -> int:
         """The pilot's rounds: whole units and whole ABBA pairs, at most ``max_rounds``."""
@@ -104,17 +117,24 @@ class Design:
         where ``max_rounds`` says so, and then nothing is decided)."""
         return min(self.pilot(unit_rounds), whole_units(MIN_UNITS * unit_rounds, unit_rounds))
 
-    def describe(self, keep_both: bool = True) -> str:
-        budget = f"{self.budget_s:g} s" if self.budget_s else "no time limit"
+    def describe(self, keep_both: bool = True, session_budget_s: float | None = None) -> str:
+        budget = f"{self.budget_s:g} s per scenario" if self.budget_s else "no time limit per scenario"
+        if session_budget_s is not None:
+            budget = f"{session_budget_s:g} s for the session's scenarios"
         unit = self.unit_rounds(keep_both)
         pilot = self.pilot(unit) // unit
-        if unit > 1:
+        if keep_both and self.planned_unit:
+            plan = (
+                "units of a fresh pair of servers whose rounds are chosen by cost once the first pair is timed, "
+                f"a pilot of up to {self.pilot_units} units, then the units"
+            )
+        elif unit > 1:
             plan = f"units of {unit} rounds on a fresh pair of servers, a {pilot}-unit pilot, then the units"
         else:
             plan = f"a {pilot}-round pilot, then the rounds"
         return (
             f"{self.warmup_rounds} warm-up round(s) not judged, {plan} for {100 * self.power:g}% power at each "
-            f"metric's detect size (at most {self.max_rounds} rounds, {budget} per scenario)"
+            f"metric's detect size (at most {self.max_rounds} rounds, {budget})"
         )
 
 

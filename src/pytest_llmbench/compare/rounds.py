@@ -26,6 +26,8 @@ class Block:
     result: ScenarioResult
     prompt_ids: Sequence[int] = ()  # the scenario's prompt of each request index (default: the index)
     started_first: str | None = None  # whose server started first for this block's pair (None: not restarted)
+    unit: int | None = None  # the unit (server pair, or round) it counts in; None for a warm-up block
+    wall_s: float | None = None  # the block's wall seconds, its flush included (what a plan's round costs)
 
     @property
     def warmup(self) -> bool:

@@ -16,10 +16,11 @@ comes at the end of the session, the suite's error budget (Holm per family) acro
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +43,10 @@ from pytest_llmbench.compare.interleave import ArmServers, Outcome, Starter, rou
 from pytest_llmbench.compare.judging import Judge, family_of, source_of
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.options import CompareSettings, read_settings
+from pytest_llmbench.compare.plan import ROUND_STEP, Costs
 from pytest_llmbench.compare.power import Plan
 from pytest_llmbench.compare.rounds import Block, Rounds
+from pytest_llmbench.compare.spend import SessionBudget, UnitChoice, choose_unit, pilot_components, target_for
 from pytest_llmbench.compare.stats import compare_decisions, compare_paired, compare_pass_fail
 from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
@@ -107,6 +110,8 @@ class CompareSession:
         self.session_id: str = (getattr(config, "workerinput", None) or {}).get(SESSION_KEY) or uuid.uuid4().hex[:12]
         self.counted: Counter[str] = Counter()  # comparisons per family counted up front
         self.made: Counter[str] = Counter()  # comparisons per family made (this process)
+        self.budget = SessionBudget(settings.session_budget_s, settings.design.budget_s, 1)
+        self.retried: list[str] = []  # starts that failed once and were retried (named in the table)
         config.stash[COMPARE] = self
 
     # --- set-up once the selected tests are known ---------------------------------------------------
@@ -140,11 +145,12 @@ class CompareSession:
         """Per-comparison alpha by family: given, or the family's budget over the comparisons counted up
         front: every serving ``bench.check`` of each compared test (compare/count.py)."""
         self.counted = Counter()
-        for i in items:
-            if _config_of(i) in self.pairs and "bench" in getattr(i, "fixturenames", ()):
-                self.counted += comparisons_by_family(
-                    getattr(i, "function", None), family_of=_compared_family, fallback=self.settings.decide
-                )
+        compared = [i for i in items if _config_of(i) in self.pairs and "bench" in getattr(i, "fixturenames", ())]
+        self.budget.scenarios = max(1, len(compared))
+        for i in compared:
+            self.counted += comparisons_by_family(
+                getattr(i, "function", None), family_of=_compared_family, fallback=self.settings.decide
+            )
         if self.settings.alpha is not None:
             return dict.fromkeys(FAMILIES, self.settings.alpha)
         budget = parse_alpha(self._gate_alpha_spec())
@@ -162,7 +168,11 @@ class CompareSession:
         lines = [f"llmbench compare: {p.describe()}" for p in self.pairs.values()]
         if self.pairs:
             lines.append(
-                f"llmbench compare: {self.settings.design.describe(self.settings.server_mode != 'per-block')}, "
+                "llmbench compare: "
+                + self.settings.design.describe(
+                    self.settings.server_mode != "per-block", self.settings.session_budget_s
+                )
+                + f", "
                 f"{self.settings.block_prompts} "
                 f"prompts per block; per-comparison α " + ", ".join(f"{f}={a:.3g}" for f, a in self.alphas.items())
             )
@@ -173,14 +183,17 @@ class CompareSession:
     def run(self, bench: Any, scenario: Any, *, prompts: Any = None) -> Any:
         pair = self.pairs[bench.config_name]
         servers = self._servers_for(pair, bench.server)
-        servers_unit = self.settings.design.unit_rounds(servers.keep_both)
+        design = replace(self.settings.design, budget_s=self.budget.share_s())
         judge = Judge(
             self.settings.decide,
             self.alphas,
-            design=self.settings.design,
+            design=design,
             detect=self.settings.detect,
             ignore=self.settings.ignore,
         )
+        t_run = time.monotonic()
+        chosen: list[UnitChoice] = []
+        pilot_blocks: list[Block] = []
 
         def on_block(block: Block) -> None:
             m = block.result.metrics
@@ -193,7 +206,8 @@ class CompareSession:
                     "test_key": bench.test_key,
                     "scenario": scenario.name,
                     "round": block.round,
-                    "unit": block.round // servers_unit if block.round >= 0 else None,
+                    "unit": block.unit,
+                    "wall_s": block.wall_s,
                     "role": block.role,
                     "first_in_round": round_order(block.round)[0],  # the order effect is measurable
                     "started_first": block.started_first,  # whose server started first for this unit's pair
@@ -204,6 +218,54 @@ class CompareSession:
                     "metrics": {k: v for k, v in m.items() if isinstance(v, (int, float))},
                 }
             )
+            if not block.warmup:
+                pilot_blocks.append(block)
+
+        def on_costs(costs: Costs) -> tuple[int, int]:
+            """The first pair is timed: the unit chosen by cost, the plan table said and recorded."""
+            aim = target_for(
+                self.settings.decide,
+                self.alphas,
+                detect=self.settings.detect,
+                ignore=self.settings.ignore,
+                power=design.power,
+            )
+            if aim is None:  # nothing judged per round: the shipped two rounds per pair
+                return ROUND_STEP, design.pilot_units
+            metric, target = aim
+            name = f"{pair.config_name} {scenario.name}"
+            choice = choose_unit(name, costs, target, design, self.budget, elapsed_s=time.monotonic() - t_run)
+            chosen.append(choice)
+            for line in choice.table:
+                _say(self.config, line)
+            self._write_starts(pair, servers)
+            bench.emit(
+                {
+                    "record": "comparison_unit_plan",
+                    "compare_session": self.session_id,
+                    "config": pair.config_name,
+                    "nodeid": bench.nodeid,
+                    "test_key": bench.test_key,
+                    "scenario": scenario.name,
+                    "metric": metric,
+                    "unit_rounds": choice.plan.unit_rounds,
+                    "units": choice.plan.units,
+                    "pilot_units": choice.pilot_units,
+                    "predicted_s": choice.plan.seconds,
+                    "detectable": choice.plan.detectable,
+                    "power": choice.plan.power,
+                    "reached": choice.plan.reached,
+                    "start_s": costs.start_s,
+                    "round_s": costs.round_s,
+                    "warmup_s": costs.warmup_s,
+                    "prior_sd_between": design.prior_sd_between,
+                    "prior_sd_within": design.prior_sd_within,
+                    "budget_s": choice.budget_s,
+                    "session_budget_s": self.budget.total_s,
+                    "table": choice.table,
+                }
+            )
+            return choice.plan.unit_rounds, choice.pilot_units
 
         def on_plan(plan: Plan) -> None:
             bench.emit(
@@ -219,6 +281,9 @@ class CompareSession:
                     "limit": plan.limit,
                     "pilot": plan.pilot,
                     "unit_rounds": plan.unit_rounds,
+                    "units": plan.rounds // max(plan.unit_rounds, 1),
+                    "predicted_s": time.monotonic() - t_run + (plan.rounds - plan.pilot) * plan.seconds_per_round,
+                    **pilot_components(pilot_blocks, plan.unit_rounds),
                     "seconds_per_round": plan.seconds_per_round,
                     "underpowered": plan.underpowered,
                     "reason": plan.describe(),
@@ -235,12 +300,13 @@ class CompareSession:
             rounds, comps, outcome = run_rounds(
                 servers,
                 scenario,
-                design=self.settings.design,
+                design=design,
                 judge=judge,
                 prompts=prompts,
                 block_prompts=self.settings.block_prompts,
                 on_block=on_block,
                 on_plan=on_plan,
+                choose_unit=on_costs,
             )
         except (httpx.TransportError, WorkloadError):
             for role, server in (("reference", servers.reference), ("candidate", servers.candidate)):
@@ -249,6 +315,7 @@ class CompareSession:
             raise
         finally:
             self._write_starts(pair, servers)
+            self.budget.finished(time.monotonic() - t_run)
         for role in ("reference", "candidate"):
             failed = [b for b in rounds.blocks if b.role == role and b.result.metrics.get("failed")]
             server = servers.reference if role == "reference" else servers.candidate
@@ -413,12 +480,37 @@ class CompareSession:
         results = self.config.stash[stash.RESULTS]
 
         def start(arm: Arm) -> LLMServer:
-            try:
-                server = start_server(
-                    arm.config, results.server_dir(arm.server_name), gpu_ids=candidate.gpu_ids, image=arm.image
-                )
-            except ServerStartError as e:
-                pytest.fail(f"{arm.role} arm ({arm.label}): {e}", pytrace=False)
+            """One start; a start that fails is retried once (a session that restarts servers dozens of times
+            meets a flaky one: the units already played are kept) and named in the table; a second failure
+            fails the test."""
+            for attempt in (1, 2):
+                try:
+                    server = start_server(
+                        arm.config, results.server_dir(arm.server_name), gpu_ids=candidate.gpu_ids, image=arm.image
+                    )
+                    break
+                except ServerStartError as e:
+                    if attempt == 2:
+                        pytest.fail(
+                            f"{arm.role} arm ({arm.label}), started again after a failed start: {e}", pytrace=False
+                        )
+                    note = (
+                        f"{arm.role} arm ({arm.label}) failed to start once and was started again: "
+                        + (str(e).splitlines() or [""])[0]
+                    )
+                    self.retried.append(note)
+                    _say(self.config, f"llmbench compare: {note}")
+                    sink.emit(
+                        self.config,
+                        {
+                            "record": "arm_start_retry",
+                            "compare_session": self.session_id,
+                            "config": arm.server_name,
+                            "role": arm.role,
+                            "label": arm.label,
+                            "error": str(e)[:2000],
+                        },
+                    )
             sink.emit(self.config, {**server_line(server), "config": arm.server_name, "role": arm.role})
             return server
 
@@ -435,6 +527,7 @@ class CompareSession:
                     "role": s.role,
                     "label": pair.arm(s.role).label,
                     "startup_s": s.startup_s,
+                    "unit": s.unit,
                     "host_rss_bytes": s.host_rss_bytes,
                     "gpu_memory_gb": s.gpu_memory_gb,
                     "build_info": s.build_info,
@@ -506,7 +599,7 @@ class CompareSession:
             return
         rows = getattr(self, "adjusted", None) or []
         starts = self._all_records("arm_start")
-        if not rows and not starts:
+        if not rows and not starts and not self.retried:
             return
         tr = terminalreporter
         tr.write_sep("=", "llmbench comparisons (reference vs candidate, interleaved)")
@@ -516,6 +609,12 @@ class CompareSession:
             tr.write_line(table.counts(rows))
         for line in table.arms_lines(starts):
             tr.write_line(line)
+        for r in self._all_records("arm_start_retry"):
+            tr.write_line(
+                f"{r.get('config')}: {r.get('role')} arm ({r.get('label')}) failed to start once and was started "
+                "again (the units already played were kept)",
+                yellow=True,
+            )
         made = self._made_everywhere(rows) if self.counted else Counter()  # an xdist controller counts nothing
         for fam, n in sorted(made.items()):
             if n > self.counted[fam] and self.settings.alpha is None and parse_alpha(self._gate_alpha_spec()):
@@ -593,7 +692,14 @@ def _message(r: dict[str, Any]) -> str:
 
 
 def _say(config: pytest.Config, line: str) -> None:
-    """A line on the terminal now (the pilot's plan), not only in the table at the end."""
+    """A line on the terminal now (the plan table, the pilot's plan), not only in the table at the end: the
+    test's output capture is suspended for it (inside a test, fd capture would hold it until a failure)."""
     tr = config.pluginmanager.get_plugin("terminalreporter")
-    if tr is not None:
+    if tr is None:
+        return
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    if capman is None:
+        tr.write_line(line, yellow=True)
+        return
+    with capman.global_and_fixture_disabled():
         tr.write_line(line, yellow=True)

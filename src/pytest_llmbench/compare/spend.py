@@ -1,0 +1,182 @@
+"""The time a comparison session spends: a budget for the session split across its scenarios, and the
+unit of a running comparison chosen by cost (compare/plan.py) once its first pair of servers is timed.
+
+Why here and not in the session plugin: this is arithmetic on seconds and plans, testable without pytest,
+and the dry run (cli/compare_plan.py) prints the same table from recorded costs.
+
+A session budget (``--llmbench-compare-budget 20m``) is known before any scenario runs; what a scenario
+costs is not (its start and rounds are timed on its first pair). Each scenario, when its first pair is
+timed, gets its share of what is left: ``plan.allocate`` over it and the scenarios still to come, these
+assumed to cost what it costs (the table says so), so the shares equalize the detectable change and the
+last scenario gets whatever the earlier ones left.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_llmbench.compare.judging import family_of, per_round, source_of
+from pytest_llmbench.compare.margins import sizes_for
+from pytest_llmbench.compare.plan import (
+    Allocation,
+    Costs,
+    Noise,
+    Scenario,
+    Target,
+    UnitPlan,
+    allocate,
+    components,
+    duration,
+    unit_for_session,
+)
+from pytest_llmbench.compare.power import MIN_UNITS, Design
+from pytest_llmbench.compare.rounds import Block
+
+
+def parse_seconds(text: str, where: str) -> float | None:
+    """``300``, ``300s``, ``20m``, ``1.5h`` → seconds; ``none``/``off``/``0`` → None (no limit)."""
+    raw = str(text).strip().lower()
+    if raw in ("none", "no", "off", "0", ""):
+        return None
+    factor = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+    unit = next((u for u in ("min", "s", "m", "h") if raw.endswith(u)), "")
+    try:
+        value = float(raw[: len(raw) - len(unit)] if unit else raw) * factor.get(unit, 1.0)
+    except ValueError:
+        raise ValueError(f"{where}: {text!r} is not a duration (300, 300s, 20m, 1.5h or 'none')") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{where}: {text!r} must be > 0 seconds (or 'none')")
+    return value
+
+
+def target_for(
+    metrics: Iterable[str],
+    alphas: Mapping[str, float],
+    *,
+    detect: Mapping[str, object] | None,
+    ignore: Mapping[str, object] | None,
+    power: float,
+) -> tuple[str, Target] | None:
+    """The metric a unit is planned for (output throughput when it decides, else the first deciding round
+    metric) and its target; the pilot then plans the units for every deciding metric (compare/power.py)."""
+    timed = [m for m in metrics if per_round(m)]
+    if not timed:
+        return None
+    metric = "output_throughput" if "output_throughput" in timed else timed[0]
+    source = source_of(metric)
+    assert source is not None  # per_round says it has one
+    target = Target(sizes_for(metric, detect, ignore), alphas[family_of(metric)], source.higher_is_better, power)
+    return metric, target
+
+
+@dataclass
+class SessionBudget:
+    """A session's seconds across its compared scenarios (one per compared test, counted up front)."""
+
+    total_s: float | None  # the session's budget; None: each scenario has ``per_scenario_s``
+    per_scenario_s: float | None
+    scenarios: int
+    spent_s: float = 0.0
+    done: int = 0
+
+    @property
+    def left(self) -> int:
+        """Scenarios still to run, this one included (never fewer than 1: a test may run more than one)."""
+        return max(1, self.scenarios - self.done)
+
+    def share_s(self) -> float | None:
+        """This scenario's seconds before its costs are known: the rest over the scenarios to come."""
+        if self.total_s is None:
+            return self.per_scenario_s
+        return max(0.0, self.total_s - self.spent_s) / self.left
+
+    def finished(self, elapsed_s: float) -> None:
+        self.spent_s += elapsed_s
+        self.done += 1
+
+
+@dataclass(frozen=True)
+class UnitChoice:
+    """What the first timed pair decided: the unit, the pilot's units, the scenario's budget, the table."""
+
+    plan: UnitPlan
+    pilot_units: int
+    budget_s: float | None
+    table: list[str]
+
+
+def choose_unit(
+    name: str,
+    costs: Costs,
+    target: Target,
+    design: Design,
+    budget: SessionBudget,
+    *,
+    elapsed_s: float,
+) -> UnitChoice:
+    """The unit of the running scenario (``name``), its pilot (the planned units, between ``MIN_UNITS`` and
+    the ini's pilot), and the plan table. ``elapsed_s``: what this scenario spent before its costs were
+    known (warm-up rounds, the timed pair), counted against its share."""
+    noise = Noise(design.prior_sd_between, design.prior_sd_within)
+    assumed = (
+        f"start {costs.start_s:.0f} s, round {costs.round_s:.1f} s measured; offset SD "
+        f"{100 * noise.sd_between:.2g}% and round SD {100 * noise.sd_within:.2g}% assumed until the pilot"
+    )
+    alloc: Allocation | None = None
+    scenario_s = budget.share_s()
+    if budget.total_s is not None and scenario_s is not None:
+        # the scenarios to come are assumed to cost what this one costs: allocate then gives equal shares,
+        # each spent on the plan that detects the most within it (the table says the common detectable size)
+        others = [Scenario(f"{i}", costs, noise, target) for i in range(1, budget.left)]
+        alloc = allocate(max(scenario_s * budget.left, 1.0), [Scenario(name, costs, noise, target), *others])
+    within = None if scenario_s is None else max(scenario_s - elapsed_s, 0.0)
+    plan = unit_for_session(name, costs, noise, target, budget_s=within, max_rounds=design.max_rounds)
+    pilot_units = min(max(plan.units, MIN_UNITS), design.pilot_units)
+    table = plan_table(plan, assumed, budget, alloc, scenario_s)
+    return UnitChoice(plan, pilot_units, scenario_s, table)
+
+
+def plan_table(
+    plan: UnitPlan, assumed: str, budget: SessionBudget, alloc: Allocation | None, scenario_s: float | None
+) -> list[str]:
+    """The lines printed before the scenario's first full unit."""
+    if budget.total_s is not None:
+        left_s = max(0.0, budget.total_s - budget.spent_s)
+        head = (
+            f"llmbench compare plan: {duration(left_s)} of the session's {duration(budget.total_s)} left for "
+            f"{budget.left} scenario(s)" + (f" ({alloc.rule})" if alloc is not None and alloc.plans[0].units else "")
+        )
+    else:
+        per = "no time limit" if scenario_s is None else f"{duration(scenario_s)}"
+        head = f"llmbench compare plan: {per} per scenario"
+    lines = [head + ":", f"  {plan.describe()} [{assumed}]"]
+    if budget.total_s is not None and budget.left > 1 and scenario_s is not None:
+        lines.append(
+            f"  {budget.left - 1} scenario(s) to come: ~{duration(scenario_s)} each (costs assumed like this one's "
+            "until each is timed)"
+        )
+    return lines
+
+
+def pilot_components(blocks: Iterable[Block], unit_rounds: int, metric: str = "output_throughput") -> dict[str, Any]:
+    """The pilot's nested-model SDs of ``metric`` (per-round log ratios grouped by unit: ``plan.components``),
+    for the record: what the next session's dry run and a unit chosen from records start from. Empty where
+    the units have one round each, or fewer than two units were played."""
+    pairs: dict[int, dict[int, dict[str, float]]] = {}
+    for b in blocks:
+        value = b.result.metrics.get(metric)
+        if b.unit is None or b.round < 0 or not isinstance(value, (int, float)) or value <= 0:
+            continue
+        pairs.setdefault(b.unit, {}).setdefault(b.round, {})[b.role] = float(value)
+    units = [
+        [math.log(r["candidate"] / r["reference"]) for _, r in sorted(rounds.items()) if len(r) == 2]
+        for _, rounds in sorted(pairs.items())
+    ]
+    units = [u for u in units if u]
+    if unit_rounds < 2 or len(units) < 2 or all(len(u) < 2 for u in units):
+        return {}
+    c = components(units)
+    return {"metric_sd": metric, "sd_between": c.sd_between, "sd_within": c.sd_within, "df_between": c.df_between}
