@@ -14,4 +14,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     tests start their servers themselves."""
     from xdist.scheduler import LoadScopeScheduling
 
-    return LoadScopeScheduling(config, log)
+    class FewTestsFirst(LoadScopeScheduling):
+        """Modules with the fewest tests first: here those are the slow ones (a real comparison, bisect or
+        fault session per test), and one of them left to the end would keep a worker busy alone; xdist's
+        own order (most tests first) does exactly that."""
+
+        ordered = False
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:
+                self.ordered = True
+                units = sorted(self.workqueue.items(), key=lambda unit: len(unit[1]))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+    return FewTestsFirst(config, log)
