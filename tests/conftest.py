@@ -9,10 +9,28 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench.config import load_config_file
+from pytest_llmbench.host_load import OWN_TREES_ENV
 from pytest_llmbench.server import start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_CONFIGS = ROOT / "benches" / "configs" / "cpu.yaml"
+XDIST_WORKER_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def inner_sessions_are_not_xdist_workers():
+    """Under ``pytest -n 2`` this process is an xdist worker, and xdist says so through the environment.
+    The pytest sessions the tests start (pytester, in-process or subprocess) inherit it, and the plugin
+    would take each for a worker (its results file named ``results.gw0.jsonl``, clashing with its own
+    workers' files): a session a test starts is a user's session of its own, so the variables go. And the
+    other worker's sessions and servers are this suite's own processes, not a neighbour that makes a
+    scenario's timing "not comparable" (host_load): the whole run, from its root process, counts as own."""
+    root = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()  # the xdist controller
+    with pytest.MonkeyPatch.context() as mp:
+        for name in XDIST_WORKER_ENV:
+            mp.delenv(name, raising=False)
+        mp.setenv(OWN_TREES_ENV, str(root))
+        yield
 
 
 @pytest.fixture(scope="session")

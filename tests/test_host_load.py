@@ -35,6 +35,19 @@ def test_others_are_the_host_minus_our_process_tree(monkeypatch):
     assert "other processes used 0.70 of 2 cores" in load.describe() and "stress 70%" in load.describe()
 
 
+def test_process_trees_named_in_the_environment_are_ours(monkeypatch):
+    """The project's suite under xdist names its controller: a sibling worker's server is not a neighbour."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    start = _snap(0.0, 0, {10: (1, "pytest", 0, 5), 20: (1, "xdist", 0, 7), 21: (20, "llama-server", 0, 8)})
+    end = _snap(1.0, 200, {10: (1, "pytest", 90, 5), 20: (1, "xdist", 10, 7), 21: (20, "llama-server", 100, 8)})
+    monkeypatch.setenv(host_load.OWN_TREES_ENV, "20")
+    named = between(start, end, [10], include_self=False)
+    assert named is not None and named.others == 0 and not named.contended
+    monkeypatch.delenv(host_load.OWN_TREES_ENV)
+    unnamed = between(start, end, [10], include_self=False)
+    assert unnamed is not None and unnamed.others == 1.1 and unnamed.contended
+
+
 def test_a_neighbour_on_an_idle_core_is_not_contention():
     """16 cores, our server on 2, a busy process on a third: nothing was taken from us."""
     assert not HostLoad(seconds=5, cores=16, busy=3.0, own=2.0, steal=0.0).contended
@@ -49,7 +62,8 @@ def test_unknown_or_too_short_windows_judge_nothing():
     assert between(s, _snap(0.1, 10, {})) is None
 
 
-def test_a_real_busy_process_is_seen_as_another_process():
+def test_a_real_busy_process_is_seen_as_another_process(monkeypatch):
+    monkeypatch.delenv(host_load.OWN_TREES_ENV, raising=False)  # the busy child is this run's, but unnamed
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.3)

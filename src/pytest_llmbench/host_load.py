@@ -21,6 +21,10 @@ from pathlib import Path
 
 OTHERS_MIN = 0.25  # cores of other processes (or steal) that count as a neighbour
 SLACK = 0.25  # cores left idle below which the host counts as oversubscribed
+# Pids (comma-separated) whose process trees count as this run's own: a harness that runs pytest sessions
+# side by side (the project's own suite under pytest-xdist) names its root so they are not each other's
+# neighbour. Unset for a user's run: then a parallel worker's server is contention, as it is.
+OWN_TREES_ENV = "LLMBENCH_OWN_PROCESS_TREES"
 _PROC = Path("/proc")
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -122,7 +126,8 @@ def between(
     short to mean anything."""
     if start is None or end is None or end.at - start.at < 0.2:
         return None
-    roots = {*own_roots, *([os.getpid()] if include_self else [])}
+    named = (int(p) for p in os.environ.get(OWN_TREES_ENV, "").split(",") if p.strip().isdigit())
+    roots = {*own_roots, *named, *([os.getpid()] if include_self else [])}
     own = _tree(end.procs, roots) | _tree(start.procs, roots)
     wall = (end.at - start.at) * _TICK
     used: dict[int, float] = {}

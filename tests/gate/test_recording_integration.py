@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_llmbench.host_load import OWN_TREES_ENV
+
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
@@ -119,6 +121,8 @@ def test_a_busy_neighbour_mid_scenario_is_named_and_not_recorded(
     t = threading.Thread(target=neighbour, daemon=True)
     t.start()
     monkeypatch.setenv("LLMBENCH_TEST_MARKER", str(marker))
+    # the neighbour is this test's child: with the suite's run named as own (tests/conftest.py) it would not count
+    monkeypatch.delenv(OWN_TREES_ENV, raising=False)
     try:
         result = _run(pytester, "--update-baselines", out=12, n=2)
     finally:
