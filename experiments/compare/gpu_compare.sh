@@ -15,7 +15,8 @@
 #   STEP=campaign SPECS="gpu-aa=;gpu-ctv-f32=-ctv f32" FIRST=4 bash experiments/compare/gpu_compare.sh
 #                # one session per spec (label=candidate args; empty args = A/A, the same build on both arms),
 #                # round robin, no session started after DEADLINE s (default 400) so the call ends inside 600 s;
-#                # START_DELAY=60 BUDGET=17m: both arms start 60 s late (slow_start_bin.sh), a 17-min session budget
+#                # START_DELAY=60 BUDGET=17m: both arms start 60 s late (slow_start_bin.sh), a 17-min session budget;
+#                # a spec "label@12m=args" has its own budget
 #   STEP=stored RECORD_RUNS=3 RECORD_STARTS=3 CLEAN=4 INJECTED=2 FIRST=1 bash experiments/compare/gpu_compare.sh
 #                # stored timing baselines (issue 21): stored_timing_reruns.py on the GPU smoke serving tests,
 #                # both configs; the baselines stay in /tmp/w/stored while the machine is warm, so a later call
@@ -135,12 +136,15 @@ campaign)
     for spec in "${specs[@]}"; do
       [ $((SECONDS - start)) -lt "${DEADLINE:-400}" ] && [ ! -f "$OUT/stop" ] || break 2
       label=${spec%%=*}; cargs=${spec#*=}
+      # label@TIME=args: this spec's own session budget (e.g. a shorter A/A beside a longer regression)
+      sbudget=("${budget[@]}")
+      if [[ $label == *@* ]]; then sbudget=(--llmbench-compare-budget "${label#*@}"); label=${label%%@*}; fi
       if [ -z "$cargs" ]; then arms=(--llmbench-reference-bin $W/build/bin --llmbench-candidate-bin $W/build/bin)
       else arms=("--llmbench-candidate-args=$cargs"); fi
       [ ${#slow[@]} -eq 0 ] || arms=("${slow[@]}" ${cargs:+"--llmbench-candidate-args=$cargs"})
       python3 experiments/compare/compare_pytest_sessions.py run --label "$label" --sessions 1 --first "$i" --out "$sess" -- \
         -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py -m gpu_smoke -k "${K:-test_serving and nospec and chat-1u}" \
-        --baselines-dir /tmp/baselines "${arms[@]}" "${budget[@]}" ${ARGS:-} 2>&1 | tee -a "$OUT/campaign.log"
+        --baselines-dir /tmp/baselines "${arms[@]}" "${sbudget[@]}" ${ARGS:-} 2>&1 | tee -a "$OUT/campaign.log"
       cp "$sess/sessions.jsonl" "$OUT/sessions.jsonl"   # after each session: a call cut at its limit keeps them
       code=$(tail -1 "$sess/sessions.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["exit"])')
       [ "$code" -le 1 ] || { echo "session $label $i: pytest exit $code (not a verdict); campaign stopped"; broken=1; break 2; }

@@ -3,6 +3,8 @@ the first full unit, what it then did (units, rounds, wall seconds against the b
 arms' start times, and the dry run on its records.
 
     python experiments/compare/slow_start_report.py experiments/data/compare/slow_start_cpu > experiments/compare/slow_start_cpu.out.md
+    python experiments/compare/slow_start_report.py --h200 experiments/data/compare/compare_h200/campaign11/sessions-40 \
+        > experiments/compare/slow_start_h200.out.md
 """
 
 from __future__ import annotations
@@ -63,16 +65,27 @@ def session(folder: Path) -> None:
 
 
 def main() -> int:
-    root = Path(sys.argv[1])
-    print(f"<!-- Written by: PYTHONPATH=src python experiments/compare/slow_start_report.py {root} -->")
-    print("# A server that starts 20 s late, compared through pytest on 2 cores (issue 38)\n")
-    print(
-        "Each session: `experiments/compare/slow_start_cpu.sh` (its first lines: the command), both arms' "
-        "llama-server a wrapper folder that sleeps S s and then executes the real one "
-        "(`slow_start_bin.sh`), the candidate's with `--top-k 0` in the `topk` session; the CPU suite's "
-        "`test_serving[smol-nospec-chat-1u]`, a session budget, the CPU's noise as the prior "
-        "(`llmbench_compare_noise = offset=2% round=9%`, `compare_cpu.out.md`).\n"
-    )
+    h200 = "--h200" in sys.argv[1:]
+    root = Path([a for a in sys.argv[1:] if a != "--h200"][0])
+    flag = " --h200" if h200 else ""
+    print(f"<!-- Written by: PYTHONPATH=src python experiments/compare/slow_start_report.py{flag} {root} -->")
+    if h200:
+        print("# A server that starts 60 s late, compared through pytest on one H200 (issue 38)\n")
+        print(
+            "Each session: `STEP=campaign START_DELAY=60 experiments/compare/gpu_compare.sh` (device session 11, "
+            "`compare_gpu_h200.out.md` §11), both arms' llama-server the wrapper of `slow_start_bin.sh` (sleep 60 s, "
+            "then the prebuilt llama.cpp 11434 CUDA build), the candidate's with `-ctv f32` in `s60-ctv-f32`; the GPU "
+            "suite's `test_serving[gpu-smol-nospec-chat-1u]`, the plugin's defaults and a session budget.\n"
+        )
+    else:
+        print("# A server that starts 20 s late, compared through pytest on 2 cores (issue 38)\n")
+        print(
+            "Each session: `experiments/compare/slow_start_cpu.sh` (its first lines: the command), both arms' "
+            "llama-server a wrapper folder that sleeps S s and then executes the real one "
+            "(`slow_start_bin.sh`), the candidate's with `--top-k 0` in the `topk` session; the CPU suite's "
+            "`test_serving[smol-nospec-chat-1u]`, a session budget, the CPU's noise as the prior "
+            "(`llmbench_compare_noise = offset=2% round=9%`, `compare_cpu.out.md`).\n"
+        )
     for folder in sorted(p for p in root.iterdir() if (p / "results.jsonl").exists()):
         session(folder)
     return 0
