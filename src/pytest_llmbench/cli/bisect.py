@@ -37,6 +37,7 @@ from pytest_llmbench.bisect.runner import (
 from pytest_llmbench.bisect.search import Search, Step, StepResult, max_comparisons
 from pytest_llmbench.compare.options import DEFAULT_BUDGET_S, DEFAULT_MAX_ROUNDS
 from pytest_llmbench.report.bisect import terminal_lines
+from pytest_llmbench.report.headline import BISECT_FOUND
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -247,7 +248,7 @@ def main(argv: list[str]) -> int:
         print(text)
     if not args.no_report:
         _report(out)
-    return 0 if finding.status in ("culprit", "range") else 1
+    return 0 if finding.status in BISECT_FOUND else 1
 
 
 def _report(out: Path) -> Any:

@@ -263,6 +263,10 @@ BISECT_STATE = {
 }
 
 
+#: the bisect statuses its command exits 0 on (cli/bisect.py): the search found what it was asked for
+BISECT_FOUND = ("culprit", "range")
+
+
 def bisect_findings(records: Sequence[Record]) -> list[Finding]:
     """The bisect's finding (its last ``bisect`` record): "bisect: first slower build is X" and the like."""
     found = [r for r in records if r.get("record") == "bisect"]
@@ -309,7 +313,11 @@ def _short(nodeids: Sequence[str], shown: int = 3) -> str:
 
 def _exit_status(state: State, findings: Sequence[Finding], records: Sequence[Record]) -> int:
     """1 when the run regressed or failed (or an inconclusive comparison under --llmbench-strict); an
-    aborted run keeps pytest's own status; no tests at all keeps 5; else 0."""
+    aborted run keeps pytest's own status; no tests at all keeps 5; else 0. A bisect's folder has the
+    bisect command's status (``git bisect run``'s sense): 0 when it named a culprit or range, else 1."""
+    bisects = [r for r in records if r.get("record") == "bisect"]
+    if bisects:
+        return 0 if bisects[-1].get("status") in BISECT_FOUND else 1
     sessions = [r for r in records if r.get("record") == "session"]
     aborted = _aborted(sessions)
     if aborted is not None:
