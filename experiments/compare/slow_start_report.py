@@ -66,7 +66,7 @@ def session(folder: Path) -> None:
 
 def main() -> int:
     h200 = "--h200" in sys.argv[1:]
-    root = Path([a for a in sys.argv[1:] if a != "--h200"][0])
+    root = Path(next(a for a in sys.argv[1:] if a != "--h200"))
     flag = " --h200" if h200 else ""
     print(f"<!-- Written by: PYTHONPATH=src python experiments/compare/slow_start_report.py{flag} {root} -->")
     if h200:
