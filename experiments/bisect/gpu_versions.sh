@@ -14,6 +14,9 @@
 #      soon as 11046 is built, while the midpoints compile on cores 4-15; the bisect is pinned to cores 0-3)
 #      or GOOD=10752.0.0 BAD=11434 CANDS="11046.0.0" (bin: folders, after every build has finished)
 #   3. STEP=collect WAIT=580 bash experiments/bisect/gpu_versions.sh, again until it ends (STOP=1 kills it)
+# Builds made once are brought back (44 MiB each, $OUT) and kept here outside the repository; a later lease
+# carries them instead of compiling: `STEP=prebuilt FROM=/work/prebuilt-versions bash …` lays each into
+# .device/p<version>; there, one call per folder: `STEP=unpack bash …` (carry .device/p<version>).
 # Each version: cmake -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_NUMBER=<n> (its server reports
 # b<n>), one after the other (two builds at once would finish no sooner), into
 # /tmp/w/versions/<version>/build/bin; 11434 is the prebuilt build in /tmp/w/build/bin.
@@ -40,6 +43,23 @@ prepare)
       --exclude=llama.cpp/examples llama.cpp
   done
   ls -la .device/d
+  ;;
+prebuilt)  # here: builds brought back (bin-<version>.txz.a? + .sha256, 44 MiB each) into .device/p<version>, one a call
+  for sha in "${FROM:?a folder of bin-<version>.txz.* parts}"/bin-*.txz.sha256; do
+    v=$(basename "$sha" .txz.sha256); v=${v#bin-}; mkdir -p ".device/p$v" && cp "$FROM/bin-$v.txz".* ".device/p$v/"
+  done
+  du -sh .device/p*
+  ;;
+unpack)  # there: every carried build laid out as versions/<version>/build/bin with build.done 0 (no compile)
+  mkdir -p $W/versions
+  for sha in .device/p*/bin-*.txz.sha256; do
+    v=$(basename "$sha" .txz.sha256); v=${v#bin-}; d=$W/versions/$v
+    [ -f $d/build.done ] && continue
+    parts=("${sha%.sha256}".a?)
+    [ "$(cat "${parts[@]}" | sha256sum | cut -c1-64)" = "$(cut -c1-64 "$sha")" ] \
+      || { echo "$sha: the parts do not match (carry the whole folder)"; exit 3; }
+    mkdir -p $d/build && cat "${parts[@]}" | xz -dc | tar x -C $d/build && echo 0 > $d/build.done && echo "unpacked $v"
+  done
   ;;
 build)
   mkdir -p $W/versions && cp .device/d/src-*.tgz $W/versions/ || exit 1

@@ -161,7 +161,17 @@ def test_the_step_cost_comes_from_an_earlier_comparison_or_bisect(tmp_path):
     assert "100 s of rounds + 2 server starts (100.0 s each)" in cost.source
     old = _write(
         tmp_path / "old",
-        [{"record": "bisect", "steps": [{"gpu_s": 10}, {"gpu_s": 30}, {"gpu_s": 2, "outcome": "skip"}, {"gpu_s": 20}]}],
+        [
+            {
+                "record": "bisect",
+                "steps": [
+                    {"gpu_s": 10},
+                    {"gpu_s": 330, "build_s": 300},  # a build waited for: not what the next step's session costs
+                    {"gpu_s": 2, "outcome": "skip"},
+                    {"gpu_s": 20},
+                ],
+            }
+        ],
     )
     assert recorded_step_cost(old) == StepCost(20, f"median of 3 steps in {old}")
     assert recorded_step_cost(_write(tmp_path / "none", [{"record": "scenario"}])) is None

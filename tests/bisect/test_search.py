@@ -80,6 +80,21 @@ def test_an_inconclusive_step_gets_more_units_then_decides():
     assert found.seconds == pytest.approx(sum(10.0 * 2**s.attempt if s.kind else 0 for s in sim.steps))
 
 
+def test_a_build_waited_for_once_does_not_price_the_retry_out_of_the_budget():
+    """The H200 run: the ends waited 282 s for a build, then compared 247 s, inconclusive. Priced at 529 s a
+    step, the retry (2 x) did not fit 1,250 GPU-s; the build is cached, so the retry costs 2 x 247 s."""
+    answers = iter([StepResult("unknown", 529.0, build_seconds=282.0), StepResult("different", 494.0)])
+    calls: list[Step] = []
+
+    def compare(step: Step) -> StepResult:
+        calls.append(step)
+        return next(answers, StepResult("same", 247.0))
+
+    found = bisect(5, compare, budget_s=1250.0, max_attempts=2)
+    assert [(s.kind, s.attempt) for s in calls[:2]] == [("ends", 0), ("ends", 1)]
+    assert found.status != "not-reproduced"
+
+
 def test_a_step_that_stays_unknown_leaves_that_build_undecided_and_is_searched_around():
     sim = Simulated(8, 5, unclear={(3, 5)}, unclear_attempts=9)  # 3 → 5 never decides
     found = bisect(8, sim, max_attempts=2, names=[f"b{i}" for i in range(8)])

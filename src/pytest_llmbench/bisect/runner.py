@@ -298,7 +298,9 @@ class StepRunner:
             "build_s": build_s,
             "returncode": returncode,
         }
-        return StepResult(outcome, time.monotonic() - t0, skipped=skipped, reason=reason, details=details)
+        return StepResult(
+            outcome, time.monotonic() - t0, build_seconds=build_s, skipped=skipped, reason=reason, details=details
+        )
 
 
 # --- what a bisect will cost, said before it starts -----------------------------------------------------
@@ -316,7 +318,12 @@ def recorded_step_cost(folder: Path) -> StepCost | None:
     recs = records(folder)
     bisects = [r for r in recs if r.get("record") == "bisect"]
     if bisects:
-        secs = [s["gpu_s"] for s in bisects[-1].get("steps") or [] if s.get("outcome") != "skip" and s.get("gpu_s")]
+        # a step's session, without the builds it waited for (cached for the next bisect over them)
+        secs = [
+            s["gpu_s"] - float(s.get("build_s") or 0.0)
+            for s in bisects[-1].get("steps") or []
+            if s.get("outcome") != "skip" and s.get("gpu_s")
+        ]
         if secs:
             return StepCost(statistics.median(secs), f"median of {len(secs)} steps in {folder}")
     plans = [r for r in recs if r.get("record") == "comparison_plan"]

@@ -46,6 +46,8 @@ class Step:
 class StepResult:
     outcome: str
     seconds: float  # what the step cost (the device was held): materializing + the session
+    #: the part of ``seconds`` spent materializing builds (a build or a pull, once: later steps hit the cache)
+    build_seconds: float = 0.0
     #: the build that failed (outcome ``skip``): the step's reference or candidate
     skipped: int | None = None
     reason: str = ""
@@ -143,8 +145,11 @@ class Search:
         return sum(r.seconds for _, r in self.steps)
 
     def expected(self, attempt: int) -> float:
-        """A step's cost, predicted from the decided first attempts so far (retries run twice the units each)."""
-        firsts = [r.seconds for s, r in self.steps if s.attempt == 0 and r.outcome != "skip"]
+        """A step's cost, predicted from the first attempts so far (retries run twice the units each).
+
+        From their sessions alone: a build that took 5 minutes to materialize is cached for every later step,
+        and counting it would refuse the retry an inconclusive ends step needs (it did, on the H200)."""
+        firsts = [r.seconds - r.build_seconds for s, r in self.steps if s.attempt == 0 and r.outcome != "skip"]
         if not firsts:
             return 0.0
         return sum(firsts) / len(firsts) * 2**attempt

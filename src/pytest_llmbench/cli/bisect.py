@@ -228,8 +228,13 @@ def main(argv: list[str]) -> int:
         log.step(step, result, labels)
         print(redact.scrub(_step_line(step, result, labels)), flush=True)
         if step.number == 1 and result.outcome != "skip":
-            rest = (max_comparisons(len(builds)) - 1) * result.seconds
-            print(f"  the ends took {result.seconds:.0f} s: the rest ≈ {rest:.0f} s if every step costs the same")
+            session = result.seconds - result.build_seconds
+            rest = (max_comparisons(len(builds)) - 1) * session
+            built = f" ({result.build_seconds:.0f} s of it the builds)" if result.build_seconds >= 1 else ""
+            print(
+                f"  the ends took {result.seconds:.0f} s{built}: the rest ≈ {rest:.0f} s if every step's session "
+                f"costs the same, plus the builds not yet made"
+            )
 
     runner = StepRunner(cache, settings, say=lambda line: print(line, flush=True))
     search = Search(
