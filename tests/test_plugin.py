@@ -50,6 +50,16 @@ def test_options_are_listed_in_help(pytester):
     )
 
 
+def test_naming_the_plugin_with_p_where_it_is_installed_loads_it_once(pytester):
+    """The GPU recipes pass ``-p pytest_llmbench.plugin`` (nothing is installed on the lent machine); where the
+    package is installed its entry point has the module's name, so the same command is not "already
+    registered under a different name"."""
+    pytester.makepyfile(test_x="def test_x(): pass\n")
+    result = pytester.runpytest_subprocess("-p", "pytest_llmbench.plugin", "--co", "-q")
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(["*1 test collected*"])
+
+
 def test_marks_from_configs_select_tests_without_unknown_mark_warnings(project):
     project.makepyfile(test_a="def test_x(llm_server):\n    pass\n")
     result = project.runpytest("--collect-only", "-q", "-m", "fast", "-W", "error::pytest.PytestUnknownMarkWarning")
