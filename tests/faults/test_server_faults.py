@@ -24,8 +24,8 @@ FAULTED_SESSION = (
     + """
 def test_a_faulted(llm_server, bench):
     when_tokens(llm_server, 32 + 2 * 48, lambda: os.killpg(llm_server.handle.pgid, signal.{signal}))
-    bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1,
-                       stall_timeout_s={stall}))
+    bench.run(Scenario("long", dataset="random", input_len=16, output_len=48, num_prompts=60, concurrency=2,
+                       warmup=1, seed=1, stall_timeout_s={stall}))
 
 def test_b_next(llm_server, bench):
     bench.run(Scenario("next", output_len=8, num_prompts=1, warmup=0))
