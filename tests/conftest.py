@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench.config import load_config_file
+from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 from pytest_llmbench.host_load import OWN_TREES_ENV
 from pytest_llmbench.server import start_server
 
@@ -44,6 +45,16 @@ def smol_server(cpu_configs, tmp_path_factory):
     server = start_server(cpu_configs["smol-nospec"], tmp_path_factory.mktemp("smol-nospec"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def q2k_draft(cpu_configs, tmp_path_factory) -> Path:
+    """cpu.yaml's draft model (SmolLM2 requantized to Q2_K), made the way a server start makes it: once, then
+    from the cache."""
+    cfg = cpu_configs["smol-draft"]
+    with open(tmp_path_factory.mktemp("draft") / "prepare.log", "w") as log:
+        LlamaCppEngine().prepare(cfg, log)
+    return cfg.models["draft"].path
 
 
 def process_alive(pid: int) -> bool:

@@ -5,7 +5,8 @@ Each build is a folder whose ``llama-server`` script execs the installed llama-s
 the script adds a calibrated slowdown (``SLOW_ARGS`` of experiments/bisect/bisect_cpu.py, whose set-up this test
 runs), and build 3 exits 1 at start (a broken build). The
 bisect must compare the ends first, skip build 3 by name, find build 5 and confirm the pair 4 → 5, and
-write its record, table, summary.md and report.html. Slow (a handful of sessions with two servers each).
+write its record, table, summary.md and report.html. Slow (a handful of sessions with two servers each); the
+rounds per step are the floor (4) rather than the script's 6, on shorter prompts and answers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ N, FIRST_SLOW, BROKEN = 8, 5, 3
 
 
 def _experiment():
-    """experiments/bisect/bisect_cpu.py: the committed CPU bisect; this test sets up exactly what it runs."""
+    """experiments/bisect/bisect_cpu.py: the committed CPU bisect; this test sets up what it runs (its bench at
+    smaller sizes, at most 4 rounds a step)."""
     spec = importlib.util.spec_from_file_location("bisect_cpu", ROOT / "experiments" / "bisect" / "bisect_cpu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -40,9 +42,16 @@ def _lines(path: Path) -> list[dict]:
 def test_the_bisect_finds_the_first_slower_build_and_skips_the_broken_one(tmp_path):
     exp = _experiment()
     exp.prepare(tmp_path / "work")
+    # the script's bench on 16-token prompts for 8-token answers (not 64 and 24): TPOT, the metric judged, is
+    # the same per-token cost over 7 gaps instead of 23, and a step's rounds take ~4 s instead of ~10
+    bench = tmp_path / "work" / "test_bench.py"
+    assert "input_len=64, output_len=24," in exp.BENCH, "the script's bench changed: update the sizes here"
+    bench.write_text(exp.BENCH.replace("input_len=64, output_len=24,", "input_len=16, output_len=8,"))
     builds = exp.make_builds(tmp_path / "builds", N, FIRST_SLOW, BROKEN, exp.SLOW_ARGS)
     out = tmp_path / "bisect"
-    _, stdout, proc = exp.run_bisect(tmp_path / "work", builds, out, [])
+    # --max-rounds 4 (the last one given wins over the script's 6): the floor of 4 judged rounds (3 df), where
+    # the F32 builds' TPOT x2.5 still read [2.4, 2.7] and the same pair x1.0 [0.92, 1.07] (64/24 tokens)
+    _, stdout, proc = exp.run_bisect(tmp_path / "work", builds, out, ["--max-rounds", "4"])
     assert proc.returncode == 0, stdout[-4000:]
     rows = _lines(out / "results.jsonl")
     (rec,) = [r for r in rows if r["record"] == "bisect"]

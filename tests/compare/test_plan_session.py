@@ -23,13 +23,13 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_YAML = ROOT / "benches" / "configs" / "cpu.yaml"
-DELAY_S = 1
+DELAY_S = 0.5
 
 BENCH = """
 import pytest
 from pytest_llmbench import Scenario
 
-SC = Scenario("tiny", dataset="random", input_len=64, output_len=24, num_prompts=2, concurrency=1, warmup=1, seed=1)
+SC = Scenario("tiny", dataset="random", input_len=16, output_len=8, num_prompts=2, concurrency=1, warmup=1, seed=1)
 
 @pytest.mark.llm_configs("nospec")
 def test_serving(llm_server, bench):

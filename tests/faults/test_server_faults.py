@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -21,8 +24,8 @@ FAULTED_SESSION = (
     + """
 def test_a_faulted(llm_server, bench):
     when_tokens(llm_server, 32 + 2 * 48, lambda: os.killpg(llm_server.handle.pgid, signal.{signal}))
-    bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1,
-                       stall_timeout_s={stall}))
+    bench.run(Scenario("long", dataset="random", input_len=16, output_len=48, num_prompts=60, concurrency=2,
+                       warmup=1, seed=1, stall_timeout_s={stall}))
 
 def test_b_next(llm_server, bench):
     bench.run(Scenario("next", output_len=8, num_prompts=1, warmup=0))
@@ -116,34 +119,49 @@ def test_server_exiting_at_start_shows_its_own_message_not_plugin_source(session
     assert log.count("[llmbench] starting config smol") == 1, "one start attempt, reported for each of its tests"
 
 
-def test_port_taken_before_the_server_binds_it_is_retried_on_another(cpu_configs, tmp_path, monkeypatch):
+@contextlib.contextmanager
+def _taken_port() -> Iterator[int]:
+    """A port another process holds: bound and listening, so llama-server cannot bind it. It hangs up on
+    every connection, as a server of another protocol would: a socket that accepts and never answers would
+    hold each readiness poll for its whole 5 s timeout before the start sees its server gone."""
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()
-    ports = iter([taken.getsockname()[1]])
-    real = server_mod.free_port
-    monkeypatch.setattr(server_mod, "free_port", lambda host="127.0.0.1": next(ports, None) or real(host))
-    cfg = replace(cpu_configs["smol-nospec"], args=("-c", "512", "-np", "1", "-t", "1", "--no-webui"))
+
+    def hang_up() -> None:
+        with contextlib.suppress(OSError):  # shut down at the end
+            while True:
+                taken.accept()[0].close()
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
     try:
+        yield taken.getsockname()[1]
+    finally:
+        with contextlib.suppress(OSError):
+            taken.shutdown(socket.SHUT_RDWR)  # wakes the accept() (a close alone would leave it listening)
+        taken.close()
+        thread.join(5)
+
+
+def test_port_taken_before_the_server_binds_it_is_retried_on_another(cpu_configs, tmp_path, monkeypatch):
+    cfg = replace(cpu_configs["smol-nospec"], args=("-c", "512", "-np", "1", "-t", "1", "--no-webui"))
+    real = server_mod.free_port
+    with _taken_port() as taken:
+        ports = iter([taken])
+        monkeypatch.setattr(server_mod, "free_port", lambda host="127.0.0.1": next(ports, None) or real(host))
         server = start_server(cfg, tmp_path / "s")
         try:
-            assert server.alive() and server.port != taken.getsockname()[1]
+            assert server.alive() and server.port != taken
         finally:
             server.stop()
-    finally:
-        taken.close()
     log = (tmp_path / "s" / "server.log").read_text()
     assert "was taken before the server bound it: retrying on another port" in log
 
 
 def test_port_taken_every_time_is_one_clear_error(cpu_configs, tmp_path, monkeypatch):
-    taken = socket.socket()
-    taken.bind(("127.0.0.1", 0))
-    taken.listen()
-    monkeypatch.setattr(server_mod, "free_port", lambda host="127.0.0.1": taken.getsockname()[1])
     cfg = replace(cpu_configs["smol-nospec"], args=("-c", "512", "-np", "1", "-t", "1", "--no-webui"))
-    try:
+    with _taken_port() as taken:
+        monkeypatch.setattr(server_mod, "free_port", lambda host="127.0.0.1": taken)
         with pytest.raises(ServerStartError, match=r"was taken before the server could bind it, 3 times in a row"):
             start_server(cfg, tmp_path / "s")
-    finally:
-        taken.close()

@@ -15,7 +15,8 @@ def test_ctrl_c_mid_scenario_keeps_finished_requests_and_stops_the_server(sessio
         + """
 def test_x(llm_server, bench):
     ctrl_c_when_tokens(llm_server, 32 + 2 * 48)
-    bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1))
+    bench.run(Scenario("long", dataset="random", input_len=16, output_len=48, num_prompts=60, concurrency=2,
+                       warmup=1, seed=1))
 """
     )
     result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
@@ -53,7 +54,8 @@ def test_sigterm_ends_the_session_and_stops_its_server(session, tmp_path, monkey
         + """
 def test_x(llm_server, bench):
     when_tokens(llm_server, 32 + 48, lambda: os.kill(os.getpid(), signal.SIGTERM))
-    bench.run(Scenario("long", output_len=48, num_prompts=60, concurrency=2, warmup=1, seed=1))
+    bench.run(Scenario("long", dataset="random", input_len=16, output_len=48, num_prompts=60, concurrency=2,
+                       warmup=1, seed=1))
 
 def test_y(llm_server):
     open(os.environ["LATER_MARKER"], "w").write("ran")

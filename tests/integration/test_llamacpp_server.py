@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import httpx
 import pytest
 
 from pytest_llmbench.server import ServerStartError, start_server
@@ -17,7 +18,8 @@ pytestmark = pytest.mark.integration
 
 
 def test_client_metrics_agree_with_the_servers_own_timings(smol_server):
-    result = run_scenario(smol_server, Scenario("agree", output_len=48, num_prompts=3, warmup=1, seed=3))
+    sc = Scenario("agree", dataset="random", input_len=32, output_len=48, num_prompts=3, warmup=1, seed=3)
+    result = run_scenario(smol_server, sc)
     assert result.metrics["failed"] == 0, result.errors
     for rec in result.records:
         timings = rec.final["timings"]
@@ -53,7 +55,10 @@ def test_exact_length_prompts_have_exactly_the_requested_tokens(smol_server):
 def test_draft_model_config_reports_per_request_accept_length(cpu_configs, tmp_path):
     server = start_server(cpu_configs["smol-draft"], tmp_path / "draft")
     try:
-        sc = Scenario("spec", output_len=48, num_prompts=2, warmup=1, ignore_eos=False, seed=2)
+        # 24 tokens: each costs several draft passes on 2 cores, and the counters need a handful of steps
+        sc = Scenario(
+            "spec", dataset="random", input_len=32, output_len=24, num_prompts=2, warmup=1, ignore_eos=False, seed=2
+        )
         result = run_scenario(server, sc)
     finally:
         server.stop()
@@ -85,14 +90,22 @@ def test_server_killed_mid_scenario_fails_requests_and_leaves_no_process(cpu_con
     pids = server.handle.pids()
     assert pids and all(process_alive(p) for p in pids)
 
-    def kill_soon():
-        time.sleep(1.5)
+    def kill_once_it_generates():
+        """SIGKILL once the scenario's requests are generating (a few tokens out), not after a fixed wait."""
         import os
+        import re
         import signal
 
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            text = httpx.get(f"{server.base_url}/metrics", timeout=10).text  # its own client: another thread
+            m = re.search(r"^llamacpp:n_decode_total (\S+)", text, re.M)  # per step (tokens_predicted: per answer)
+            if m and float(m.group(1)) >= 16:
+                break
+            time.sleep(0.05)
         os.killpg(server.handle.pgid, signal.SIGKILL)
 
-    killer = threading.Thread(target=kill_soon)
+    killer = threading.Thread(target=kill_once_it_generates)
     killer.start()
     try:
         sc = Scenario("killed", output_len=2000, num_prompts=4, concurrency=2, warmup=0, seed=1)

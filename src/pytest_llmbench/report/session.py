@@ -162,13 +162,19 @@ class ReportSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
         report = yield
         funcargs = getattr(item, "funcargs", {})  # a pytest.Function's; other items have none
-        if report.when == "call" and "bench" in funcargs and item.config.pluginmanager.has_plugin("html"):
+        # only when pytest-html writes a page (--html): installed, its plugin loads in every session, and the
+        # figures (matplotlib) cost ~0.5 s a session and more per test for a page nobody asked for
+        if report.when == "call" and "bench" in funcargs and _html_page_asked(item.config):
             try:
                 extras = bench_extras(item, funcargs["bench"])
             except Exception as e:  # extras decorate a report; they never fail a test
                 extras = [_html_extra(f"<p>llmbench extras failed: {html_escape.escape(repr(e))}</p>")]
             report.extras = [*getattr(report, "extras", []), *extras]
         return report
+
+
+def _html_page_asked(config: pytest.Config) -> bool:
+    return config.pluginmanager.has_plugin("html") and bool(config.getoption("htmlpath", None))
 
 
 def _html_extra(content: str) -> dict[str, Any]:
