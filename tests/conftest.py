@@ -6,6 +6,13 @@ import os
 import signal
 from pathlib import Path
 
+# httpx imports httpcore lazily and maps its errors through a table built on the first request. The
+# in-process pytester sessions (tests/compare, tests/gate, ...) drop the modules they imported when they
+# end, so an httpcore first imported inside one is imported again afterwards with new exception classes
+# that the table no longer matches: a refused connection then escapes as httpcore.ConnectError instead of
+# httpx.ConnectError, and every readiness poll that expects httpx.HTTPError fails. Importing it here, before
+# any session, keeps one httpcore for the whole run.
+import httpcore  # noqa: F401
 import pytest
 
 from pytest_llmbench.config import load_config_file
