@@ -6,6 +6,7 @@ import os
 import signal
 from pathlib import Path
 
+import httpcore  # noqa: F401  (see below)
 import pytest
 
 from pytest_llmbench.config import load_config_file
@@ -13,6 +14,9 @@ from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 from pytest_llmbench.host_load import OWN_TREES_ENV
 from pytest_llmbench.server import start_server
 
+# httpcore is imported here, before any in-process pytester session: httpx imports it on first use and keeps
+# its exception classes; a session that imported it first would see pytester drop it from sys.modules at the
+# end, and every later connection error in this process would escape httpx's mapping as httpcore's own.
 ROOT = Path(__file__).resolve().parents[1]
 CPU_CONFIGS = ROOT / "benches" / "configs" / "cpu.yaml"
 XDIST_WORKER_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
