@@ -69,8 +69,8 @@ HOUSE_TEST = textwrap.dedent("""
 
     def test_house(llm_server: LLMServer, bench: Bench, request):
         assert type(llm_server.engine).__name__ == "HouseLlama"
-        result = bench.run(Scenario("short", dataset="sharegpt", output_len=8, num_prompts=4, concurrency=2,
-                                    seed=1, ignore_eos=True))
+        result = bench.run(Scenario("short", dataset="random", input_len=16, output_len=8, num_prompts=4,
+                                    concurrency=2, seed=1, ignore_eos=True))
         assert result.metrics["failed"] == 0, result.errors
         recording = request.config.getoption("llmbench_update_baselines")
         bench.check("total_output_tokens", result.metrics["total_output_tokens"], direction="higher",

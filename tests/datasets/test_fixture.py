@@ -25,7 +25,7 @@ def test_a_missing_set_skips_naming_the_path_and_a_present_one_loads(pytester, t
             datasets.cases("typed-decisions", "test")
     """
     )
-    result = pytester.runpytest_subprocess(f"--llmbench-data={data}", "-rs", "-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess(f"--llmbench-data={data}", "-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, skipped=2)
     out = result.stdout.str()
     assert f"math500 data not found: looked for {data / 'math500' / 'test.jsonl'}" in out
@@ -44,4 +44,4 @@ def test_outside_the_fixture_a_missing_set_is_an_error_not_a_skip(pytester, tmp_
                 load("mbpp")
     """
     )
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -34,6 +34,7 @@ def test_b_next(llm_server, bench):
 
 
 def _run_faulted(session, signal: str, stall: float = 120.0):
+    """A process of its own: the injecting thread would outlive an in-process session that never fired it."""
     session.makepyfile(test_faulted=FAULTED_SESSION.format(signal=signal, stall=stall))
     t0 = time.monotonic()
     result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
@@ -90,7 +91,7 @@ def test_slow_start_past_startup_timeout_names_the_timeout_and_stops_the_server(
     pytester.makepyfile(test_x="def test_x(llm_server):\n    pass\n")
     results = tmp_path / "results"
     t0 = time.monotonic()
-    result = pytester.runpytest_subprocess(f"--results-dir={results}", "-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess(f"--results-dir={results}", "-p", "no:cacheprovider")
     assert time.monotonic() - t0 < 25
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*config slow: not ready after 2 s (startup_timeout) polling /health*"])
@@ -107,7 +108,7 @@ def _processes_of(path) -> str:
 def test_server_exiting_at_start_shows_its_own_message_not_plugin_source(session):
     session.makefile(".yaml", **{"configs/servers": smol_configs("{name: smol, args: [--no-such-flag]}")})
     session.makepyfile(test_x="def test_x(llm_server):\n    pass\n\ndef test_y(llm_server):\n    pass\n")
-    result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
+    result = session.runpytest_inprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=2)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
