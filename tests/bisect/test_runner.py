@@ -20,8 +20,10 @@ from pytest_llmbench.bisect.runner import (
     check_pytest_args,
     cost_text,
     decide,
+    failure_lines,
     recorded_step_cost,
     run_session,
+    session_env,
     shown_comparison,
 )
 from pytest_llmbench.bisect.search import Step
@@ -87,6 +89,18 @@ def test_a_build_whose_server_never_started_is_skipped_with_the_sessions_words()
     )
     ref_failed = [SERVERS[0]]
     assert decide(ref_failed, 1, "FAILED t.py::x - reference arm (bin /b1): …", STEP, "m")[:2] == ("skip", 1)
+
+
+def test_the_skip_reason_is_not_cut_at_the_callers_terminal_width(tmp_path, monkeypatch):
+    """xdist workers and many CI shells export COLUMNS=80, where pytest cut this reason to "server exited (..."."""
+    monkeypatch.setenv("COLUMNS", "80")
+    why = "config smol: server exited (code 1) before becoming ready"
+    (tmp_path / "test_x.py").write_text(f"def test_x():\n    raise RuntimeError({why!r})\n")
+    log = tmp_path / "session.log"
+    cmd = [sys.executable, "-m", "pytest", "-rfE", "-p", "no:cacheprovider", "test_x.py"]
+    with open(log, "w") as sink:
+        assert run_session(cmd, sink, cwd=tmp_path, env=session_env(), timeout_s=120) == 1
+    assert [line for line in failure_lines(log.read_text()) if why in line], log.read_text()[-2000:]
 
 
 def test_sessions_that_no_build_explains_stop_the_bisect():

@@ -117,6 +117,13 @@ def records(folder: Path) -> list[dict[str, Any]]:
     return out
 
 
+def session_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A step session's environment: the caller's, the bisect's settings, and 300 columns last. pytest cuts its
+    short summary (the reason a build is skipped) at the terminal's width, and a COLUMNS the caller has (xdist
+    sets 80 in its workers; CI shells export theirs) cut "server exited (code 1)" to "server exited (..."."""
+    return {**os.environ, **(extra or {}), "COLUMNS": "300", "PYTHONUNBUFFERED": "1"}
+
+
 def failure_lines(log_text: str, limit: int = 3) -> list[str]:
     """pytest's short summary (``-rfE``): the lines that say why a test failed or errored."""
     found = [ln.strip() for ln in log_text.splitlines() if ln.startswith(("ERROR ", "FAILED "))]
@@ -282,8 +289,7 @@ class StepRunner:
         folder.mkdir(parents=True, exist_ok=True)
         cmd = self.command(step, built["reference"], built["candidate"], folder)
         log = folder / "session.log"
-        # COLUMNS: pytest's short summary (the reason a build is skipped) is cut at the terminal's width
-        env = {"COLUMNS": "300", **os.environ, **(self.settings.env or {}), "PYTHONUNBUFFERED": "1"}
+        env = session_env(self.settings.env)
         t1 = time.monotonic()
         with open(log, "w") as sink:
             sink.write("$ " + " ".join(cmd) + "\n")
