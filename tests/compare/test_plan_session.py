@@ -17,13 +17,13 @@ import pytest
 from pytest_llmbench.cli.compare_plan import main as compare_plan
 from pytest_llmbench.engines.llamacpp import llamacpp_binary
 
-from ..conftest import process_alive
+from ..conftest import process_alive, short_context
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-CPU_YAML = ROOT / "benches" / "configs" / "cpu.yaml"
-DELAY_S = 0.5
+CPU_YAML = short_context()  # cpu.yaml at a 4096-token context: the same servers, quicker to start
+DELAY_S = 0.25  # long enough to be told from a plain start in every arm_start record
 
 BENCH = """
 import pytest

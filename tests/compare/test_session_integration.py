@@ -14,13 +14,12 @@ import pytest
 
 from pytest_llmbench.engines.llamacpp import llamacpp_binary
 
-from ..conftest import process_alive
+from ..conftest import process_alive, short_context
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[2]
-CPU_YAML = ROOT / "benches" / "configs" / "cpu.yaml"
+CPU_YAML = short_context()  # cpu.yaml at a 4096-token context: the same servers, quicker to start
 
 BENCH = """
 import pytest

@@ -320,10 +320,10 @@ def test_m(bench, i):
 """
     )
     args = ("-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider")
-    pytester.runpytest_subprocess(*args, "--update-baselines").assert_outcomes(passed=4)
+    pytester.runpytest_inprocess(*args, "--update-baselines").assert_outcomes(passed=4)
     sidecars = sorted((pytester.path / "baselines/_noserver_.cases/shared").glob("*/bfcl_passed.jsonl"))
     assert len(sidecars) == 4 and all(len(p.read_text().splitlines()) == 41 for p in sidecars)
-    r = pytester.runpytest_subprocess(*args, "--results-dir", "rerun")
+    r = pytester.runpytest_inprocess(*args, "--results-dir", "rerun")
     r.assert_outcomes(passed=4)
     r.stdout.fnmatch_lines(["*4 pass*"])
     verdicts = list(iter_records(pytester.path / "rerun", "verdict"))  # one file per xdist worker

@@ -235,7 +235,7 @@ def test_m(bench, i):
     bench.check("accept_length", 3.0 + i / 10, noise=Relative(0.05))
 """
     )
-    r = gate.runpytest_subprocess("-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider", "--update-baselines")
+    r = gate.runpytest_inprocess("-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider", "--update-baselines")
     r.assert_outcomes(passed=6)
     r.stdout.fnmatch_lines([f"baselines written: {BASE} (12 entries)"])
     data = baseline(gate)
@@ -311,7 +311,7 @@ def test_soft_failure_under_xdist(gate):
     ]
     record(gate, *[c.format(a=100.0, b=50.0) for c in checks])
     bench_test(gate, *[c.format(a=80.0, b=70.0) for c in checks])
-    r = gate.runpytest_subprocess("-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider")
+    r = gate.runpytest_inprocess("-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider")
     r.assert_outcomes(failed=1)
     r.stdout.fnmatch_lines(["*2 regressed check(s):*"])
     r.stdout.fnmatch_lines(["*llmbench verdicts*", "llmbench: 2 of 2 checks judged (2 regressed)"])
@@ -488,7 +488,7 @@ def test_b(bench):
 """
     )
     args = ["-n", "2"] if xdist else []
-    r = gate.runpytest_subprocess(*args, "--runner", "ci-a", "-p", "no:cacheprovider", "--update-baselines")
+    r = gate.runpytest_inprocess(*args, "--runner", "ci-a", "-p", "no:cacheprovider", "--update-baselines")
     r.assert_outcomes(passed=1)
     assert baseline(gate)["runners"]["ci-a"]["test_b.py::test_b"]["output_throughput"]["noise"] == {
         "name": "Twice",
@@ -500,7 +500,7 @@ def test_b(bench):
     bench.check("output_throughput", 92.0)  # the stored model: 2·5% band
 """
     )
-    gate.runpytest_subprocess(*args, "--runner", "ci-a", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    gate.runpytest_inprocess(*args, "--runner", "ci-a", "-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_reference_check_is_judged_against_a_value_of_this_run_and_never_written(gate):
@@ -564,9 +564,9 @@ def test_x(bench, i):
 """
     )
     args = ["-n", "2", "--runner", "ci-a", "-p", "no:cacheprovider"]
-    gate.runpytest_subprocess(*args, "--update-baselines").assert_outcomes(passed=4)
+    gate.runpytest_inprocess(*args, "--update-baselines").assert_outcomes(passed=4)
     monkeypatch.setenv("DROP", "0.6")
-    r = gate.runpytest_subprocess(*args, "--results-dir=res")
+    r = gate.runpytest_inprocess(*args, "--results-dir=res")
     r.assert_outcomes(passed=3, failed=1)
     r.stdout.fnmatch_lines(["*accept_length*REGRESSED", "error budget: quality α=0.02 over 4 gates*"])
     recs = [json.loads(ln) for f in (gate.path / "res").glob("results*.jsonl") for ln in f.read_text().splitlines()]

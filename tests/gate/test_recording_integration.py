@@ -15,11 +15,12 @@ import yaml
 
 from pytest_llmbench.host_load import OWN_TREES_ENV
 
+from ..conftest import short_context
+
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[2]
-CPU_YAML = ROOT / "benches" / "configs" / "cpu.yaml"
+CPU_YAML = short_context()  # cpu.yaml at a 4096-token context: the same servers, quicker to start
 KEY = "test_bench.py::test_serving"
 
 BENCH = """

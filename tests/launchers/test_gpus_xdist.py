@@ -53,7 +53,7 @@ def test_two_workers_two_gpus_one_start_per_config(pytester: pytest.Pytester, mo
     monkeypatch.setenv("WHERE_DIR", str(where))
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))
     results = pytester.path / "results"
-    r = pytester.runpytest_subprocess(
+    r = pytester.runpytest_inprocess(
         *_plugin_args(),
         "-n",
         "2",
@@ -96,7 +96,7 @@ def test_fewer_gpus_than_workers_is_one_usage_error(pytester: pytest.Pytester, m
     )
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))
     results = pytester.path / "results"
-    r = pytester.runpytest_subprocess(
+    r = pytester.runpytest_inprocess(
         *_plugin_args(),
         "-n",
         "2",

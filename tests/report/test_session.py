@@ -34,9 +34,8 @@ def session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """In this process, but for xdist (its workers are processes of their own either way)."""
-    runner = pytester.runpytest_subprocess if "-n" in args else pytester.runpytest_inprocess
-    return runner("--runner", "ci-a", "-p", "no:cacheprovider", "--results-dir", "out", *args)
+    """In this process: under -n the controller too (xdist's workers are processes of their own either way)."""
+    return pytester.runpytest_inprocess("--runner", "ci-a", "-p", "no:cacheprovider", "--results-dir", "out", *args)
 
 
 def test_report_option_writes_report_and_summary(session: pytest.Pytester) -> None:

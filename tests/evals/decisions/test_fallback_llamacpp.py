@@ -65,10 +65,10 @@ def test_fallback_probabilities_match_the_servers_own_logprobs(smol, devset):
 
 def test_cold_and_warm_passes_and_cached_greedy_text(smol, devset):
     client = client_for(smol, concurrency=1)
-    cold, warm, note = cold_warm(smol, client, devset[:8])
+    cold, warm, note = cold_warm(smol, client, devset[:4])  # one question each, asked cold and warm
     assert note is None  # llama.cpp erased its slots
     diff = compare_passes(cold, warm)
-    print(f"\ncold vs warm on 8 devset items: {diff.as_dict()}")
+    print(f"\ncold vs warm on 4 devset items: {diff.as_dict()}")
     assert diff.n == sum(d.ok for d in cold) and diff.max_prob_shift < 0.5
     g = greedy_cached_vs_uncached(smol, [c.state_text() for c in devset[:2]], max_tokens=16)
     print(f"greedy cached vs uncached: {g.as_dict()} {g.examples}")
@@ -105,10 +105,10 @@ def test_one_in_flight_and_cold_passes_as_the_post_ran_them(smol, devset):
     """The decisions post: one request per case, 1 in flight, passes cold. The server (4 slots) never sees
     two of our requests at once, and a cold pass after a warm one reuses no prompt prefix."""
     client = client_for(smol, concurrency=1)
-    client.run(devset[:4])  # warm the slots
-    (cold, note), busy = _max_busy_slots(smol, lambda: cold_pass(smol, client, devset[:4]))
-    assert note is None and len(cold) == sum(len(c.questions) for c in devset[:4])
+    client.run(devset[:2])  # warm the slots
+    (cold, note), busy = _max_busy_slots(smol, lambda: cold_pass(smol, client, devset[:3]))
+    assert note is None and len(cold) == sum(len(c.questions) for c in devset[:3])
     assert busy <= 1, f"{busy} slots processing at once with concurrency=1"
-    # control: the same probe does see parallel work when the client allows it
-    _, busy4 = _max_busy_slots(smol, lambda: client_for(smol, concurrency=4).run(devset[:8]))
+    # control: the same probe does see parallel work when the client allows it (4 cases, 4 in flight)
+    _, busy4 = _max_busy_slots(smol, lambda: client_for(smol, concurrency=4).run(devset[:4]))
     assert busy4 >= 2, "the /slots probe never saw two requests at once; it cannot check 1 in flight"
