@@ -3,10 +3,10 @@
 
 In two phases, not as two equal workers. Two 2-thread llama-servers on two cores stall each other at their
 thread barriers (a busy core took one server's TPOT from 13 to 92 ms), and even a worker in the kernel's idle
-class beside a server made the server modules 2-3x slower on this 2-vCPU VM and widened an A/A comparison's
-interval past what its test allows (experiments/suite/durations_after.out.md). So first both workers run the
-modules that start no server; then one worker runs the modules that do (marked ``integration``), one at a
-time, with the host to themselves, as a serial run would.
+class beside the servers made the server modules 22-25% slower on this 2-vCPU VM (some 2-3x) and widened an
+A/A comparison's interval past what its test allows (experiments/suite/durations_after.out.md). So first both
+workers run the modules that start no server; then one worker runs the modules that do (marked
+``integration``), one at a time, with the host to itself, as a serial run would.
 """
 
 import re

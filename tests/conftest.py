@@ -29,8 +29,8 @@ XDIST_WORKER_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_
 
 def short_context(tokens: int = 4096) -> Path:
     """cpu.yaml with a ``tokens``-token context instead of 16384 (1024 a slot at its -np 4), for the sessions that
-    send 16-32-token prompts: a start that allocates a quarter of the KV cache is ready in 0.33 s instead of
-    0.55 s on 2 cores, and the comparison, plan and recording sessions start ~60 servers. Written once per
+    send 16-32-token prompts: a start that allocates a quarter of the KV cache is ready in ~0.41 s instead of
+    ~0.58 s on 2 cores (experiments/suite/start_cost.out.md), and those sessions start ~60 servers. Written once per
     content to the temp folder, so a module can name it at import."""
     text = CPU_CONFIGS.read_text()
     assert '-c, "16384"' in text, f"{CPU_CONFIGS}: its shared flags changed; update short_context"

@@ -48,6 +48,27 @@ def test_process_trees_named_in_the_environment_are_ours(monkeypatch):
     assert unnamed is not None and unnamed.others == 1.1 and unnamed.contended
 
 
+def test_a_child_that_exits_within_the_window_is_still_ours():
+    """Issue 36: a recording session beside the suite's other worker read "other processes used 0.53 of 2 cores":
+    its short-lived processes' time, gone with them, had counted as the neighbour's."""
+    start = host_load.snapshot()
+    burn = "import time\nwhile time.process_time() < 0.5: pass\n"  # half a second of CPU, then exit
+    subprocess.run([sys.executable, "-c", burn], check=True)
+    load = between(start, host_load.snapshot())
+    assert load is not None
+    assert load.own * load.seconds >= 0.45, load.describe()  # the exited child's CPU time is this process's
+
+
+def test_a_child_alive_at_the_start_and_reaped_within_the_window_counts_only_its_window(monkeypatch):
+    monkeypatch.setattr(host_load, "_TICK", 100)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    # pid 11 had used 500 ticks before the window, 40 within it, and was reaped by 10 (its 540 now in 10's count)
+    start = _snap(0.0, 0, {10: (1, "pytest", 0, 5), 11: (10, "child", 500, 6)})
+    end = _snap(1.0, 100, {10: (1, "pytest", 560, 5)})
+    load = between(start, end, [10], include_self=False)
+    assert load.own == 0.6 and load.others == 0.4
+
+
 def test_a_neighbour_on_an_idle_core_is_not_contention():
     """16 cores, our server on 2, a busy process on a third: nothing was taken from us."""
     assert not HostLoad(seconds=5, cores=16, busy=3.0, own=2.0, steal=0.0).contended

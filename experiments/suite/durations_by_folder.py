@@ -7,14 +7,23 @@ tests. Under xdist the sum is work, not wall time: the wall time is the run's ow
 
     python experiments/suite/durations_by_folder.py run.xml --top 40 --command "pytest tests/ ..." --wall "14 min"
     python experiments/suite/durations_by_folder.py after.xml --before before.xml   # + a before/after table
+    python experiments/suite/durations_by_folder.py run.xml --workers run.log   # -n 2 -v: each worker's phases
+
+``--workers`` reads the ``-v`` output of an xdist run (``[gw0] [ 5%] PASSED tests/…``) and sums each worker's
+test times over the modules that start servers (marked ``integration``, as the root conftest.py sorts them) and
+the rest: the run's wall time is about the longer worker's server-free share plus the server phase.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER_LINE = re.compile(r"^\[(gw\d+)\] \[\s*\d+%\] (?:PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS) (\S+)")
 
 
 def testcases(junit: str) -> list[tuple[str, str, float, str]]:
@@ -84,6 +93,27 @@ def compared(before: list[tuple[str, str, float, str]], after: list[tuple[str, s
     return "\n".join(lines)
 
 
+def per_worker(cases: list[tuple[str, str, float, str]], log: str) -> str:
+    """Each worker's seconds in server modules and in the rest, from the run's ``-v`` lines."""
+    seconds = {f"{f}::{n}": s for f, n, s, _ in cases}
+    starts: dict[str, bool] = {}
+    sums: dict[tuple[str, bool], float] = defaultdict(float)
+    for line in Path(log).read_text(errors="replace").splitlines():
+        m = WORKER_LINE.match(line)
+        if not m:
+            continue
+        worker, nodeid = m.groups()
+        module = nodeid.split("::", 1)[0]
+        if module not in starts:
+            path = ROOT / module
+            starts[module] = path.is_file() and "pytest.mark.integration" in path.read_text()
+        sums[(worker, starts[module])] += seconds.get(nodeid, 0.0)
+    lines = ["| worker | server-free modules s | server modules s |", "|---|---:|---:|"]
+    for worker in sorted({w for w, _ in sums}):
+        lines.append(f"| {worker} | {sums[(worker, False)]:.1f} | {sums[(worker, True)]:.1f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("junit", help="the run's --junitxml file")
@@ -91,13 +121,17 @@ def main() -> None:
     ap.add_argument("--command", default="", help="the pytest command that wrote the XML, for the header")
     ap.add_argument("--wall", default="", help="the run's wall time, for the header")
     ap.add_argument("--before", help="an earlier run's JUnit XML: add a before/after table of the common tests")
+    ap.add_argument("--workers", help="the run's -v output under xdist: each worker's server and other seconds")
     args = ap.parse_args()
     header = []
     if args.command:
         header.append(f"Command: `{args.command}`")
     if args.wall:
         header.append(f"Wall time: {args.wall}")
-    parts = [*header, table(testcases(args.junit), args.top)]
+    cases = testcases(args.junit)
+    parts = [*header, table(cases, args.top)]
+    if args.workers:
+        parts.append(per_worker(cases, args.workers))
     if args.before:
         parts.append(compared(testcases(args.before), testcases(args.junit)))
     print("\n\n".join(parts))

@@ -34,7 +34,7 @@ class Snapshot:
     at: float
     busy: int  # host ticks not idle (user, nice, system, irq, softirq, steal)
     steal: int
-    procs: dict[int, tuple[int, str, int, int]]  # pid → (ppid, command, user+system ticks, start time)
+    procs: dict[int, tuple[int, str, int, int]]  # pid → (ppid, command, its and reaped children's ticks, start)
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def snapshot() -> Snapshot | None:
         procs[int(d.name)] = (
             int(rest[1]),
             text[text.find("(") + 1 : close],
-            int(rest[11]) + int(rest[12]),
+            sum(int(x) for x in rest[11:15]),  # its own ticks and its reaped children's (utime … cstime)
             int(rest[19]),
         )
     return Snapshot(time.monotonic(), busy, ticks[7], procs)
@@ -134,7 +134,15 @@ def between(
     for pid, (_, _, ticks, started) in end.procs.items():
         before = start.procs.get(pid)  # the same process only if it started at the same time (pids recycle)
         used[pid] = ticks - (before[2] if before and before[3] == started else 0)
-    own_ticks = sum(t for pid, t in used.items() if pid in own)
+    # A child that exits within the window is gone from ``end`` and its ticks are in its parent's: all of
+    # them, those before the window too, which were in its own count at the start. Without the parent's share a
+    # run's short-lived processes (a pytest session, a tokenizer, a quantize step) were the neighbour's.
+    gone = sum(
+        ticks
+        for pid, (_, _, ticks, started) in start.procs.items()
+        if pid in own and (pid not in end.procs or end.procs[pid][3] != started)
+    )
+    own_ticks = max(0, sum(t for pid, t in used.items() if pid in own) - gone)
     others = sorted(
         ((end.procs[pid][1], t / wall) for pid, t in used.items() if pid not in own and t > 0), key=lambda x: -x[1]
     )
