@@ -5,8 +5,10 @@ Each build is a folder whose ``llama-server`` script execs the installed llama-s
 the script adds a calibrated slowdown (``SLOW_ARGS`` of experiments/bisect/bisect_cpu.py, whose set-up this test
 runs), and build 3 exits 1 at start (a broken build). The
 bisect must compare the ends first, skip build 3 by name, find build 5 and confirm the pair 4 → 5, and
-write its record, table, summary.md and report.html. Slow (a handful of sessions with two servers each); the
-rounds per step are the floor (4) rather than the script's 6, on shorter prompts and answers.
+write its record, table, summary.md and report.html. It runs as a bisect spread over two device leases does:
+a first run whose budget holds only the ends, then ``--resume`` from its folder, which answers the ends from
+the record and goes on live. Slow (a handful of sessions with two servers each); the rounds per step are the
+floor (4) rather than the script's 6, on shorter prompts and answers.
 """
 
 from __future__ import annotations
@@ -48,11 +50,18 @@ def test_the_bisect_finds_the_first_slower_build_and_skips_the_broken_one(tmp_pa
     assert "input_len=64, output_len=24," in exp.BENCH, "the script's bench changed: update the sizes here"
     bench.write_text(exp.BENCH.replace("input_len=64, output_len=24,", "input_len=16, output_len=8,"))
     builds = exp.make_builds(tmp_path / "builds", N, FIRST_SLOW, BROKEN, exp.SLOW_ARGS)
-    out = tmp_path / "bisect"
+    first, out = tmp_path / "lease1", tmp_path / "bisect"
     # --max-rounds 4 (the last one given wins over the script's 6): the floor of 4 judged rounds (3 df), where
-    # the F32 builds' TPOT x2.5 still read [2.4, 2.7] and the same pair x1.0 [0.92, 1.07] (64/24 tokens)
-    _, stdout, proc = exp.run_bisect(tmp_path / "work", builds, out, ["--max-rounds", "4"])
+    # the F32 builds' TPOT x2.5 still read [2.4, 2.7] and the same pair x1.0 [0.92, 1.07] (64/24 tokens).
+    # A 1-s budget: the ends run (the first step always does: it measures the cost), nothing after them fits
+    _, stdout, proc = exp.run_bisect(tmp_path / "work", builds, first, ["--max-rounds", "4", "--budget", "1"])
+    assert proc.returncode == 1, stdout[-4000:]
+    assert "bisect: unknown between b0 and b7: the budget is spent" in stdout, stdout[-4000:]
+    (ends,) = [r for r in _lines(first / "results.jsonl") if r["record"] == "bisect_step"]
+    assert (ends["kind"], ends["outcome"]) == ("ends", "different"), ends
+    _, stdout, proc = exp.run_bisect(tmp_path / "work", builds, out, ["--max-rounds", "4", "--resume", str(first)])
     assert proc.returncode == 0, stdout[-4000:]
+    assert "resuming" in stdout and f"recorded in {first / 'results.jsonl'}:1" in stdout, stdout[-4000:]
     rows = _lines(out / "results.jsonl")
     (rec,) = [r for r in rows if r["record"] == "bisect"]
     assert rec["status"] == "culprit" and rec["culprit"] == "b5" and rec["last_good"] == "b4", rec["message"]
@@ -60,6 +69,10 @@ def test_the_bisect_finds_the_first_slower_build_and_skips_the_broken_one(tmp_pa
     assert states["b0"] == "good" and states["b7"] == "bad" and states["b3"] == "skip"
     steps = rec["steps"]
     assert (steps[0]["kind"], steps[0]["reference"], steps[0]["candidate"]) == ("ends", "b0", "b7")
+    # the ends came from the first run's record, at its cost, and not into this run's GPU-seconds
+    assert steps[0]["replayed_from"] == f"{first / 'results.jsonl'}:1" and steps[0]["gpu_s"] == ends["gpu_s"]
+    assert steps[0]["results_dir"] == ends["results_dir"] and not any(s["replayed_from"] for s in steps[1:])
+    assert rec["gpu_s"] == pytest.approx(sum(s["gpu_s"] for s in steps[1:]))
     assert (steps[-1]["kind"], steps[-1]["reference"], steps[-1]["candidate"], steps[-1]["outcome"]) == (
         "confirm",
         "b4",

@@ -120,7 +120,7 @@ def test_a_budget_too_small_ends_unknown_between_two_builds_never_a_wrong_culpri
 def test_budget_message_names_the_range_and_what_was_spent():
     found = bisect(16, Simulated(16, 11), budget_s=25.0, names=[f"v{i}" for i in range(16)])
     assert found.status == "unknown"
-    assert found.message == "unknown between v7 and v15: the budget is spent (20 of 25 GPU-s)"
+    assert found.message == "unknown between v7 and v15: the budget is spent (20 of 25 GPU-s, a step ~10)"
 
 
 def test_the_ends_must_reproduce_the_regression():

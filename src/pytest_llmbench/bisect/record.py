@@ -46,6 +46,7 @@ def step_entry(step: Step, result: StepResult, labels: Sequence[str]) -> dict[st
         "session_s": d.get("session_s"),
         "build_s": d.get("build_s"),
         "results_dir": d.get("results_dir"),
+        "replayed_from": d.get("replayed_from") if result.replayed else None,
     }
 
 

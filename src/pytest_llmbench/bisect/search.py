@@ -53,6 +53,8 @@ class StepResult:
     reason: str = ""
     #: whatever the runner wants kept per step (ratio, interval, results folder); opaque here
     details: Mapping[str, Any] = field(default_factory=dict)
+    #: answered from an earlier run's record (resume.py): costs this run nothing, but its seconds price the rest
+    replayed: bool = False
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -78,7 +80,8 @@ class Finding:
 
     @property
     def seconds(self) -> float:
-        return sum(r.seconds for _, r in self.steps)
+        """Device time of the steps this run made (replayed steps were paid for by the run that recorded them)."""
+        return sum(r.seconds for _, r in self.steps if not r.replayed)
 
     @property
     def comparisons(self) -> int:
@@ -119,6 +122,7 @@ class Search:
         max_attempts: int = 2,
         names: Sequence[str] | None = None,
         on_step: Callable[[Step, StepResult], None] | None = None,
+        recorded: Callable[[Step], bool] | None = None,
     ) -> None:
         if n < 2:
             raise ValueError(f"a bisect needs a good and a bad build, got {n} build(s)")
@@ -134,6 +138,8 @@ class Search:
         if len(self.names) != n:
             raise ValueError(f"{len(self.names)} names for {n} builds")
         self.on_step = on_step
+        #: steps ``compare`` answers from a record (resume.py) at no device time: the budget never refuses them
+        self.recorded = recorded or (lambda step: False)
         self.states = ["untested"] * n
         self.reasons: dict[int, str] = {}
         self.steps: list[tuple[Step, StepResult]] = []
@@ -142,7 +148,8 @@ class Search:
 
     @property
     def spent(self) -> float:
-        return sum(r.seconds for _, r in self.steps)
+        """Device time this run has used (steps replayed from a record cost it nothing)."""
+        return sum(r.seconds for _, r in self.steps if not r.replayed)
 
     def expected(self, attempt: int) -> float:
         """A step's cost, predicted from the first attempts so far (retries run twice the units each).
@@ -165,11 +172,12 @@ class Search:
         """One comparison, repeated with more units while it is unknown; :class:`_Budget` when it cannot run."""
         result: StepResult | None = None
         for attempt in range(self.max_attempts):
-            if self.steps and not self._fits(attempt):  # the first step always runs: it measures the cost
+            step = Step(len(self.steps) + 1, kind, reference, candidate, attempt)
+            # the first step always runs: it measures the cost (after a resume, the replayed steps priced it)
+            if self.steps and not self.recorded(step) and not self._fits(attempt):
                 if result is not None:
                     return result  # an unknown that could not be topped up stays unknown
                 raise _Budget()
-            step = Step(len(self.steps) + 1, kind, reference, candidate, attempt)
             result = self._compare(step)
             self.steps.append((step, result))
             if self.on_step is not None:
@@ -189,7 +197,7 @@ class Search:
         return Finding(status, lo, hi, message, list(self.states), dict(self.reasons), list(self.steps))
 
     def _budget_message(self) -> str:
-        return f"the budget is spent ({self.spent:.0f} of {self.budget_s:g} GPU-s)"
+        return f"the budget is spent ({self.spent:.0f} of {self.budget_s:g} GPU-s, a step ~{self.expected(0):.0f})"
 
     # --- the search -----------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from typing import Any
 from pytest_llmbench import redact
 from pytest_llmbench.bisect.builds import Build, BuildCache, PipVersion, default_cache, parse_build
 from pytest_llmbench.bisect.record import BisectLog, bisect_line
+from pytest_llmbench.bisect.resume import RecordedStep, Replay, recorded_steps
 from pytest_llmbench.bisect.runner import (
     RunnerError,
     SessionSettings,
@@ -114,6 +115,14 @@ def _parser() -> argparse.ArgumentParser:
         help="an earlier bisect or comparison results folder: the step cost said up front",
     )
     p.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="an earlier run of this bisect (its --out folder): the steps it recorded are answered from "
+        "its results.jsonl and the search goes on live from where it stopped (another lease, same builds)",
+    )
+    p.add_argument(
         "--step-timeout",
         type=float,
         default=None,
@@ -184,9 +193,10 @@ def _step_line(step: Step, result: StepResult, labels: list[str]) -> str:
         ratio = f" ×{d['ratio']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}] ({d.get('metric')})"
     why = f": {result.reason}" if result.reason else ""
     more = f", more units ×{2**step.attempt}" if step.attempt else ""
+    cost = f"recorded in {result.details.get('replayed_from')}" if result.replayed else f"{result.seconds:.0f} s"
     return (
         f"step {step.number} ({step.kind}{more}): {labels[step.reference]} → {labels[step.candidate]}: "
-        f"{result.outcome}{ratio}{why} [{result.seconds:.0f} s]"
+        f"{result.outcome}{ratio}{why} [{cost}]"
     )
 
 
@@ -205,12 +215,13 @@ def main(argv: list[str]) -> int:
         cache = BuildCache(builds, args.cache)
         out = _out_folder(args.out)
         step_cost = recorded_step_cost(args.cost_from) if args.cost_from is not None else None
+        labels = [b.label for b in builds]
+        recorded: list[RecordedStep] = recorded_steps(args.resume, labels) if args.resume is not None else []
     except (ValueError, RunnerError) as e:
         print(f"bisect: {e}", file=sys.stderr)
         return 2
     redact.register_environ()  # secrets never reach the records, the table or the terminal
     redact.register(redact.secret_args(pytest_args))
-    labels = [b.label for b in builds]
     settings = SessionSettings(
         tuple(pytest_args),
         out.resolve(),
@@ -222,12 +233,14 @@ def main(argv: list[str]) -> int:
     to_build = [b.label for b in builds if isinstance(b, PipVersion) and not b.folder(cache.root).is_dir()]
     print(cost_text(len(builds), max_comparisons(len(builds)), step_cost, args.budget, to_build), flush=True)
     print(f"bisect: builds {', '.join(labels)}; steps in {out}/steps", flush=True)
+    if recorded:
+        print(f"bisect: resuming {args.resume}: {len(recorded)} recorded step(s) answer from the record", flush=True)
     log = BisectLog(out)
 
     def on_step(step: Step, result: StepResult) -> None:
         log.step(step, result, labels)
         print(redact.scrub(_step_line(step, result, labels)), flush=True)
-        if step.number == 1 and result.outcome != "skip":
+        if step.number == 1 and result.outcome != "skip" and not result.replayed:
             session = result.seconds - result.build_seconds
             rest = (max_comparisons(len(builds)) - 1) * session
             built = f" ({result.build_seconds:.0f} s of it the builds)" if result.build_seconds >= 1 else ""
@@ -237,14 +250,23 @@ def main(argv: list[str]) -> int:
             )
 
     runner = StepRunner(cache, settings, say=lambda line: print(line, flush=True))
+    replay = Replay(recorded, labels, runner)
     search = Search(
-        len(builds), runner, budget_s=args.budget, max_attempts=args.retries + 1, names=labels, on_step=on_step
+        len(builds),
+        replay,
+        budget_s=args.budget,
+        max_attempts=args.retries + 1,
+        names=labels,
+        on_step=on_step,
+        recorded=replay.has,
     )
     try:
         finding = search.run()
     except RunnerError as e:
         print(f"bisect: stopped: {e}", file=sys.stderr)
         return 2
+    for r in replay.unused:
+        print(f"bisect: note: the recorded step at {r.where} ({' '.join(map(str, r.key))}) was never asked for")
     command = "python -m pytest_llmbench bisect " + shlex.join(argv)
     line = log.write(
         bisect_line(finding, cache, pytest_args=pytest_args, budget_s=args.budget, metric=args.metric, command=command)

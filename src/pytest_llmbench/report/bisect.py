@@ -57,7 +57,7 @@ def step_rows(rec: Mapping[str, Any]) -> list[list[str]]:
                 str(s.get("metric") or "-"),
                 _ratio(s),
                 _outcome(s),
-                f"{float(s.get('gpu_s') or 0):.0f}",
+                f"{float(s.get('gpu_s') or 0):.0f}" + (" (an earlier run's)" if s.get("replayed_from") else ""),
             ]
         )
     return rows
