@@ -57,6 +57,10 @@ def test_the_bisect_finds_the_first_slower_build_and_skips_the_broken_one(tmp_pa
     _, stdout, proc = exp.run_bisect(tmp_path / "work", builds, first, ["--max-rounds", "4", "--budget", "1"])
     assert proc.returncode == 1, stdout[-4000:]
     assert "bisect: unknown between b0 and b7: the budget is spent" in stdout, stdout[-4000:]
+    assert (
+        f"--resume {first} (and a budget): builds to have ready, in the order the next steps need them: b0, b3, b1, b5"
+        in stdout
+    )
     (ends,) = [r for r in _lines(first / "results.jsonl") if r["record"] == "bisect_step"]
     assert (ends["kind"], ends["outcome"]) == ("ends", "different"), ends
     _, stdout, proc = exp.run_bisect(tmp_path / "work", builds, out, ["--max-rounds", "4", "--resume", str(first)])

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from pytest_llmbench.bisect.search import Search, Step, StepResult, bisect, max_comparisons, pick_middle
+from pytest_llmbench.bisect.search import Search, Step, StepResult, ahead, bisect, max_comparisons, pick_middle
 
 
 class Simulated:
@@ -121,6 +121,31 @@ def test_budget_message_names_the_range_and_what_was_spent():
     found = bisect(16, Simulated(16, 11), budget_s=25.0, names=[f"v{i}" for i in range(16)])
     assert found.status == "unknown"
     assert found.message == "unknown between v7 and v15: the budget is spent (20 of 25 GPU-s, a step ~10)"
+
+
+def test_ahead_lists_the_next_middles_level_by_level():
+    untested = ["untested"] * 34
+    # the H200 lease-3 range: 11205 (16) good, 11434 (33) bad → 11311 (24), then 11243 (20) or 11368 (28)
+    assert ahead(16, 33, untested, levels=2) == [24, 20, 28]
+    assert ahead(16, 33, untested, levels=1) == [24]
+    assert ahead(4, 5, untested) == [] and ahead(4, 6, untested, levels=3) == [5]
+    skipped = list(untested)
+    skipped[24] = "skip"  # a build known broken is not a middle
+    assert ahead(16, 33, skipped, levels=1) == [25]
+
+
+def test_a_bisect_stopped_by_its_budget_says_which_builds_going_on_needs():
+    found = bisect(16, Simulated(16, 11), budget_s=25.0, names=[f"v{i}" for i in range(16)])
+    assert (found.status, found.last_good, found.first_bad) == ("unknown", 7, 15)
+    assert found.to_go_on() == [7, 11, 9, 13]  # the reference, the next middle, then one per outcome
+    assert bisect(16, Simulated(16, 11)).to_go_on() == []  # a culprit: nothing to go on with
+    # only the confirmation left: the pair itself
+    unconfirmed = bisect(3, lambda s: StepResult("unknown" if s.kind == "confirm" else "different", 1.0))
+    assert unconfirmed.status == "unknown" and unconfirmed.to_go_on() == [0, 1]
+    # ends that stayed inconclusive: both ends (a resumed run retries them with more units); ends that are
+    # equivalent: nothing
+    assert bisect(6, lambda s: StepResult("unknown", 5.0)).to_go_on() == [0, 5]
+    assert bisect(6, lambda s: StepResult("same", 5.0)).to_go_on() == []
 
 
 def test_the_ends_must_reproduce_the_regression():

@@ -72,3 +72,17 @@ def test_a_folder_without_a_bisect_has_no_bisect_section(tmp_path):
     assert bisect_tables(f) == [] and step_plot(f) == []
     md = summary.render(f)
     assert "## llmbench bisect" not in md and "### Bisect" not in md
+
+
+def test_a_bisect_that_stopped_short_says_what_going_on_needs():
+    """The H200 lease-3 record (experiments/data/bisect/gpu_h200_lease3/record): two steps replayed from the
+    lease's own record, then no budget for a live one — the builds table says what a resumed run needs built."""
+    from pathlib import Path
+
+    record = Path(__file__).resolve().parents[2] / "experiments/data/bisect/gpu_h200_lease3/record"
+    steps, builds = bisect_tables(read_folder(record))
+    assert [r[2] for r in steps.rows] == ["b11046 → b11434", "b11046 → b11205"]
+    assert all(r[6].endswith("(an earlier run's)") for r in steps.rows)
+    assert steps.note.startswith("unknown between b11205 and b11434")
+    assert builds.note == "To go on (--resume): builds needed, in order: b11205, b11311, b11243, b11368"
+    assert "To go on (--resume)" in summary.render(read_folder(record))

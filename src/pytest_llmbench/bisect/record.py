@@ -87,6 +87,8 @@ def bisect_line(
         "last_good": labels[finding.last_good],
         "first_bad": labels[finding.first_bad],
         "culprit": labels[finding.culprit] if finding.culprit is not None else None,
+        #: what a resumed run (--resume) needs built, in order: the reference, then the next middles
+        "to_go_on": [labels[i] for i in finding.to_go_on()],
         "builds": build_entries(cache, finding),
         "steps": [step_entry(s, r, labels) for s, r in finding.steps],
         "comparisons": finding.comparisons,

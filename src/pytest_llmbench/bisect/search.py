@@ -91,6 +91,18 @@ class Finding:
     def culprit(self) -> int | None:
         return self.first_bad if self.status == "culprit" else None
 
+    def to_go_on(self, levels: int = 2) -> list[int]:
+        """The builds a resumed run needs, in the order it needs them: the last good one (every next step's
+        reference), then :func:`ahead`'s middles, or the first bad one when only the confirmation is left.
+        Empty unless the search stopped short: ``unknown`` (untested builds or an unconfirmed pair), or ends that
+        stayed inconclusive (a retry with more units may yet separate them: both ends)."""
+        if self.status == "not-reproduced" and self.steps and self.steps[-1][1].outcome == "unknown":
+            return [self.last_good, self.first_bad]
+        if self.status != "unknown":
+            return []
+        middles = ahead(self.last_good, self.first_bad, self.states, levels)
+        return [self.last_good, *(middles or [self.first_bad])]
+
 
 def max_comparisons(n: int) -> int:
     """Comparisons when no build is skipped or undecided: the ends, ⌈log2(n − 1)⌉ halvings, the confirmation."""
@@ -104,6 +116,26 @@ def pick_middle(lo: int, hi: int, states: Sequence[str]) -> int | None:
         return None
     middle = (lo + hi) / 2
     return min(left, key=lambda i: (abs(i - middle), i))
+
+
+def ahead(lo: int, hi: int, states: Sequence[str], levels: int = 2) -> list[int]:
+    """The builds the next ``levels`` halvings of ``lo … hi`` may compare, level by level: the next middle, then
+    the middle of each half it may leave. A build farm prepares them in this order (Pinpoint looks ahead the
+    same way); the first is certain, each later level holds one build per outcome so far."""
+    order: list[int] = []
+    frontier = [(lo, hi, list(states))]
+    for _ in range(levels):
+        nxt = []
+        for a, b, known in frontier:
+            mid = pick_middle(a, b, known)
+            if mid is None:
+                continue
+            order.append(mid)
+            bad, good = list(known), list(known)
+            bad[mid], good[mid] = "bad", "good"
+            nxt += [(a, mid, bad), (mid, b, good)]
+        frontier = nxt
+    return order
 
 
 class _Budget(Exception):
@@ -262,4 +294,15 @@ def bisect(n: int, compare: Callable[[Step], StepResult], **kw: Any) -> Finding:
     return Search(n, compare, **kw).run()
 
 
-__all__ = ["OUTCOMES", "STATES", "Finding", "Search", "Step", "StepResult", "bisect", "max_comparisons", "pick_middle"]
+__all__ = [
+    "OUTCOMES",
+    "STATES",
+    "Finding",
+    "Search",
+    "Step",
+    "StepResult",
+    "ahead",
+    "bisect",
+    "max_comparisons",
+    "pick_middle",
+]

@@ -273,6 +273,11 @@ def main(argv: list[str]) -> int:
     )
     for text in terminal_lines(line):
         print(text)
+    if line["to_go_on"]:
+        print(
+            f"bisect: to go on, run again with --resume {out} (and a budget): builds to have ready, in the order "
+            f"the next steps need them: {', '.join(line['to_go_on'])}"
+        )
     if not args.no_report:
         _report(out)
     return 0 if finding.status in BISECT_FOUND else 1

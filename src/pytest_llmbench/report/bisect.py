@@ -92,8 +92,14 @@ def bisect_tables(folder: ResultsFolder) -> list[Table]:
     kinds = ["REGRESSED" if s.get("outcome") == "different" else "" for s in rec.get("steps") or []]
     return [
         Table(f"Bisect: {rec.get('good')} → {rec.get('bad')}", STEP_HEADER, step_rows(rec), kinds, headline(rec)),
-        Table("Bisect builds (in order)", BUILD_HEADER, build_rows(rec)),
+        Table("Bisect builds (in order)", BUILD_HEADER, build_rows(rec), note=to_go_on(rec)),
     ]
+
+
+def to_go_on(rec: Mapping[str, Any]) -> str:
+    """What a resumed run needs built, in order, when the bisect stopped short ("" when it did not)."""
+    builds = rec.get("to_go_on") or []
+    return f"To go on (--resume): builds needed, in order: {', '.join(map(str, builds))}" if builds else ""
 
 
 def terminal_lines(rec: Mapping[str, Any]) -> list[str]:
