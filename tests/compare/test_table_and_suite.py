@@ -107,6 +107,20 @@ def test_holm_is_per_family_and_off_without_a_budget():
     assert [r["q_value"] for r in bare] == [0.03, 0.03] and not any("suite_verdict" in r for r in bare)
 
 
+def test_a_fixed_per_comparison_alpha_binds_the_suite_level_too():
+    """Found in CI: one comparison at --llmbench-compare-alpha 0.001 read p=0.004 (its own verdict
+    inconclusive), and Holm at the gate's 0.02 made it a suite-level regression that failed the session."""
+    rows = [rec("tput", "inconclusive", 0.0044, ratio=0.91)]
+    gate = {"timing": 0.02, "quality": 0.02, "decisions": 0.01}
+    assert suite.adjust(rows, gate)[0]["suite_verdict"] == "regressed"  # what the session did
+    fixed = suite.family_alphas(0.001, {"timing": 1}, gate)
+    assert fixed == {"timing": 0.001, "quality": 0.001, "decisions": 0.001}
+    assert "suite_verdict" not in suite.adjust(rows, fixed)[0]
+    # P stands for a family rate of P x the comparisons counted up front; without P, the gate's budget
+    assert suite.family_alphas(0.001, {"timing": 4}, gate)["timing"] == pytest.approx(0.004)
+    assert suite.family_alphas(None, {"timing": 4}, gate) == gate and suite.family_alphas(None, {}, None) is None
+
+
 def test_arms_lines_compare_startup_and_memory():
     starts = [
         {"config": "c", "role": "reference", "label": "bin /old", "startup_s": 2.0, "host_rss_bytes": 400 * 2**20},

@@ -103,7 +103,8 @@ def add_options(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         help="false-alarm rate of one comparison at its ignore size (default: the --gate-alpha family's "
-        "alpha divided by the comparisons counted up front, as the gate does)",
+        "alpha divided by the comparisons counted up front, as the gate does); given, the suite level's "
+        "Holm works at P times those comparisons",
     )
     parser.addini("llmbench_max_rounds", "default --llmbench-max-rounds", default=str(DEFAULT_MAX_ROUNDS))
     parser.addini(

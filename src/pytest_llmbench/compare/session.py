@@ -571,7 +571,7 @@ class CompareSession:
         self.close_servers()
         if self.is_worker:
             return
-        budget = parse_alpha(self._gate_alpha_spec())
+        budget = suite.family_alphas(self.settings.alpha, self.counted, parse_alpha(self._gate_alpha_spec()))
         self.adjusted = suite.adjust(self._all_records("comparison"), budget)
         suite_regressed = [r for r in self.adjusted if r.get("suite_verdict") == "regressed"]
         for r in self.adjusted:  # what a report joins onto each comparison record (compare/suite.py: joined)

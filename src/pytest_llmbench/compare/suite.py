@@ -17,7 +17,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_llmbench.gate.budget import holm
+from pytest_llmbench.gate.budget import FAMILIES, holm
+
+
+def family_alphas(
+    per_comparison: float | None, counted: Mapping[str, int], budget: Mapping[str, float] | None
+) -> dict[str, float] | None:
+    """The alpha per family that Holm works at: the gate's budget (``--gate-alpha``), unless the user fixed
+    one comparison's alpha (``--llmbench-compare-alpha P``): then P times the comparisons counted up front,
+    the family rate P stands for, so the suite level never flags what the comparison's own alpha would not
+    (with the budget instead, one comparison at P=0.001 failed its session at p=0.004)."""
+    if per_comparison is not None:
+        return {fam: per_comparison * max(counted.get(fam, 0), 1) for fam in FAMILIES}
+    return dict(budget) if budget is not None else None
 
 
 def adjust(records: Sequence[dict[str, Any]], alphas: Mapping[str, float] | None) -> list[dict[str, Any]]:
