@@ -189,6 +189,12 @@ def test_the_step_cost_comes_from_an_earlier_comparison_or_bisect(tmp_path):
     )
     assert recorded_step_cost(old) == StepCost(20, f"median of 3 steps in {old}")
     assert recorded_step_cost(_write(tmp_path / "none", [{"record": "scenario"}])) is None
+    # a bisect cut short (a lease that ended mid-step: step lines, no result line) prices from its steps
+    cut = _write(
+        tmp_path / "cut",
+        [{"record": "bisect_step", "gpu_s": 182}, {"record": "bisect_step", "gpu_s": 461, "build_s": 162}],
+    )
+    assert recorded_step_cost(cut) == StepCost(240.5, f"median of 2 steps in {cut}")
 
 
 def test_the_price_is_said_up_front():

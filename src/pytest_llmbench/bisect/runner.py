@@ -323,12 +323,12 @@ def recorded_step_cost(folder: Path) -> StepCost | None:
     session's results folder (planned rounds × seconds per round, plus every arm start)."""
     recs = records(folder)
     bisects = [r for r in recs if r.get("record") == "bisect"]
-    if bisects:
+    # the steps of its last result, or of one cut short (a lease that ended mid-step has only its step lines)
+    steps = (bisects[-1].get("steps") or []) if bisects else [r for r in recs if r.get("record") == "bisect_step"]
+    if steps:
         # a step's session, without the builds it waited for (cached for the next bisect over them)
         secs = [
-            s["gpu_s"] - float(s.get("build_s") or 0.0)
-            for s in bisects[-1].get("steps") or []
-            if s.get("outcome") != "skip" and s.get("gpu_s")
+            s["gpu_s"] - float(s.get("build_s") or 0.0) for s in steps if s.get("outcome") != "skip" and s.get("gpu_s")
         ]
         if secs:
             return StepCost(statistics.median(secs), f"median of {len(secs)} steps in {folder}")

@@ -213,10 +213,11 @@ def main(argv: list[str]) -> int:
         check_pytest_args(pytest_args)
         builds = collect_builds(args, pytest_args)
         cache = BuildCache(builds, args.cache)
-        out = _out_folder(args.out)
-        step_cost = recorded_step_cost(args.cost_from) if args.cost_from is not None else None
         labels = [b.label for b in builds]
         recorded: list[RecordedStep] = recorded_steps(args.resume, labels) if args.resume is not None else []
+        out = _out_folder(args.out)
+        cost_from = args.cost_from or args.resume  # a resumed bisect's own record prices its steps
+        step_cost = recorded_step_cost(cost_from) if cost_from is not None else None
     except (ValueError, RunnerError) as e:
         print(f"bisect: {e}", file=sys.stderr)
         return 2
