@@ -18,6 +18,9 @@ from pytest_llmbench.bisect.builds import BuildCache, BuildError
 from pytest_llmbench.bisect.search import Finding, Step, StepResult
 from pytest_llmbench.report.results import ResultsWriter
 
+#: the shown comparison's fields a step line carries flat (resume.py reads them back)
+SHOWN = ("metric", "test_key", "verdict", "ratio", "difference", "ci_low", "ci_high", "higher_is_better")
+
 
 def step_entry(step: Step, result: StepResult, labels: Sequence[str]) -> dict[str, Any]:
     d = dict(result.details)
@@ -33,14 +36,7 @@ def step_entry(step: Step, result: StepResult, labels: Sequence[str]) -> dict[st
         "outcome": result.outcome,
         "skipped": labels[result.skipped] if result.skipped is not None else None,
         "reason": result.reason,
-        "metric": shown.get("metric"),
-        "test_key": shown.get("test_key"),
-        "verdict": shown.get("verdict"),
-        "ratio": shown.get("ratio"),
-        "difference": shown.get("difference"),
-        "ci_low": shown.get("ci_low"),
-        "ci_high": shown.get("ci_high"),
-        "higher_is_better": shown.get("higher_is_better"),
+        **{k: shown.get(k) for k in SHOWN},
         "comparisons": d.get("comparisons") or [],
         "gpu_s": result.seconds,
         "session_s": d.get("session_s"),
@@ -117,4 +113,4 @@ class BisectLog:
         return self.write({"record": "bisect_step", **step_entry(step, result, labels)})
 
 
-__all__ = ["BisectLog", "bisect_line", "build_entries", "step_entry"]
+__all__ = ["SHOWN", "BisectLog", "bisect_line", "build_entries", "step_entry"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_llmbench.bisect.record import SHOWN
 from pytest_llmbench.bisect.search import OUTCOMES, Step, StepResult
 from pytest_llmbench.jsonl import iter_jsonl
 
@@ -59,13 +60,11 @@ def recorded_steps(folder: Path, labels: Sequence[str]) -> list[RecordedStep]:
                 )
         if outcome not in OUTCOMES:
             raise ValueError(f"--resume {where}: outcome {outcome!r} is not one of {', '.join(OUTCOMES)}")
-        skipped = str(rec.get("skipped"))
-        if outcome == "skip" and skipped not in index:
+        skipped = rec.get("skipped")
+        if outcome == "skip" and (not isinstance(skipped, str) or skipped not in index):
             raise ValueError(f"--resume {where}: a skip that names no build of this bisect ({skipped!r})")
         details: dict[str, Any] = {
-            "shown": {
-                k: rec.get(k) for k in ("metric", "test_key", "verdict", "ratio", "difference", "ci_low", "ci_high")
-            },
+            "shown": {k: rec.get(k) for k in SHOWN},
             "comparisons": rec.get("comparisons") or [],
             "session_s": rec.get("session_s"),
             "build_s": rec.get("build_s"),
@@ -76,7 +75,7 @@ def recorded_steps(folder: Path, labels: Sequence[str]) -> list[RecordedStep]:
             outcome,
             float(rec.get("gpu_s") or 0.0),
             build_seconds=float(rec.get("build_s") or 0.0),
-            skipped=index[skipped] if outcome == "skip" else None,
+            skipped=index[skipped] if outcome == "skip" and isinstance(skipped, str) else None,
             reason=str(rec.get("reason") or ""),
             details=details,
             replayed=True,
