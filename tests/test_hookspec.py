@@ -127,6 +127,7 @@ def test_a_conftest_engine_and_noise_model_work_end_to_end_with_update_baselines
 def test_every_hook_has_a_spec_the_plugin_adds(pytester):
     names = {n for n in dir(hookspec) if n.startswith("pytest_llmbench_")}
     assert names == {
+        "pytest_llmbench_bisect_ahead",
         "pytest_llmbench_bisect_builds",
         "pytest_llmbench_engines",
         "pytest_llmbench_launchers",

@@ -6,6 +6,10 @@ starts them in the background instead (on cores the comparisons do not use), in 
 them, and this plugin hands the bisect builds that wait for theirs: a comparison runs while the next builds
 compile, as Pinpoint's builders run beside its testers.
 
+Before every step the bisect says which builds its next steps may compare (``pytest_llmbench_bisect_ahead``);
+this plugin writes their versions to ``<builds folder>/wanted``, and build_loop.sh compiles the first of them that
+is not built yet: a lease compiles what the search will need, not a guess made before its first step.
+
 ``LLMBENCH_DEVICE_VERSIONS="11046 11117 11218 11321 11434"`` lists the builds from good to bad;
 ``LLMBENCH_DEVICE_BUILDS`` is the folder holding ``<version>/build/bin`` and ``<version>/build.done`` (the
 build's exit status); a version with a ``prebuilt`` entry in ``LLMBENCH_DEVICE_PREBUILT`` (``11434=/tmp/w/build/bin``)
@@ -55,6 +59,10 @@ class BackgroundBuild:
         )
 
 
+def _builds_root() -> Path:
+    return Path(os.environ.get("LLMBENCH_DEVICE_BUILDS", "/tmp/w/versions"))
+
+
 def _prebuilt() -> dict[str, str]:
     pairs = (p.split("=", 1) for p in os.environ.get("LLMBENCH_DEVICE_PREBUILT", "").split() if "=" in p)
     return dict(pairs)
@@ -67,7 +75,7 @@ def pytest_llmbench_bisect_builds(config: pytest.Config, good: str, bad: str) ->
         return None
     if versions[0] != good or versions[-1] != bad:
         raise ValueError(f"LLMBENCH_DEVICE_VERSIONS runs {versions[0]}..{versions[-1]}; --good/--bad say {good}..{bad}")
-    root = Path(os.environ.get("LLMBENCH_DEVICE_BUILDS", "/tmp/w/versions"))
+    root = _builds_root()
     prebuilt = _prebuilt()
     builds: list[object] = []
     for v in versions:
@@ -76,3 +84,14 @@ def pytest_llmbench_bisect_builds(config: pytest.Config, good: str, bad: str) ->
         else:
             builds.append(BackgroundBuild(v if "." in v else f"{v}.0.0", root))
     return builds
+
+
+@pytest.hookimpl
+def pytest_llmbench_bisect_ahead(config: pytest.Config, builds: list[object]) -> None:
+    """``wanted``: the versions the next steps may need, in that order (the loop skips those built; replaced whole)."""
+    versions = [b.version for b in builds if isinstance(b, BackgroundBuild)]
+    wanted = _builds_root() / "wanted"
+    wanted.parent.mkdir(parents=True, exist_ok=True)
+    tmp = wanted.with_suffix(".tmp")
+    tmp.write_text("".join(f"{v}\n" for v in versions))
+    tmp.replace(wanted)

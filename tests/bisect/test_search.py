@@ -148,6 +148,31 @@ def test_a_bisect_stopped_by_its_budget_says_which_builds_going_on_needs():
     assert bisect(6, lambda s: StepResult("same", 5.0)).to_go_on() == []
 
 
+def test_before_every_step_the_farm_hears_which_builds_come_next():
+    heard: list[list[int]] = []
+    sim = Simulated(9, 6)
+    bisect(9, sim, on_ahead=heard.append, look_ahead=2)
+    # the step about to run first, then the next middles level by level (one per outcome still possible)
+    assert heard == [
+        [0, 8, 4, 2, 6],  # the ends, then 4, then 2 (4 bad) or 6 (4 good)
+        [0, 4, 2, 6],  # 0 → 4 next
+        [4, 6, 5, 7],  # 4 was good: 4 → 6, then 5 or 7
+        [4, 5],  # 6 was bad: 4 → 5, nothing after it
+        [5, 6],  # the confirmation
+    ]
+    assert [(s.reference, s.candidate) for s in sim.steps] == [(0, 8), (0, 4), (4, 6), (4, 5), (5, 6)]
+    # every step's two builds were announced before it ran, the candidate's first announcement a level ahead
+    for step, said in zip(sim.steps, heard, strict=True):
+        assert {step.reference, step.candidate} <= set(said)
+
+
+def test_a_build_that_failed_to_start_is_never_announced_again():
+    heard: list[list[int]] = []
+    bisect(8, Simulated(8, 5, broken={3}), on_ahead=heard.append, look_ahead=1)
+    assert heard[:3] == [[0, 7, 3], [0, 3], [0, 4]]  # 3 failed to start: the next middle is 4
+    assert all(3 not in said for said in heard[2:])
+
+
 def test_the_ends_must_reproduce_the_regression():
     same = bisect(6, lambda s: StepResult("same", 5.0))
     assert same.status == "not-reproduced" and same.comparisons == 1 and "equivalent" in same.message

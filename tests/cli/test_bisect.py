@@ -105,3 +105,29 @@ def test_a_hook_entry_without_materialize_is_named(pytester, monkeypatch):
     monkeypatch.chdir(pytester.path)
     with pytest.raises(ValueError, match="entry 0 \\('a'\\) has no label or materialize"):
         builds_from_hook([str(pytester.path)], "a", "b")
+
+
+def test_the_farm_that_listed_the_builds_hears_which_come_next(pytester, monkeypatch, capsys):
+    """The ``pytest_llmbench_bisect_ahead`` hook is called before the first step with the ends, then the
+    middles the next halvings may compare (here the bad end cannot be had, so the bisect stops after it)."""
+    pytester.makeconftest(
+        textwrap.dedent(
+            """
+            import json
+            from pathlib import Path
+            from pytest_llmbench.bisect import BinaryFolder
+
+            def pytest_llmbench_bisect_builds(config, good, bad):
+                return [BinaryFolder(Path("gone") / str(v), label=f"b{v}") for v in range(int(good), int(bad) + 1)]
+
+            def pytest_llmbench_bisect_ahead(config, builds):
+                with open("ahead.jsonl", "a") as f:
+                    f.write(json.dumps([b.label for b in builds]) + "\\n")
+            """
+        )
+    )
+    monkeypatch.chdir(pytester.path)
+    code = main(["--good", "0", "--bad", "8", "--out", str(pytester.path / "out"), "--", str(pytester.path)])
+    assert code == 1 and "the good build b0 cannot run" in capsys.readouterr().out
+    heard = [json.loads(line) for line in (pytester.path / "ahead.jsonl").read_text().splitlines()]
+    assert heard == [["b0", "b8", "b4", "b2", "b6", "b1", "b3", "b5", "b7"]]

@@ -155,6 +155,8 @@ class Search:
         names: Sequence[str] | None = None,
         on_step: Callable[[Step, StepResult], None] | None = None,
         recorded: Callable[[Step], bool] | None = None,
+        on_ahead: Callable[[list[int]], None] | None = None,
+        look_ahead: int = 3,
     ) -> None:
         if n < 2:
             raise ValueError(f"a bisect needs a good and a bad build, got {n} build(s)")
@@ -172,6 +174,9 @@ class Search:
         self.on_step = on_step
         #: steps ``compare`` answers from a record (resume.py) at no device time: the budget never refuses them
         self.recorded = recorded or (lambda step: False)
+        #: told before every step which builds the next steps may compare (a build farm prepares them ahead)
+        self.on_ahead = on_ahead
+        self.look_ahead = look_ahead
         self.states = ["untested"] * n
         self.reasons: dict[int, str] = {}
         self.steps: list[tuple[Step, StepResult]] = []
@@ -231,10 +236,17 @@ class Search:
     def _budget_message(self) -> str:
         return f"the budget is spent ({self.spent:.0f} of {self.budget_s:g} GPU-s, a step ~{self.expected(0):.0f})"
 
+    def _announce(self, now: Sequence[int], between: tuple[int, int] | None = None) -> None:
+        """``on_ahead``: the builds of the step about to run, then :func:`ahead`'s middles of ``between``."""
+        if self.on_ahead is not None:
+            later = ahead(*between, self.states, self.look_ahead) if between is not None else []
+            self.on_ahead(list(dict.fromkeys([*now, *later])))
+
     # --- the search -----------------------------------------------------------------------------------
 
     def run(self) -> Finding:
         good, bad = 0, self.n - 1
+        self._announce([good, bad], (good, bad))
         ends = self._run("ends", good, bad)
         if ends.outcome == "skip":
             which = "good" if ends.skipped == good else "bad"
@@ -256,6 +268,7 @@ class Search:
         lo, hi = good, bad
         try:
             while (mid := pick_middle(lo, hi, self.states)) is not None:
+                self._announce([lo], (lo, hi))
                 r = self._run("bisect", lo, mid)
                 if r.outcome == "different":
                     self.states[mid], hi = "bad", mid
@@ -267,6 +280,7 @@ class Search:
                 else:  # unknown, or the known-good reference failed this time: undecided, never a guess
                     self.states[mid] = "unknown"
                     self.reasons[mid] = r.reason or "inconclusive after more units"
+            self._announce([lo, hi])
             confirm = self._run("confirm", lo, hi)
         except _Budget:
             return self._finding("unknown", lo, hi, f"unknown {self._between(lo, hi)}: {self._budget_message()}")

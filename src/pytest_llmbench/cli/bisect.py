@@ -23,6 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_llmbench import redact
 from pytest_llmbench.bisect.builds import Build, BuildCache, PipVersion, default_cache, parse_build
 from pytest_llmbench.bisect.record import BisectLog, bisect_line
@@ -149,11 +151,14 @@ def _read_candidates(path: Path) -> list[str]:
     return [s for line in lines if (s := line.split("#", 1)[0].strip())]
 
 
-def builds_from_hook(pytest_args: list[str], good: str, bad: str) -> list[Build]:
-    """Ask the ``pytest_llmbench_bisect_builds`` hook (conftest.py or a ``-p`` plugin of the selection)."""
-    import pytest
+def hook_config(pytest_args: list[str]) -> pytest.Config:
+    """The bisect's own pytest config, parsed from the selection: the bisect hooks' implementations load."""
+    return pytest.Config.fromdictargs({}, list(pytest_args))
 
-    config = pytest.Config.fromdictargs({}, list(pytest_args))
+
+def builds_from_hook(pytest_args: list[str], good: str, bad: str, config: pytest.Config | None = None) -> list[Build]:
+    """Ask the ``pytest_llmbench_bisect_builds`` hook (conftest.py or a ``-p`` plugin of the selection)."""
+    config = config or hook_config(pytest_args)
     found = config.hook.pytest_llmbench_bisect_builds(config=config, good=good, bad=bad)
     if found is None:
         raise ValueError(
@@ -169,13 +174,15 @@ def builds_from_hook(pytest_args: list[str], good: str, bad: str) -> list[Build]
     return builds
 
 
-def collect_builds(args: argparse.Namespace, pytest_args: list[str]) -> list[Build]:
+def collect_builds(args: argparse.Namespace, pytest_args: list[str]) -> tuple[list[Build], pytest.Config | None]:
+    """The builds, and the hook config that listed them (None for builds given on the command line)."""
     specs = list(args.candidates or [])
     if args.candidates_file is not None:
         specs += _read_candidates(args.candidates_file)
     if args.candidates is None and args.candidates_file is None:
-        return builds_from_hook(pytest_args, args.good, args.bad)
-    return [parse_build(args.good), *(parse_build(s) for s in specs), parse_build(args.bad)]
+        config = hook_config(pytest_args)
+        return builds_from_hook(pytest_args, args.good, args.bad, config), config
+    return [parse_build(args.good), *(parse_build(s) for s in specs), parse_build(args.bad)], None
 
 
 def _out_folder(path: Path | None) -> Path:
@@ -211,7 +218,7 @@ def main(argv: list[str]) -> int:
         if args.budget is not None and args.budget <= 0:
             raise ValueError(f"--budget {args.budget:g}: must be > 0 GPU-seconds")
         check_pytest_args(pytest_args)
-        builds = collect_builds(args, pytest_args)
+        builds, config = collect_builds(args, pytest_args)
         cache = BuildCache(builds, args.cache)
         labels = [b.label for b in builds]
         recorded: list[RecordedStep] = recorded_steps(args.resume, labels) if args.resume is not None else []
@@ -250,6 +257,10 @@ def main(argv: list[str]) -> int:
                 f"costs the same, plus the builds not yet made"
             )
 
+    def on_ahead(upcoming: list[int]) -> None:  # the farm that listed the builds prepares the next ones
+        if config is not None:
+            config.hook.pytest_llmbench_bisect_ahead(config=config, builds=[builds[i] for i in upcoming])
+
     runner = StepRunner(cache, settings, say=lambda line: print(line, flush=True))
     replay = Replay(recorded, labels, runner)
     search = Search(
@@ -260,6 +271,7 @@ def main(argv: list[str]) -> int:
         names=labels,
         on_step=on_step,
         recorded=replay.has,
+        on_ahead=on_ahead,
     )
     try:
         finding = search.run()
