@@ -4,27 +4,29 @@
 #   1. `wanted`: what the bisect says its next steps may compare (device_builds.py writes it before every step,
 #      through the pytest_llmbench_bisect_ahead hook: Pinpoint's look-ahead), so a lease never compiles a
 #      build the search has already walked past;
-#   2. ORDER (the caller's guess before the bisect starts), then any other carried source.
-# The first FREE builds (nothing to measure yet) get all 16 cores; later ones compile on cores 4-15, niced,
-# beside the comparisons pinned to cores 0-3. The first build also makes llama-quantize (the GPU config
+#   2. ORDER (the caller's guess before the bisect starts). A carried source neither names is not built.
+# The first FREE builds (nothing to measure yet) and a build a step already waits for (device_builds.py's
+# waiting-<version>) get all 16 cores; the others compile on cores 4-15, niced, beside the comparisons pinned to
+# cores 0-3. The first build also makes llama-quantize (the GPU config
 # prepares its model with it). Each build leaves <version>/build.done (cmake's exit status) and build.time;
-# `all.done` stands while no carried source is left to build (a later call may carry more).
+# `all.done` stands while nothing is left to build (a later call may carry more; ONCE=1: the loop ends then).
 n=0
 next_version() {
-  for v in $(cat wanted 2>/dev/null) $ORDER $(ls src-*.tgz 2>/dev/null | sed 's/^src-//; s/\.tgz$//'); do
+  for v in $(cat wanted 2>/dev/null) $ORDER; do
     if [ -f "src-$v.tgz" ] && [ ! -e "$v" ]; then echo "$v"; return; fi
   done
 }
 while :; do
   v=$(next_version)
-  if [ -z "$v" ]; then touch all.done; sleep 5; continue; fi
+  if [ -z "$v" ]; then touch all.done; [ "${ONCE:-0}" = 1 ] && exit 0; sleep 5; continue; fi
   rm -f all.done
   if [ $n = 0 ]; then t="llama-server llama-quantize"; else t=llama-server; fi
-  mkdir -p "$v" && echo "$(date +%s) $v (wanted: $(tr '\n' ' ' < wanted 2>/dev/null))" >> loop.log \
+  if [ $n -lt "${FREE:-1}" ] || [ -f "waiting-$v" ]; then cores=all; else cores=4-15; fi
+  mkdir -p "$v" && echo "$(date +%s) $v on $cores cores (wanted: $(cat wanted 2>/dev/null | tr '\n' ' '))" >> loop.log \
     && tar xzf "src-$v.tgz" -C "$v" \
     && cmake -S "$v/llama.cpp" -B "$v/build" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_NUMBER="${v%%.*}" > "$v/cmake.log" 2>&1 \
-    && if [ $n -lt "${FREE:-1}" ]; then cmake --build "$v/build" --target $t -j 16; \
+    && if [ $cores = all ]; then cmake --build "$v/build" --target $t -j 16; \
        else taskset -c 4-15 nice -n 10 cmake --build "$v/build" --target $t -j 12; fi > "$v/build.log" 2>&1
   echo $? > "$v/build.done"; date +%s > "$v/build.time"; n=$((n + 1))
 done

