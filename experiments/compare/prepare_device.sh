@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare .device/ (gitignored): what gpu_compare.sh's STEP=build, STEP=carry and STEP=install carry to the lent
-# H200, one folder per call, each under the 64 MiB a call may carry (CAP_MIB of files, default 48, + the ~13 MiB tree).
+# H200, one folder per call, each under the 64 MiB a call may carry with the tree (CAP_MIB of files; by default
+# 62 MiB less the tracked tree, which grows with every campaign's data: 17 MiB on 2026-12-04).
 # Run once per checkout, from the repository root:
 #   PYTHON=.venv/bin/python bash experiments/compare/prepare_device.sh
 # The files, cut in 4-MiB parts and laid into .device/a, .device/b, ... in this order:
@@ -58,8 +59,11 @@ with gzip.open(sys.argv[2], "wt") as f:
     json.dump(rows, f)
 PY
 rm -rf /tmp/sharegpt-extract
-# fill .device/a, b, ... in order, a folder at most CAP_MIB (48) MiB (a call carries 64 MiB with the tree)
-cap=$((${CAP_MIB:-48} * 1024 * 1024)); folders=(a b c); n=0; used=$cap  # the tree itself is ~13 MiB
+# fill .device/a, b, ... in order, a folder at most the cap (a call carries 64 MiB with the tree; 2 MiB spare)
+tree=$(git ls-files -z | xargs -0 stat -c %s | awk '{s += $1} END {print s}')
+if [ -n "${CAP_MIB:-}" ]; then cap=$((CAP_MIB * 1048576)); else cap=$((62 * 1048576 - tree)); fi
+echo "tree $((tree / 1048576)) MiB: folders of at most $((cap / 1048576)) MiB"
+folders=(a b c); n=0; used=$cap
 for f in "$dl"/pack/sharegpt.json.gz "$dl"/pack/*.sha256 $(ls "$dl"/pack/llama-src.tgz "$dl"/pack/bin.txz.a? 2>/dev/null) "$dl"/pack/wheel.part.a?; do
   size=$(stat -c %s "$f")
   if [ $((used + size)) -gt $cap ]; then
