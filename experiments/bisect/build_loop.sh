@@ -1,18 +1,18 @@
 #!/bin/sh
 # The H200 build farm's loop (gpu_versions.sh STEP=build starts it, setsid, in /tmp/w/versions): one CUDA build
 # at a time, each the first version that has a carried source (src-<version>.tgz) and no folder yet, taken from
-#   1. `wanted`: what the bisect says its next steps may compare (device_builds.py writes it before every step,
-#      through the pytest_llmbench_bisect_ahead hook: Pinpoint's look-ahead), so a lease never compiles a
-#      build the search has already walked past;
-#   2. ORDER (the caller's guess before the bisect starts). A carried source neither names is not built.
+# `wanted`: what the bisect says its next steps may compare (device_builds.py writes it before every step, through
+# the pytest_llmbench_bisect_ahead hook: Pinpoint's look-ahead), so a lease never compiles a build the search has
+# walked past; until the bisect has written it, from ORDER (the caller's guess). A source neither names is not built.
 # The first FREE builds (nothing to measure yet) and a build a step already waits for (device_builds.py's
 # waiting-<version>) get all 16 cores; the others compile on cores 4-15, niced, beside the comparisons pinned to
-# cores 0-3. The first build also makes llama-quantize (the GPU config
-# prepares its model with it). Each build leaves <version>/build.done (cmake's exit status) and build.time;
-# `all.done` stands while nothing is left to build (a later call may carry more; ONCE=1: the loop ends then).
+# cores 0-3. The first build also makes llama-quantize (the GPU config prepares its model with it). Each build
+# leaves <version>/build.done (cmake's exit status) and build.time; `all.done` stands while nothing is left to
+# build (a later call may carry more; ONCE=1: the loop ends then).
 n=0
 next_version() {
-  for v in $(cat wanted 2>/dev/null) $ORDER; do
+  if [ -f wanted ]; then candidates=$(cat wanted); else candidates=$ORDER; fi
+  for v in $candidates; do
     if [ -f "src-$v.tgz" ] && [ ! -e "$v" ]; then echo "$v"; return; fi
   done
 }
