@@ -41,6 +41,19 @@ def test_a_resumed_bisect_replays_the_record_and_runs_only_the_steps_it_lacks(tm
     assert found.seconds == sum(r.seconds for s, r in found.steps[3:]) and found.steps[0][1].seconds == 100.0
 
 
+def test_a_third_run_names_where_each_replayed_step_was_measured(tmp_path):
+    """Lease 4 resumed lease 3's record and lease 5 resumes lease 4's: a step lease 4 only replayed names lease 3."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    _first_run(one, Simulated(N, FIRST_SLOW, seconds=100.0), budget_s=250)  # ends + one halving
+    log = BisectLog(two)
+    replay = Replay(recorded_steps(one, LABELS), LABELS, Simulated(N, FIRST_SLOW, seconds=100.0))
+    Search(N, replay, budget_s=150, names=LABELS, on_step=lambda s, r: log.step(s, r, LABELS)).run()
+    third = recorded_steps(two, LABELS)
+    sources = [r.result.details["replayed_from"] for r in third]
+    assert len(third) == 3 and sources[:2] == [f"{one / 'results.jsonl'}:{n}" for n in (1, 2)], sources
+    assert sources[2] == f"{two / 'results.jsonl'}:3"  # the one step the second run measured
+
+
 def test_a_retry_the_first_run_could_not_afford_is_what_the_resumed_run_runs_first(tmp_path):
     # the ends are inconclusive and the budget holds no retry at twice the units (100 + 200 > 250)
     first = Simulated(N, FIRST_SLOW, unclear={(0, N - 1)}, seconds=100.0)

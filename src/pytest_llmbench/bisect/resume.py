@@ -69,7 +69,8 @@ def recorded_steps(folder: Path, labels: Sequence[str]) -> list[RecordedStep]:
             "session_s": rec.get("session_s"),
             "build_s": rec.get("build_s"),
             "results_dir": rec.get("results_dir"),
-            "replayed_from": where,
+            # where it was measured: a line an earlier resume replayed names its own source (lease 3, not 4)
+            "replayed_from": str(rec.get("replayed_from") or where),
         }
         result = StepResult(
             outcome,
