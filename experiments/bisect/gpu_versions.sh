@@ -29,6 +29,11 @@ set -uo pipefail
 W=/tmp/w
 OUT=${OUT:-/tmp/out}
 export PYTHONPATH="$PWD/src:/tmp/site" LLAMA_CPP_BIN_DIR=${LLAMA_CPP_BIN_DIR:-$W/build/bin} LLMBENCH_SHAREGPT=$W/sharegpt.json PYTHONUNBUFFERED=1
+in_background() {  # STEP=$1 from its own copy of the tree ($W/repo-$1: a later call re-sends this one), setsid,
+  # its output in $2; it goes on between calls, and STEP=collect follows it
+  rm -rf "$W/repo-$1" && mkdir -p "$W/repo-$1" && cp -r benches experiments src pyproject.toml conftest.py "$W/repo-$1/" || exit 1
+  (cd "$W/repo-$1" && setsid nohup env BG=0 STEP="$1" bash experiments/bisect/gpu_versions.sh > "$2" 2>&1 < /dev/null &)
+}
 bin_of() {  # bin:/tmp/w/b/<version>, a link named for the build (the bisect labels the build by it)
   mkdir -p $W/b
   if [ "$1" = 11434 ]; then ln -sfn $W/build/bin $W/b/$1; else ln -sfn $W/versions/$1/build/bin $W/b/$1; fi
@@ -82,8 +87,7 @@ build)
   ;;
 bisect)
   if [ "${BG:-0}" = 1 ]; then  # the bisect goes on between calls; STEP=collect follows it
-    rm -rf $W/bis $W/brepo && mkdir -p $W/bis $W/brepo && cp -r benches experiments src pyproject.toml conftest.py $W/brepo/ || exit 1
-    (cd $W/brepo && setsid nohup env BG=0 STEP=bisect bash experiments/bisect/gpu_versions.sh > $W/bis/bisect.out 2>&1 < /dev/null &)
+    rm -rf $W/bis && mkdir -p $W/bis && in_background bisect $W/bis/bisect.out
     echo "bisect started in the background (${HOOK_RANGE:+HOOK_RANGE=$HOOK_RANGE}${HOOK_VERSIONS:+HOOK_VERSIONS=$HOOK_VERSIONS}${GOOD:+GOOD=$GOOD BAD=$BAD CANDS=$CANDS})"; exit 0
   fi
   if [ -n "${HOOK_RANGE:-}" ]; then  # HOOK_RANGE="11046 11434": every published version between (llama_cpp_bin_versions.txt)
@@ -130,8 +134,7 @@ bisect)
 rebuild)
   mkdir -p $W/bis $W/rebuild
   if [ "${BG:-0}" = 1 ]; then  # on its own in a later lease: in the background, STEP=collect follows it
-    rm -rf $W/rrepo && mkdir -p $W/rrepo && cp -r benches experiments src pyproject.toml conftest.py $W/rrepo/ || exit 1
-    (cd $W/rrepo && setsid nohup env BG=0 STEP=rebuild bash experiments/bisect/gpu_versions.sh > $W/bis/rebuild.out 2>&1 < /dev/null &)
+    in_background rebuild $W/bis/rebuild.out
     echo "rebuild started in the background"; exit 0
   fi
   touch $W/bis/rebuild.started
