@@ -19,6 +19,8 @@
 # The culprit checked by building the pair once more (issue 39): REBUILD=1 on STEP=bisect, or later on its
 # own, `STEP=rebuild BG=1 PAIR="11368.0.0 11378.0.0"` (their sources carried): both compile again from
 # source in fresh folders ($W/rebuild) and one more comparison runs between them (the bisect's selection).
+# REBUILD=1 on STEP=build too: the farm compiles that second build of each version the current step compares
+# while nothing wanted is left (build_loop.sh SPARE), so the check starts on builds mostly made already.
 # Builds made once are brought back (44 MiB each, $OUT) and kept here outside the repository; a later lease
 # carries them instead of compiling: `STEP=prebuilt FROM=/work/prebuilt-versions bash …` lays each into
 # .device/p<version>; there, one call per folder: `STEP=unpack bash …` (carry .device/p<version>).
@@ -69,7 +71,8 @@ unpack)  # there: every carried build laid out as versions/<version>/build/bin w
     parts=("${sha%.sha256}".a?)
     [ "$(cat "${parts[@]}" | sha256sum | cut -c1-64)" = "$(cut -c1-64 "$sha")" ] \
       || { echo "$sha: the parts do not match (carry the whole folder)"; exit 3; }
-    mkdir -p $d/build && cat "${parts[@]}" | xz -dc | tar x -C $d/build && echo 0 > $d/build.done && echo "unpacked $v"
+    mkdir -p $d/build && cat "${parts[@]}" | xz -dc | tar x -C $d/build && echo 0 > $d/build.done && touch $d/packed \
+      && echo "unpacked $v"
   done
   ;;
 build)
@@ -81,7 +84,10 @@ build)
   # `wanted`, written before every step); FREE (default 1): how many of the first builds get all 16 cores
   order=${ORDER:-$(ls src-*.tgz | sed 's/^src-//; s/\.tgz$//')}
   cp "$OLDPWD/experiments/bisect/build_loop.sh" . || exit 1  # its own copy: a later call re-sends the tree
-  setsid nohup env ORDER="$order" FREE="${FREE:-1}" sh build_loop.sh > loop.out 2>&1 < /dev/null &
+  # REBUILD=1: cores no wanted build needs compile the wanted versions once more, into $W/rebuild (the check
+  # STEP=rebuild then runs mostly on builds already made)
+  spare=""; [ "${REBUILD:-0}" = 1 ] && spare=$W/rebuild
+  setsid nohup env ORDER="$order" FREE="${FREE:-1}" SPARE="$spare" sh build_loop.sh > loop.out 2>&1 < /dev/null &
   date +%s > started; echo "building in the background, in this order: $order"
   nvidia-smi --query-gpu=name,driver_version --format=csv
   ;;
@@ -147,10 +153,20 @@ print(" ".join(line[k][1:] + ".0.0" for k in ("last_good", "first_bad")))' $W/bi
   for v in "$@"; do cp "$(ls $W/versions/src-$v.tgz .device/*/src-$v.tgz 2>/dev/null | head -1)" $W/rebuild/ \
     || { echo "rebuild: no source for $v (carry src-$v.tgz)"; echo 3 > $W/bis/rebuild.done; exit 3; }; done
   cp experiments/bisect/build_loop.sh $W/rebuild/
-  # nothing else measures now: both at once, 8 cores each (ONCE: the loop ends when both are done)
+  # a build the farm began as a spare (STEP=build REBUILD=1) is kept; nothing else measures now, so it gets
+  # every core: its processes (their working folders are under $W/rebuild) are widened and reniced
+  for d in /proc/[0-9]*; do case "$(readlink "$d/cwd" 2>/dev/null)" in "$W/rebuild"*)
+    taskset -a -p -c "0-$(($(nproc) - 1))" "${d#/proc/}" > /dev/null 2>&1; renice -n 0 -p "${d#/proc/}" > /dev/null 2>&1;; esac; done
+  for v in "$@"; do [ -e $W/rebuild/$v ] && echo "$v: rebuilt by the farm already ($([ -f $W/rebuild/$v/build.done ] && echo done || echo 'under way'))"; done
+  # the others: both at once, all cores (ONCE: each loop ends when its build is done; a spare's folder is skipped)
   (cd $W/rebuild && ORDER="$1" FREE=1 ONCE=1 sh build_loop.sh > loop1.out 2>&1) &
   (cd $W/rebuild && sleep 2 && ORDER="$2" FREE=1 ONCE=1 sh build_loop.sh > loop2.out 2>&1) &
   wait
+  t0=$SECONDS
+  until [ -f $W/rebuild/$1/build.done ] && [ -f $W/rebuild/$2/build.done ]; do
+    [ $((SECONDS - t0)) -lt 1500 ] || { echo "rebuild: no build.done for $1 or $2 after 1500 s"; echo 4 > $W/bis/rebuild.done; exit 4; }
+    sleep 5
+  done
   for v in "$@"; do echo "$v: build exit $(cat $W/rebuild/$v/build.done)"; done
   [ "$(cat $W/rebuild/$1/build.done)$(cat $W/rebuild/$2/build.done)" = 00 ] || { echo 4 > $W/bis/rebuild.done; exit 4; }
   LLAMA_CPP_BIN_DIR=$(dirname "$(ls $W/rebuild/*/build/bin/llama-quantize | head -1)") \
@@ -179,8 +195,11 @@ collect)  # follow the background bisect (and rebuild) for WAIT s or until they 
   }
   until finished || [ $((SECONDS - t0)) -ge "${WAIT:-580}" ]; do sleep 10; done
   tail -40 $W/bis/bisect.out 2>/dev/null; tail -25 $W/bis/rebuild.out 2>/dev/null
-  for d in $W/versions/*/build.done; do echo "$d: exit $(cat $d), $(( $(cat ${d%.done}.time 2>/dev/null || echo 0) - $(cat $W/versions/started 2>/dev/null || echo 0) )) s after the first"; done
+  for d in $W/versions/*/build.done $W/rebuild/*/build.done; do [ -f "$d" ] || continue
+    if [ -f "${d%.done}.time" ]; then echo "$d: exit $(cat "$d"), $(( $(cat "${d%.done}.time") - $(cat $W/versions/started 2>/dev/null || echo 0) )) s after the first"
+    else echo "$d: exit $(cat "$d") (carried, not built here)"; fi; done
   (cd $W && tar czf "$OUT/bisect.tgz" bis versions/*/build.log versions/*/cmake.log versions/*/build.time \
-    versions/loop.log versions/wanted 2>/dev/null)
+    versions/loop.log versions/wanted rebuild/*/build.log rebuild/*/cmake.log rebuild/*/build.time rebuild/loop*.out \
+    rebuild/spare.out 2>/dev/null)
   ;;
 esac
