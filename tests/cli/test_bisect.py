@@ -131,3 +131,53 @@ def test_the_farm_that_listed_the_builds_hears_which_come_next(pytester, monkeyp
     assert code == 1 and "the good build b0 cannot run" in capsys.readouterr().out
     heard = [json.loads(line) for line in (pytester.path / "ahead.jsonl").read_text().splitlines()]
     assert heard == [["b0", "b8", "b4", "b2", "b6", "b1", "b3", "b5", "b7"]]
+
+
+def test_ctrl_c_keeps_the_steps_so_far_and_reports_the_range(pytester, monkeypatch, capsys):
+    """Ctrl-C during a step: exit 130, and summary.md says what the bisect had learnt (here the ends, replayed
+    from a record) and how to go on, instead of nothing."""
+    pytester.makeconftest(
+        textwrap.dedent(
+            """
+            class Interrupted:
+                def __init__(self, label):
+                    self.label = label
+
+                def materialize(self, cache):
+                    raise KeyboardInterrupt
+
+            def pytest_llmbench_bisect_builds(config, good, bad):
+                return [Interrupted(f"b{v}") for v in range(int(good), int(bad) + 1)]
+            """
+        )
+    )
+    recorded = pytester.path / "earlier"
+    recorded.mkdir()
+    ends = {
+        "record": "bisect_step",
+        "step": 1,
+        "kind": "ends",
+        "attempt": 0,
+        "reference": "b0",
+        "candidate": "b8",
+        "reference_index": 0,
+        "candidate_index": 8,
+        "outcome": "different",
+        "ratio": 0.95,
+        "ci_low": 0.94,
+        "ci_high": 0.96,
+        "metric": "output_throughput",
+        "gpu_s": 120.0,
+    }
+    (recorded / "results.jsonl").write_text(json.dumps(ends) + "\n")
+    monkeypatch.chdir(pytester.path)
+    out = pytester.path / "out"
+    argv = ["--good", "0", "--bad", "8", "--resume", str(recorded), "--out", str(out), "--", str(pytester.path)]
+    assert main(argv) == 130
+    assert f"bisect: interrupted; the steps so far are in {out}: go on with --resume {out}" in capsys.readouterr().err
+    summary = (out / "summary.md").read_text()
+    assert summary.startswith(
+        "## ⚠️ llmbench: INCONCLUSIVE — bisect: interrupted after step 1 (no finding recorded): "
+        "so far the first slower build is after b0, up to b8"
+    )
+    assert "| 1 | ends | b0 → b8 |" in summary.replace("**1**", "1")

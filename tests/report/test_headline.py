@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_llmbench.report.headline import READERS, Finding, State, comparisons, session_verdict
+from pytest_llmbench.report.headline import READERS, Finding, State, bisect_so_far, comparisons, session_verdict
 
 
 def verdict(status: str, nodeid: str = "t.py::a", **extra) -> dict:
@@ -132,3 +132,85 @@ def test_a_bisect_headline_carries_the_bisect_commands_exit_status(status, state
     v = session_verdict([{"record": "bisect", "status": status, "message": status}])
     assert (v.state, v.exit_status) == (state, exit_status)
     assert v.line().endswith(f"(exit status {exit_status})")
+
+
+def bisect_step(step: int, kind: str, ref: int, cand: int, outcome: str, *, indices: bool = True, **extra) -> dict:
+    """A ``bisect_step`` line as bisect/record.py writes it, over builds named ``b0``, ``b1``, …"""
+    line = {
+        "record": "bisect_step",
+        "step": step,
+        "kind": kind,
+        "attempt": 0,
+        "reference": f"b{ref}",
+        "candidate": f"b{cand}",
+        "outcome": outcome,
+        "metric": "output_throughput",
+        "ratio": 0.97 if outcome == "different" else 1.0,
+        "ci_low": 0.96 if outcome == "different" else 0.99,
+        "ci_high": 0.98 if outcome == "different" else 1.01,
+        "higher_is_better": True,
+        "gpu_s": 200.0,
+        **extra,
+    }
+    return line | ({"reference_index": ref, "candidate_index": cand} if indices else {})
+
+
+#: a bisect over b0 … b8 the machine was taken from after three steps: the first slower build is in (b4, b6]
+INTERRUPTED = [
+    bisect_step(1, "ends", 0, 8, "different"),
+    bisect_step(2, "bisect", 0, 4, "same"),
+    bisect_step(3, "bisect", 4, 6, "different"),
+]
+RESUME = "go on with `bisect --resume` on this folder"
+
+
+def test_an_interrupted_bisect_is_inconclusive_with_the_range_so_far() -> None:
+    """The H200 lease-5 folder (step lines, no ``bisect`` line) said "NOTHING JUDGED" and exit status 0."""
+    v = session_verdict(INTERRUPTED)
+    assert (v.state, v.exit_status) == (State.INCONCLUSIVE, 1)
+    assert v.detail == (
+        f"bisect: interrupted after step 3 (no finding recorded): so far the first slower build is after b4, up to b6; "
+        f"{RESUME}"
+    )
+
+
+def test_unknown_and_skipped_steps_leave_the_range_and_labels_do_without_indices() -> None:
+    steps = [
+        bisect_step(1, "ends", 0, 8, "different", indices=False),
+        bisect_step(2, "bisect", 0, 4, "skip", indices=False, skipped="b4", reason="no binary"),
+        bisect_step(3, "bisect", 0, 3, "unknown", indices=False),
+        bisect_step(4, "bisect", 0, 5, "different", indices=False),
+    ]
+    assert "so far the first slower build is after b0, up to b5;" in session_verdict(steps).detail
+
+
+def test_an_interrupted_bisect_next_to_its_culprit_says_whether_the_pair_confirmed() -> None:
+    pair = [*INTERRUPTED, bisect_step(4, "bisect", 4, 5, "same")]
+    assert "the first slower build is b6 (right after b5), not confirmed yet;" in session_verdict(pair).detail
+    confirmed = [*pair, bisect_step(5, "confirm", 5, 6, "different")]
+    assert "is b6 (right after b5), confirmation: different;" in session_verdict(confirmed).detail
+
+
+@pytest.mark.parametrize(
+    ("ends", "so_far"),
+    [
+        ("same", "no range: the ends did not reproduce the slowdown (b0 → b8: same)"),
+        ("unknown", "no range yet: the ends (b0 → b8) came out unknown"),
+    ],
+)
+def test_an_interrupted_bisect_whose_ends_did_not_differ_has_no_range(ends: str, so_far: str) -> None:
+    v = session_verdict([bisect_step(1, "ends", 0, 8, ends)])
+    assert (v.state, v.exit_status) == (State.INCONCLUSIVE, 1)
+    assert v.detail == f"bisect: interrupted after step 1 (no finding recorded): {so_far}; {RESUME}"
+
+
+def test_a_bisect_resumed_into_its_own_folder_counts_its_last_run() -> None:
+    """A resumed run writes its replayed steps again, numbered from 1: the last run's lines are the bisect."""
+    so_far = bisect_so_far([*INTERRUPTED[:2], *INTERRUPTED, bisect_step(4, "bisect", 4, 5, "same")])
+    assert so_far is not None and [s["step"] for s in so_far.steps] == [1, 2, 3, 4] and so_far.last_good == "b5"
+
+
+def test_a_finished_bisect_reads_its_bisect_line_not_its_steps() -> None:
+    done = [*INTERRUPTED, {"record": "bisect", "status": "unknown", "message": "unknown between b4 and b6: budget"}]
+    assert bisect_so_far(done) is None
+    assert session_verdict(done).detail == "bisect: unknown between b4 and b6: budget"

@@ -278,6 +278,11 @@ def main(argv: list[str]) -> int:
     except RunnerError as e:
         print(f"bisect: stopped: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the step's session has stopped its servers (run_session); keep what was learnt
+        print(f"\nbisect: interrupted; the steps so far are in {out}: go on with --resume {out}", file=sys.stderr)
+        if not args.no_report:
+            _report(out)  # the range so far, and the step that has no outcome (report/bisect.py)
+        return 130
     for r in replay.unused:
         print(f"bisect: note: the recorded step at {r.where} ({' '.join(map(str, r.key))}) was never asked for")
     command = "python -m pytest_llmbench bisect " + shlex.join(argv)

@@ -2,21 +2,27 @@
 
 One definition for the terminal (``python -m pytest_llmbench bisect``), summary.md and report.html: the
 steps (builds, ratio [95% CI], outcome, GPU-seconds), the builds (order, identity, what the search learnt)
-and the finding ("first slower build: X" or "unknown between X and Y").
+and the finding ("first slower build: X" or "unknown between X and Y"). An interrupted bisect (a lost
+machine: ``bisect_step`` lines and no ``bisect`` line) gets its steps table and plot from the step lines,
+with the range so far, the step that never finished and how to go on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_llmbench.report.folder import ResultsFolder
+from pytest_llmbench.report.headline import BisectSoFar, bisect_so_far
 from pytest_llmbench.report.rows import Table
 from pytest_llmbench.report.table import render as aligned
 
 OUTCOME_COLOR = {"different": "#d62728", "same": "#1f77b4", "unknown": "#7f7f7f", "skip": "#ff7f0e"}
 STEP_HEADER = ["step", "kind", "reference → candidate", "metric", "ratio [95% CI]", "outcome", "GPU-s"]
 BUILD_HEADER = ["#", "build", "state", "identity"]
+#: a step's session folder, as bisect/runner.py names it: ``NN-kind-ref-vs-cand`` (``-moreA`` on a retry)
+STEP_FOLDER = re.compile(r"(?P<step>\d+)-(?P<kind>[a-z]+)-(?P<ref>.+)-vs-(?P<cand>.+?)(?:-more(?P<attempt>\d+))?")
 
 
 def latest(folder: ResultsFolder) -> Mapping[str, Any] | None:
@@ -43,24 +49,27 @@ def _outcome(step: Mapping[str, Any]) -> str:
     return out
 
 
+def _step_row(s: Mapping[str, Any]) -> list[str]:
+    kind = str(s.get("kind") or "")
+    if s.get("attempt"):
+        kind += f" (more units ×{2 ** int(s['attempt'])})"
+    return [
+        str(s.get("step")),
+        kind,
+        f"{s.get('reference')} → {s.get('candidate')}",
+        str(s.get("metric") or "-"),
+        _ratio(s),
+        _outcome(s),
+        f"{float(s.get('gpu_s') or 0):.0f}" + (" (an earlier run's)" if s.get("replayed_from") else ""),
+    ]
+
+
 def step_rows(rec: Mapping[str, Any]) -> list[list[str]]:
-    rows = []
-    for s in rec.get("steps") or []:
-        kind = str(s.get("kind") or "")
-        if s.get("attempt"):
-            kind += f" (more units ×{2 ** int(s['attempt'])})"
-        rows.append(
-            [
-                str(s.get("step")),
-                kind,
-                f"{s.get('reference')} → {s.get('candidate')}",
-                str(s.get("metric") or "-"),
-                _ratio(s),
-                _outcome(s),
-                f"{float(s.get('gpu_s') or 0):.0f}" + (" (an earlier run's)" if s.get("replayed_from") else ""),
-            ]
-        )
-    return rows
+    return [_step_row(s) for s in rec.get("steps") or []]
+
+
+def _regressed(steps: Sequence[Mapping[str, Any]]) -> list[str]:
+    return ["REGRESSED" if s.get("outcome") == "different" else "" for s in steps]
 
 
 def _identity(b: Mapping[str, Any]) -> str:
@@ -88,12 +97,51 @@ def headline(rec: Mapping[str, Any]) -> str:
 def bisect_tables(folder: ResultsFolder) -> list[Table]:
     rec = latest(folder)
     if rec is None:
-        return []
-    kinds = ["REGRESSED" if s.get("outcome") == "different" else "" for s in rec.get("steps") or []]
+        so_far = bisect_so_far(folder.records)
+        return [interrupted_table(folder, so_far)] if so_far is not None else []
+    kinds = _regressed(rec.get("steps") or [])
     return [
         Table(f"Bisect: {rec.get('good')} → {rec.get('bad')}", STEP_HEADER, step_rows(rec), kinds, headline(rec)),
         Table("Bisect builds (in order)", BUILD_HEADER, build_rows(rec), note=to_go_on(rec)),
     ]
+
+
+def interrupted_table(folder: ResultsFolder, so_far: BisectSoFar) -> Table:
+    """The steps an interrupted bisect recorded (no builds table: only a ``bisect`` line lists the builds)."""
+    steps = list(so_far.steps)
+    return Table(
+        f"Bisect (interrupted): {so_far.good} → {so_far.bad}",
+        STEP_HEADER,
+        [_step_row(s) for s in steps],
+        _regressed(steps),
+        interrupted_note(folder, so_far),
+    )
+
+
+def unfinished_step(folder: ResultsFolder, so_far: BisectSoFar) -> str:
+    """The step whose session started and never answered (its folder is numbered past every step line):
+    "step 6 (bisect b11368 → b11378) started and has no outcome (steps/06-…)", or "" when there is none."""
+    root = folder.path / "steps"
+    started = [
+        (int(m["step"]), m)
+        for d in (root.iterdir() if root.is_dir() else ())
+        if d.is_dir() and (m := STEP_FOLDER.fullmatch(d.name)) and int(m["step"]) > so_far.last_step
+    ]
+    if not started:
+        return ""
+    number, m = max(started, key=lambda found: found[0])
+    more = f", more units ×{2 ** int(m['attempt'])}" if m["attempt"] else ""
+    return f"step {number} ({m['kind']} {m['ref']} → {m['cand']}{more}) started and has no outcome (steps/{m.string})"
+
+
+def interrupted_note(folder: ResultsFolder, so_far: BisectSoFar) -> str:
+    unfinished = unfinished_step(folder, so_far)
+    return (
+        f"Interrupted after step {so_far.last_step}, no finding recorded: {so_far.so_far}."
+        + (f" {unfinished[0].upper()}{unfinished[1:]}." if unfinished else "")
+        + f" To go on: python -m pytest_llmbench bisect … --resume {folder.path} (the same builds; the recorded"
+        " steps are replayed, not run again)."
+    )
 
 
 def to_go_on(rec: Mapping[str, Any]) -> str:
@@ -110,17 +158,40 @@ def terminal_lines(rec: Mapping[str, Any]) -> list[str]:
 
 def step_plot(folder: ResultsFolder) -> list[Any]:
     """Each step's ratio against the candidate's place in the build order, worse downwards (a latency's
-    ratio inverted), with its 95% interval, coloured by outcome; the culprit range shaded."""
+    ratio inverted), with its 95% interval, coloured by outcome; the culprit range shaded (an interrupted
+    bisect's: the range so far, over the builds its steps name)."""
     rec = latest(folder)
-    if rec is None:
+    if rec is not None:
+        builds = rec.get("builds") or []
+        index = {b.get("label"): b.get("index") for b in builds}
+        ticks = {i: str(b.get("label")) for i, b in enumerate(builds)}
+        shade = (index.get(rec.get("last_good")), index.get(rec.get("first_bad")))
+        return _step_plot(rec.get("steps") or [], ticks, shade, rec.get("metric"), len(builds), interrupted=False)
+    so_far = bisect_so_far(folder.records)
+    if so_far is None:
         return []
-    steps = [s for s in rec.get("steps") or [] if isinstance(s.get("candidate_index"), int)]
-    builds = rec.get("builds") or []
-    if not steps or not builds:
+    known = {s.get(f"{end}_index"): str(s.get(end)) for s in so_far.steps for end in ("reference", "candidate")}
+    ticks = dict(sorted((i, label) for i, label in known.items() if isinstance(i, int)))
+    shade = (so_far.last_good_index, so_far.first_bad_index) if so_far.has_range else (None, None)
+    size = max(ticks, default=-1) + 1  # the bad end is the last build
+    return _step_plot(list(so_far.steps), ticks, shade, so_far.steps[0].get("metric"), size, interrupted=True)
+
+
+def _step_plot(
+    all_steps: Sequence[Any],  # step lines (plain JSON)
+    ticks: Mapping[int, str],
+    shade: tuple[Any, Any],
+    metric: Any,
+    size: int,
+    *,
+    interrupted: bool,
+) -> list[Any]:
+    steps = [s for s in all_steps if isinstance(s.get("candidate_index"), int)]
+    if not steps or not ticks:
         return []
     from pytest_llmbench.report.plots import Plot, _figure, _svg
 
-    fig = _figure(max(6.0, 0.5 * len(builds) + 2), 3.6)
+    fig = _figure(max(6.0, 0.5 * size + 2), 3.6)
     ax = fig.subplots()
     points: dict[int, float] = {}
     for s in steps:
@@ -137,25 +208,25 @@ def step_plot(folder: ResultsFolder) -> list[Any]:
     if points:
         xs = sorted(points)
         ax.plot(xs, [points[x] for x in xs], color="#444", lw=0.8, drawstyle="steps-mid", zorder=0)
-    index = {b.get("label"): b.get("index") for b in builds}
-    lo_i, hi_i = index.get(rec.get("last_good")), index.get(rec.get("first_bad"))
+    lo_i, hi_i = shade
     if isinstance(lo_i, int) and isinstance(hi_i, int):
         ax.axvspan(lo_i + 0.5, hi_i + 0.5, color="#ffd8d8", zorder=-1)  # the first slower build is in (lo, hi]
     ax.axhline(1.0, color="#444", lw=0.6)
-    ax.set_xticks(range(len(builds)), [str(b.get("label")) for b in builds], rotation=30, ha="right", fontsize=7)
-    ax.set_xlim(-0.5, len(builds) - 0.5)
-    ax.set_ylabel(f"{rec.get('metric')}: candidate / reference\n(worse is down)", fontsize=8)
+    ax.set_xticks(list(ticks), list(ticks.values()), rotation=30, ha="right", fontsize=7)
+    ax.set_xlim(-0.5, size - 0.5)
+    ax.set_ylabel(f"{metric}: candidate / reference\n(worse is down)", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     return [
         Plot(
             "plot-bisect",
-            "Bisect steps against build order",
+            "Bisect steps against build order" + (" (interrupted: the range so far)" if interrupted else ""),
             "Each step's candidate against that step's reference (the nearest build known to be good): dot the "
             "ratio, bar its 95% interval, red different (regressed), blue same, grey unknown, orange × skipped; "
-            "shaded: where the first slower build lies (after the last good build, up to the first slower one found).",
+            "shaded: where the first slower build lies (after the last good build, up to the first slower one found)."
+            + (" Only the builds the recorded steps compared are named." if interrupted else ""),
             _svg(fig, "plot-bisect"),
         )
     ]
 
 
-__all__ = ["bisect_tables", "headline", "latest", "step_plot", "terminal_lines"]
+__all__ = ["bisect_tables", "headline", "interrupted_table", "latest", "step_plot", "terminal_lines", "unfinished_step"]

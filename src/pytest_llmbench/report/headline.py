@@ -267,11 +267,102 @@ BISECT_STATE = {
 BISECT_FOUND = ("culprit", "range")
 
 
+@dataclass(frozen=True)
+class BisectSoFar:
+    """What an interrupted bisect had learnt (``bisect_step`` lines, no ``bisect`` line: the machine went, a
+    Ctrl-C, the runner's timeout): its steps walked as bisect/search.py walks them, so the report shows the
+    range a ``--resume`` would go on from instead of "nothing judged"."""
+
+    steps: tuple[Record, ...]
+    good: str
+    bad: str
+    ends: str | None  # the ends' last outcome; a range exists only when it is "different"
+    last_good: str
+    first_bad: str
+    last_good_index: int | None
+    first_bad_index: int | None
+    confirm: str | None  # the confirmation's outcome, when it ran
+
+    @property
+    def last_step(self) -> int:
+        return max(int(s.get("step") or 0) for s in self.steps)
+
+    @property
+    def has_range(self) -> bool:
+        return self.ends == "different"
+
+    @property
+    def so_far(self) -> str:
+        """The range so far, or why there is none: "the first slower build is after X, up to Y"."""
+        if self.ends is None:
+            return "no range yet: the ends have no outcome"
+        if self.ends == "same":
+            return f"no range: the ends did not reproduce the slowdown ({self.good} → {self.bad}: same)"
+        if not self.has_range:
+            return f"no range yet: the ends ({self.good} → {self.bad}) came out {self.ends}"
+        lo, hi = self.last_good_index, self.first_bad_index
+        neighbours = isinstance(lo, int) and isinstance(hi, int) and hi - lo == 1
+        if neighbours:
+            found = f"so far the first slower build is {self.first_bad} (right after {self.last_good})"
+        else:
+            found = f"so far the first slower build is after {self.last_good}, up to {self.first_bad}"
+        if self.confirm:
+            return f"{found}, confirmation: {self.confirm}"
+        return f"{found}, not confirmed yet" if neighbours else found
+
+    @property
+    def message(self) -> str:
+        return (
+            f"interrupted after step {self.last_step} (no finding recorded): {self.so_far}; "
+            "go on with `bisect --resume` on this folder"
+        )
+
+
+def bisect_so_far(records: Sequence[Record]) -> BisectSoFar | None:
+    """The interrupted bisect of these records, or None (no steps, or a ``bisect`` line: the bisect ended).
+
+    A run resumed into the same folder numbers its steps from 1 again: its lines, from the last step 1, count.
+    """
+    if any(r.get("record") == "bisect" for r in records):
+        return None
+    steps = [r for r in records if r.get("record") == "bisect_step"]
+    if not steps:
+        return None
+    starts = [i for i, s in enumerate(steps) if s.get("step") == 1]
+    steps = steps[starts[-1] :] if starts else steps
+    ends = [s for s in steps if s.get("kind") == "ends"]
+    first = (ends or steps)[0]
+    good, bad = str(first.get("reference")), str(first.get("candidate"))
+    lo, hi = (good, first.get("reference_index")), (bad, first.get("candidate_index"))
+    confirm = None
+    for s in steps:
+        moved_to = (str(s.get("candidate")), s.get("candidate_index"))
+        if s.get("kind") == "bisect" and s.get("outcome") == "different":
+            hi = moved_to
+        elif s.get("kind") == "bisect" and s.get("outcome") == "same":
+            lo = moved_to
+        elif s.get("kind") == "confirm":
+            confirm = str(s.get("outcome"))
+    return BisectSoFar(
+        tuple(steps),
+        good,
+        bad,
+        str(ends[-1].get("outcome")) if ends else None,
+        lo[0],
+        hi[0],
+        lo[1] if isinstance(lo[1], int) else None,
+        hi[1] if isinstance(hi[1], int) else None,
+        confirm,
+    )
+
+
 def bisect_findings(records: Sequence[Record]) -> list[Finding]:
-    """The bisect's finding (its last ``bisect`` record): "bisect: first slower build is X" and the like."""
+    """The bisect's finding (its last ``bisect`` record): "bisect: first slower build is X" and the like; an
+    interrupted bisect's (step lines only) is inconclusive, with the range it had narrowed to."""
     found = [r for r in records if r.get("record") == "bisect"]
     if not found:
-        return []
+        so_far = bisect_so_far(records)
+        return [Finding(State.INCONCLUSIVE, f"bisect: {so_far.message}")] if so_far else []
     last = found[-1]
     state = BISECT_STATE.get(str(last.get("status")), State.INCONCLUSIVE)
     return [Finding(state, f"bisect: {last.get('message') or last.get('status')}", fails=state is State.FAILED)]
@@ -314,10 +405,13 @@ def _short(nodeids: Sequence[str], shown: int = 3) -> str:
 def _exit_status(state: State, findings: Sequence[Finding], records: Sequence[Record]) -> int:
     """1 when the run regressed or failed (or an inconclusive comparison under --llmbench-strict); an
     aborted run keeps pytest's own status; no tests at all keeps 5; else 0. A bisect's folder has the
-    bisect command's status (``git bisect run``'s sense): 0 when it named a culprit or range, else 1."""
+    bisect command's status (``git bisect run``'s sense): 0 when it named a culprit or range, else 1 (an
+    interrupted one, with step lines only, included)."""
     bisects = [r for r in records if r.get("record") == "bisect"]
     if bisects:
         return 0 if bisects[-1].get("status") in BISECT_FOUND else 1
+    if any(r.get("record") == "bisect_step" for r in records):
+        return 1  # an interrupted bisect: it found nothing (yet)
     sessions = [r for r in records if r.get("record") == "session"]
     aborted = _aborted(sessions)
     if aborted is not None:
