@@ -155,8 +155,7 @@ print(" ".join(line[k][1:] + ".0.0" for k in ("last_good", "first_bad")))' $W/bi
   cp experiments/bisect/build_loop.sh $W/rebuild/
   # a build the farm began as a spare (STEP=build REBUILD=1) is kept; nothing else measures now, so it gets
   # every core: its processes (their working folders are under $W/rebuild) are widened and reniced
-  for d in /proc/[0-9]*; do case "$(readlink "$d/cwd" 2>/dev/null)" in "$W/rebuild"*)
-    taskset -a -p -c "0-$(($(nproc) - 1))" "${d#/proc/}" > /dev/null 2>&1; renice -n 0 -p "${d#/proc/}" > /dev/null 2>&1;; esac; done
+  python3 experiments/bisect/device_builds.py widen $W/rebuild
   for v in "$@"; do [ -e $W/rebuild/$v ] && echo "$v: rebuilt by the farm already ($([ -f $W/rebuild/$v/build.done ] && echo done || echo 'under way'))"; done
   # the others: both at once, all cores (ONCE: each loop ends when its build is done; a spare's folder is skipped)
   (cd $W/rebuild && ORDER="$1" FREE=1 ONCE=1 sh build_loop.sh > loop1.out 2>&1) &
