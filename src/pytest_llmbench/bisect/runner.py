@@ -83,6 +83,11 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:40] or "build"
 
 
+#: a step's session folder as :meth:`StepRunner.folder` names it, ``NN-kind-ref-vs-cand`` (``-moreA`` on a
+#: retry): the report finds the step a lost machine left without an outcome by it
+STEP_FOLDER = re.compile(r"(?P<step>\d+)-(?P<kind>[a-z]+)-(?P<ref>.+)-vs-(?P<cand>.+?)(?:-more(?P<attempt>\d+))?")
+
+
 @dataclass(frozen=True)
 class SessionSettings:
     """How every step's session is run."""

@@ -9,7 +9,6 @@ with the range so far, the step that never finished and how to go on.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,8 +20,6 @@ from pytest_llmbench.report.table import render as aligned
 OUTCOME_COLOR = {"different": "#d62728", "same": "#1f77b4", "unknown": "#7f7f7f", "skip": "#ff7f0e"}
 STEP_HEADER = ["step", "kind", "reference → candidate", "metric", "ratio [95% CI]", "outcome", "GPU-s"]
 BUILD_HEADER = ["#", "build", "state", "identity"]
-#: a step's session folder, as bisect/runner.py names it: ``NN-kind-ref-vs-cand`` (``-moreA`` on a retry)
-STEP_FOLDER = re.compile(r"(?P<step>\d+)-(?P<kind>[a-z]+)-(?P<ref>.+)-vs-(?P<cand>.+?)(?:-more(?P<attempt>\d+))?")
 
 
 def latest(folder: ResultsFolder) -> Mapping[str, Any] | None:
@@ -121,6 +118,8 @@ def interrupted_table(folder: ResultsFolder, so_far: BisectSoFar) -> Table:
 def unfinished_step(folder: ResultsFolder, so_far: BisectSoFar) -> str:
     """The step whose session started and never answered (its folder is numbered past every step line):
     "step 6 (bisect b11368 → b11378) started and has no outcome (steps/06-…)", or "" when there is none."""
+    from pytest_llmbench.bisect.runner import STEP_FOLDER  # where the folders are named
+
     root = folder.path / "steps"
     started = [
         (int(m["step"]), m)
