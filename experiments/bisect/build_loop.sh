@@ -13,6 +13,8 @@
 # versions once more from source into that folder, one at a time, niced below any wanted build: the builds the
 # current step compares come first in `wanted`, so by the time the bisect names its culprit pair the check
 # "build the neighbours once more" has mostly been compiled on cores that would have idled.
+# JOBS (default 16) and CMAKE_EXTRA (more cmake options) let another machine run the same recipe: gpu_versions.sh
+# STEP=hostbuild builds here, on 2 cores without a GPU, with the device's nvcc (13.0.88) and a portable CPU backend.
 n=0
 next_version() {
   if [ -f wanted ]; then candidates=$(cat wanted); else candidates=$ORDER; fi
@@ -44,8 +46,9 @@ while :; do
   mkdir -p "$v" && echo "$(date +%s) $v on $cores cores (wanted: $(cat wanted 2>/dev/null | tr '\n' ' '))" >> loop.log \
     && tar xzf "src-$v.tgz" -C "$v" \
     && cmake -S "$v/llama.cpp" -B "$v/build" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
-       -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_NUMBER="${v%%.*}" > "$v/cmake.log" 2>&1 \
-    && if [ $cores = all ]; then cmake --build "$v/build" --target $t -j 16; \
+       -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_NUMBER="${v%%.*}" ${CMAKE_EXTRA:-} \
+       > "$v/cmake.log" 2>&1 \
+    && if [ $cores = all ]; then cmake --build "$v/build" --target $t -j "${JOBS:-16}"; \
        else taskset -c 4-15 nice -n "${NICE:-10}" cmake --build "$v/build" --target $t -j 12; fi > "$v/build.log" 2>&1
   echo $? > "$v/build.done"; date +%s > "$v/build.time"; n=$((n + 1))
 done

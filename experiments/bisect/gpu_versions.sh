@@ -24,6 +24,12 @@
 # Builds made once are brought back (44 MiB each, $OUT) and kept here outside the repository; a later lease
 # carries them instead of compiling: `STEP=prebuilt FROM=/work/prebuilt-versions bash …` lays each into
 # .device/p<version>; there, one call per folder: `STEP=unpack bash …` (carry .device/p<version>).
+# Builds made here (STEP=hostbuild: this machine has the device's nvcc 13.0.88 and no GPU; 2 cores, ~40 min a
+# build) come the same way (`AS=h` on STEP=prebuilt: .device/h<version>, unpacked into $W/host), so a lease starts
+# measuring at once: `HOST=1` on STEP=bisect takes its builds from $W/host, and on STEP=rebuild compares the
+# device's own builds of the pair ($W/versions, carried or compiled there) as the second build. A step's two
+# builds come from one machine; "build the neighbours once more" is then also "on another machine, by another host
+# compiler". (A device build stays where it was compiled: its RUNPATH names that folder. Host builds use $ORIGIN.)
 # Each version: cmake -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_NUMBER=<n> (its server reports
 # b<n>), one after the other (two builds at once would finish no sooner), into
 # /tmp/w/versions/<version>/build/bin; 11434 is the prebuilt build in /tmp/w/build/bin.
@@ -57,22 +63,54 @@ prepare)
   done
   ls -la "$dir"
   ;;
-prebuilt)  # here: builds brought back (bin-<version>.txz.a? + .sha256, 44 MiB each) into .device/p<version>, one a call
+prebuilt)  # here: builds brought back (bin-<version>.txz.a? + .sha256, 44 MiB each) into .device/<AS><version>, one
+  # a call; AS=p (default): the device's own builds, AS=h: builds made here (STEP=hostbuild); VERSIONS: only those
+  as=${AS:-p}
   for sha in "${FROM:?a folder of bin-<version>.txz.* parts}"/bin-*.txz.sha256; do
-    v=$(basename "$sha" .txz.sha256); v=${v#bin-}; mkdir -p ".device/p$v" && cp "$FROM/bin-$v.txz".* ".device/p$v/"
+    v=$(basename "$sha" .txz.sha256); v=${v#bin-}
+    [ -z "${VERSIONS:-}" ] || case " $VERSIONS " in *" $v "*) ;; *) continue ;; esac
+    mkdir -p ".device/$as$v" && cp "$FROM/bin-$v.txz".* ".device/$as$v/"
   done
-  du -sh .device/p*
+  du -sh .device/[ph][0-9]*
   ;;
-unpack)  # there: every carried build laid out as versions/<version>/build/bin with build.done 0 (no compile)
-  mkdir -p $W/versions
-  for sha in .device/p*/bin-*.txz.sha256; do
-    v=$(basename "$sha" .txz.sha256); v=${v#bin-}; d=$W/versions/$v
+hostbuild)  # here: VERSIONS compiled with CUDA for the H200 on this machine (its nvcc is the device's 13.0.88; no GPU
+  # needed to build), the CPU backend portable (GGML_NATIVE=OFF, AVX2: the device's CPU is not this one), its
+  # libraries found beside the program wherever it is unpacked (RUNPATH $ORIGIN), into
+  # $HOSTBUILDS/<version>, then packed as the device's own builds come back: $HOSTBUILDS/packed/bin-<version>.txz.a?
+  # and .sha256, for STEP=prebuilt FROM=$HOSTBUILDS/packed. ~30 min a build on 2 cores: run it in the background.
+  dir=${HOSTBUILDS:-/work/hostbuild}; mkdir -p "$dir/packed"
+  nvcc --version | grep -q "V13.0.88" || echo "warning: nvcc is not 13.0.88, the device's: $(nvcc --version | tail -2 | head -1)"
+  for v in ${VERSIONS:?}; do cp "$(ls .device/*/src-$v.tgz | head -1)" "$dir/" || { echo "no .device/*/src-$v.tgz (STEP=prepare)"; exit 3; }; done
+  cp experiments/bisect/build_loop.sh "$dir/" || exit 1
+  # no driver here: the programs link against the toolkit's stub libcuda (the device's own is found at run time)
+  mkdir -p "$dir/stubs" && ln -sfn /usr/local/cuda/lib64/stubs/libcuda.so "$dir/stubs/libcuda.so.1"
+  (cd "$dir" && ORDER="$VERSIONS" FREE=99 ONCE=1 JOBS="$(nproc)" \
+    CMAKE_EXTRA="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON \
+      -DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$dir/stubs" sh build_loop.sh > loop.out 2>&1)
+  for v in $VERSIONS; do
+    [ "$(cat "$dir/$v/build.done" 2>/dev/null)" = 0 ] || { echo "$v: build failed or missing ($dir/$v/build.log)"; exit 4; }
+    # every library it needs is here except the driver's (libcuda.so.1: the device has it)
+    missing=$(ldd "$dir/$v/build/bin/llama-server" | grep "not found" | grep -v "libcuda.so.1")
+    [ -z "$missing" ] || { echo "$v: llama-server needs $missing"; exit 4; }
+    [ -f "$dir/packed/bin-$v.txz.sha256" ] && continue
+    (cd "$dir/$v/build" && tar -c bin | xz -T0 -6 > "$dir/bin-$v.txz") && (cd "$dir" && sha256sum "bin-$v.txz" > "packed/bin-$v.txz.sha256" \
+      && split -b 15M "bin-$v.txz" "packed/bin-$v.txz." && rm "bin-$v.txz") && echo "packed $v: $(ls "$dir/packed/bin-$v.txz".a? | wc -l) parts"
+  done
+  ;;
+unpack)  # there: every carried build laid out as <version>/build/bin with build.done 0 (no compile): .device/p… (the
+  # device's own builds) in $W/versions, where they were compiled; .device/h… (made here) in $W/host
+  for sha in .device/[ph][0-9]*/bin-*.txz.sha256; do
+    v=$(basename "$sha" .txz.sha256); v=${v#bin-}
+    case "$(basename "$(dirname "$sha")")" in h*) d=$W/host/$v ;; *) d=$W/versions/$v ;; esac
     [ -f $d/build.done ] && continue
     parts=("${sha%.sha256}".a?)
     [ "$(cat "${parts[@]}" | sha256sum | cut -c1-64)" = "$(cut -c1-64 "$sha")" ] \
       || { echo "$sha: the parts do not match (carry the whole folder)"; exit 3; }
-    mkdir -p $d/build && cat "${parts[@]}" | xz -dc | tar x -C $d/build && echo 0 > $d/build.done && touch $d/packed \
-      && echo "unpacked $v"
+    mkdir -p $d/build && cat "${parts[@]}" | xz -dc | tar x -C $d/build || exit 3
+    # a build made on another machine must load here before a step counts on it (else it would be a "skip")
+    missing=$(ldd $d/build/bin/llama-server | grep "not found")
+    [ -z "$missing" ] || { echo "$v ($d): llama-server needs $missing; not laid out"; rm -rf "$d"; exit 3; }
+    echo 0 > $d/build.done && touch $d/packed && echo "unpacked $v into $d: $($d/build/bin/llama-server --version 2>&1 | grep -m1 version)"
   done
   ;;
 build)
@@ -111,7 +149,8 @@ bisect)
   if [ -n "${HOOK_VERSIONS:-}" ]; then  # the builds come from device_builds.py: each step waits only for its own
     # 11434 is gpu_compare.sh's build in $W/build/bin unless it came as a version of its own (STEP=unpack)
     prebuilt=""; [ -x $W/build/bin/llama-server ] && prebuilt="11434=$W/build/bin"
-    export LLMBENCH_DEVICE_VERSIONS="$HOOK_VERSIONS" LLMBENCH_DEVICE_BUILDS=$W/versions LLMBENCH_DEVICE_PREBUILT="$prebuilt"
+    builds=$W/versions; [ "${HOST:-0}" = 1 ] && builds=$W/host  # HOST=1: the builds made here (STEP=hostbuild)
+    export LLMBENCH_DEVICE_VERSIONS="$HOOK_VERSIONS" LLMBENCH_DEVICE_BUILDS=$builds LLMBENCH_DEVICE_PREBUILT="$prebuilt"
     export PYTHONPATH="$PYTHONPATH:$PWD/experiments/bisect"
     set -- $HOOK_VERSIONS; good=$1; shift $(($# - 1))
     # RESUME=<an earlier lease's out folder, carried>: its steps answer from its record (bisect --resume)
@@ -138,7 +177,10 @@ bisect)
   echo $? > $W/bis/done
   ;;
 rebuild)
-  mkdir -p $W/bis $W/rebuild
+  # the second builds: compiled again from source into $W/rebuild, or (HOST=1: the bisect ran on builds made here)
+  # the device's own builds in $W/versions, carried or compiled there by STEP=build
+  reb=$W/rebuild; [ "${HOST:-0}" = 1 ] && reb=$W/versions
+  mkdir -p $W/bis $reb
   if [ "${BG:-0}" = 1 ]; then  # on its own in a later lease: in the background, STEP=collect follows it
     in_background rebuild $W/bis/rebuild.out
     echo "rebuild started in the background"; exit 0
@@ -149,29 +191,30 @@ rebuild)
 line = [json.loads(x) for x in open(sys.argv[1]) if "\"record\": \"bisect\"" in x][-1]
 print(" ".join(line[k][1:] + ".0.0" for k in ("last_good", "first_bad")))' $W/bis/out/results.jsonl)}
   set -- $pair; [ $# = 2 ] || { echo "rebuild: no pair (PAIR=\"<good> <bad>\" or a bisect's culprit)"; echo 3 > $W/bis/rebuild.done; exit 3; }
-  echo "rebuilding $1 and $2 from source, in fresh folders"
-  for v in "$@"; do cp "$(ls $W/versions/src-$v.tgz .device/*/src-$v.tgz 2>/dev/null | head -1)" $W/rebuild/ \
+  echo "the pair built once more: $1 and $2, in $reb"
+  for v in "$@"; do [ -f $reb/src-$v.tgz ] || cp "$(ls $W/versions/src-$v.tgz .device/*/src-$v.tgz 2>/dev/null | head -1)" $reb/ \
     || { echo "rebuild: no source for $v (carry src-$v.tgz)"; echo 3 > $W/bis/rebuild.done; exit 3; }; done
-  cp experiments/bisect/build_loop.sh $W/rebuild/
-  # a build the farm began as a spare (STEP=build REBUILD=1) is kept; nothing else measures now, so it gets
-  # every core: its processes (their working folders are under $W/rebuild) are widened and reniced
-  python3 experiments/bisect/device_builds.py widen $W/rebuild
-  for v in "$@"; do [ -e $W/rebuild/$v ] && echo "$v: rebuilt by the farm already ($([ -f $W/rebuild/$v/build.done ] && echo done || echo 'under way'))"; done
-  # the others: both at once, all cores (ONCE: each loop ends when its build is done; a spare's folder is skipped)
-  (cd $W/rebuild && ORDER="$1" FREE=1 ONCE=1 sh build_loop.sh > loop1.out 2>&1) &
-  (cd $W/rebuild && sleep 2 && ORDER="$2" FREE=1 ONCE=1 sh build_loop.sh > loop2.out 2>&1) &
+  cp experiments/bisect/build_loop.sh $reb/
+  # a build begun beside the measurements (a spare of STEP=build REBUILD=1, or the farm's) is kept; nothing else
+  # measures now, so it gets every core: its processes (their working folders are under $reb) are widened, reniced
+  python3 experiments/bisect/device_builds.py widen $reb
+  for v in "$@"; do [ -e $reb/$v ] && echo "$v: built already ($([ -f $reb/$v/build.done ] && echo done || echo 'under way'))"; done
+  # the others: both at once, all cores (ONCE: each loop ends when its build is done; a folder that exists is skipped)
+  (cd $reb && ORDER="$1" FREE=1 ONCE=1 sh build_loop.sh > loop1.out 2>&1) &
+  (cd $reb && sleep 2 && ORDER="$2" FREE=1 ONCE=1 sh build_loop.sh > loop2.out 2>&1) &
   wait
   t0=$SECONDS
-  until [ -f $W/rebuild/$1/build.done ] && [ -f $W/rebuild/$2/build.done ]; do
+  until [ -f $reb/$1/build.done ] && [ -f $reb/$2/build.done ]; do
     [ $((SECONDS - t0)) -lt 1500 ] || { echo "rebuild: no build.done for $1 or $2 after 1500 s"; echo 4 > $W/bis/rebuild.done; exit 4; }
     sleep 5
   done
-  for v in "$@"; do echo "$v: build exit $(cat $W/rebuild/$v/build.done)"; done
-  [ "$(cat $W/rebuild/$1/build.done)$(cat $W/rebuild/$2/build.done)" = 00 ] || { echo 4 > $W/bis/rebuild.done; exit 4; }
-  LLAMA_CPP_BIN_DIR=$(dirname "$(ls $W/rebuild/*/build/bin/llama-quantize | head -1)") \
+  for v in "$@"; do echo "$v: build exit $(cat $reb/$v/build.done)"; done
+  [ "$(cat $reb/$1/build.done)$(cat $reb/$2/build.done)" = 00 ] || { echo 4 > $W/bis/rebuild.done; exit 4; }
+  q=$(ls $reb/*/build/bin/llama-quantize $LLAMA_CPP_BIN_DIR/llama-quantize 2>/dev/null | head -1)
+  LLAMA_CPP_BIN_DIR=$(dirname "$q") \
     taskset -c 0-3 python3 -m pytest -p no:cacheprovider -rfE -p pytest_llmbench.plugin benches/gpu/test_llamacpp_gpu.py \
     -m gpu_smoke -k "${K:-test_serving and nospec and chat-1u}" --baselines-dir /tmp/baselines \
-    --llmbench-reference-bin $W/rebuild/$1/build/bin --llmbench-candidate-bin $W/rebuild/$2/build/bin \
+    --llmbench-reference-bin $reb/$1/build/bin --llmbench-candidate-bin $reb/$2/build/bin \
     --llmbench-compare-budget "${COMPARE_S:-180}" --results-dir $W/bis/rebuild 2>&1 | tee $W/bis/rebuild-session.log
   echo "${PIPESTATUS[0]}" > $W/bis/rebuild.done
   ;;
@@ -195,7 +238,7 @@ collect)  # follow the background bisect (and rebuild) for WAIT s or until they 
   until finished || [ $((SECONDS - t0)) -ge "${WAIT:-580}" ]; do sleep 10; done
   tail -40 $W/bis/bisect.out 2>/dev/null; tail -25 $W/bis/rebuild.out 2>/dev/null
   for d in $W/versions/*/build.done $W/rebuild/*/build.done; do [ -f "$d" ] || continue
-    if [ -f "${d%.done}.time" ]; then echo "$d: exit $(cat "$d"), $(( $(cat "${d%.done}.time") - $(cat $W/versions/started 2>/dev/null || echo 0) )) s after the first"
+    if [ -f "${d%.done}.time" ]; then echo "$d: exit $(cat "$d"), $(( $(cat "${d%.done}.time") - $(cat "$(dirname "$(dirname "$d")")/started" 2>/dev/null || echo 0) )) s after the loop began"
     else echo "$d: exit $(cat "$d") (carried, not built here)"; fi; done
   (cd $W && tar czf "$OUT/bisect.tgz" bis versions/*/build.log versions/*/cmake.log versions/*/build.time \
     versions/loop.log versions/wanted rebuild/*/build.log rebuild/*/cmake.log rebuild/*/build.time rebuild/loop*.out \
