@@ -67,8 +67,10 @@ def main() -> None:
         )
     print(f"  geometric means: reference {stats.gmean(ref):.1f}, candidate {stats.gmean(cand):.1f} {args.metric}")
     if spread is not None:
-        print(f"  pilot: SD {100 * spread.sd:.2g}% per unit, df {spread.df}; recorded units' SD "
-              f"{100 * float(stats.tstd([math.log(b / a) for a, b in zip(ref, cand)])):.2g}%")
+        print(
+            f"  pilot: SD {100 * spread.sd:.2g}% per unit, df {spread.df}; recorded units' SD "
+            f"{100 * float(stats.tstd([math.log(b / a) for a, b in zip(ref, cand, strict=True)])):.2g}%"
+        )
 
 
 if __name__ == "__main__":
