@@ -49,3 +49,58 @@ def test_a_hub_revision_is_refused_with_how_to_pin_a_gguf():
     assert key == "model" and "@766911a6" in message and "local path" in message
     unpinned = dataclasses.replace(cfg, model=ModelRef("hub", "unsloth/Qwen3.8-Flash-Next-GGUF"))
     assert LlamaCppEngine.validate(unpinned) is None
+
+
+def _moved_build(tmp_path):
+    """A llama.cpp-like build compiled in ``built/`` (RUNPATH: that absolute folder, as cmake links it) and
+    copied to ``moved/`` with a library of its own; ``built/`` still holds the other build's library."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build a program with an absolute RUNPATH")
+    built, moved = tmp_path / "built", tmp_path / "moved"
+    for folder, name in ((built, "the build at the old path"), (moved, "the moved build")):
+        folder.mkdir()
+        (folder / "lib.c").write_text(f'const char *which(void) {{ return "{name}"; }}\n')
+        subprocess.run([cc, "-shared", "-fPIC", "-o", folder / "libggml.so", folder / "lib.c"], check=True)
+    (built / "main.c").write_text("#include <stdio.h>\nconst char *which(void);\nint main(void) { puts(which()); }\n")
+    program = built / "llama-server"
+    subprocess.run(
+        [cc, "-o", program, built / "main.c", f"-L{built}", "-lggml", f"-Wl,-rpath,{built}", "-Wl,--enable-new-dtags"],
+        check=True,
+    )
+    shutil.copy2(program, moved / "llama-server")
+    return moved / "llama-server"
+
+
+def test_a_moved_build_runs_the_libraries_beside_it_not_those_its_runpath_names(tmp_path):
+    """The records name a build by the program and the libraries beside it (launchers/identity.py); a build
+    folder moved from where cmake linked it (a CI artifact, a build carried to a GPU host) must run those."""
+    import os
+    import subprocess
+
+    program = _moved_build(tmp_path)
+    cfg = SimpleNamespace(launcher="subprocess", engine_options={"binary": str(program)})
+    env = {**os.environ, **LlamaCppEngine().child_env(cfg)}
+    ran = subprocess.run([program], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert ran == "the moved build"
+    unaided = subprocess.run([program], capture_output=True, text=True, check=True).stdout.strip()
+    assert unaided == "the build at the old path"  # what it ran before: the loader follows RUNPATH
+
+
+def test_the_own_folder_goes_first_and_only_where_it_holds_libraries(tmp_path, monkeypatch):
+    from pytest_llmbench.engines.llamacpp import own_libraries_first
+
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/cuda/lib64")
+    (tmp_path / "libllama.so.0").write_bytes(b"")
+    assert own_libraries_first(tmp_path) == {"LD_LIBRARY_PATH": f"{tmp_path}:/opt/cuda/lib64"}
+    monkeypatch.delenv("LD_LIBRARY_PATH")
+    assert own_libraries_first(tmp_path) == {"LD_LIBRARY_PATH": str(tmp_path)}
+    static = tmp_path / "static"
+    static.mkdir()
+    (static / "llama-server").write_bytes(b"")
+    assert own_libraries_first(static) == {}
+    docker = SimpleNamespace(launcher="docker", engine_options={"binary": str(tmp_path / "llama-server")})
+    assert LlamaCppEngine().child_env(docker) == {}

@@ -50,6 +50,20 @@ def llamacpp_binary(name: str = "llama-server") -> Path:
     )
 
 
+def own_libraries_first(folder: Path) -> dict[str, str]:
+    """``LD_LIBRARY_PATH`` with ``folder`` first, when it holds shared libraries (else nothing).
+
+    A llama.cpp build is a thin ``llama-server`` over ``libllama``/``libggml*`` beside it, and cmake links it
+    with ``RUNPATH`` set to the absolute folder it was built in. Moved elsewhere (a CI artifact, a build carried
+    to a GPU host, ``bin:`` folders of a bisect), it loads the libraries at that old path — another build's, if
+    one sits there now — while its records name the libraries beside it (launchers/identity.py). The loader
+    searches ``LD_LIBRARY_PATH`` before ``RUNPATH``, so the folder's own libraries are the ones that run."""
+    if not any(p.is_file() and ".so" in p.name for p in folder.glob("lib*.so*")):
+        return {}
+    inherited = os.environ.get("LD_LIBRARY_PATH")
+    return {"LD_LIBRARY_PATH": os.pathsep.join([str(folder), *([inherited] if inherited else [])])}
+
+
 class LlamaCppEngine(Engine):
     name = "llamacpp"
     binary_name = "llama-server"  # what a --llmbench-*-bin folder must hold (compare/arms.py)
@@ -70,6 +84,15 @@ class LlamaCppEngine(Engine):
             return "model", "llama.cpp needs a local .gguf file (a path or dist:// reference), not a hub id"
         # A docker-launched config may name a hub repo: llama-server downloads it (-hf) into the mounted cache.
         return super().validate(cfg)
+
+    def child_env(self, cfg: ServerConfig) -> dict[str, str]:
+        if cfg.launcher == "docker":  # the image's own program and libraries
+            return {}
+        try:
+            program = Path(cfg.engine_options.get("binary") or llamacpp_binary())
+        except FileNotFoundError:
+            return {}  # command() says so, with how to install one
+        return own_libraries_first(program.parent)
 
     def command(self, cfg: ServerConfig, host: str, port: int) -> list[str]:
         binary = cfg.engine_options.get("binary") or str(llamacpp_binary())
