@@ -104,3 +104,35 @@ def test_the_own_folder_goes_first_and_only_where_it_holds_libraries(tmp_path, m
     assert own_libraries_first(static) == {}
     docker = SimpleNamespace(launcher="docker", engine_options={"binary": str(tmp_path / "llama-server")})
     assert LlamaCppEngine().child_env(docker) == {}
+
+
+def test_a_program_named_on_path_brings_its_own_folder(tmp_path, monkeypatch):
+    (tmp_path / "llama-server").write_bytes(b"")
+    (tmp_path / "llama-server").chmod(0o755)
+    (tmp_path / "libggml.so").write_bytes(b"")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    cfg = SimpleNamespace(launcher="subprocess", engine_options={"binary": "llama-server"})
+    assert LlamaCppEngine().child_env(cfg) == {"LD_LIBRARY_PATH": str(tmp_path)}
+
+
+def test_llama_quantize_runs_the_libraries_beside_it_too(tmp_path, monkeypatch):
+    """Preparing a requantized draft runs llama-quantize of the same build folder: the same rule."""
+    from pytest_llmbench.models import ModelRef
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "libllama.so").write_bytes(b"")
+    quantize = folder / "llama-quantize"
+    quantize.write_text('#!/bin/sh\nprintf "%s" "$LD_LIBRARY_PATH" > "$3"\n')  # args: --allow-requantize in out type
+    quantize.chmod(0o755)
+    monkeypatch.setenv("LLAMA_CPP_BIN_DIR", str(folder))
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    base = ModelRef("path", "base.gguf", path=tmp_path / "base.gguf")
+    out = tmp_path / "derived" / "draft.Q2_K.gguf"
+    cfg = SimpleNamespace(
+        model=ModelRef("quantized", "base.gguf@Q2_K", path=out, base=base, quant_type="Q2_K"), models={}
+    )
+    with open(tmp_path / "server.log", "w") as log:
+        LlamaCppEngine().prepare(cfg, log)
+    assert out.read_text() == str(folder)

@@ -88,10 +88,14 @@ class LlamaCppEngine(Engine):
     def child_env(self, cfg: ServerConfig) -> dict[str, str]:
         if cfg.launcher == "docker":  # the image's own program and libraries
             return {}
-        try:
-            program = Path(cfg.engine_options.get("binary") or llamacpp_binary())
-        except FileNotFoundError:
-            return {}  # command() says so, with how to install one
+        named = cfg.engine_options.get("binary")
+        if named:  # a path, or a name looked up on PATH as the launcher will
+            program = Path(named) if "/" in str(named) else Path(shutil.which(str(named)) or named)
+        else:
+            try:
+                program = llamacpp_binary()
+            except FileNotFoundError:
+                return {}  # command() says so, with how to install one
         return own_libraries_first(program.parent)
 
     def command(self, cfg: ServerConfig, host: str, port: int) -> list[str]:
@@ -139,7 +143,8 @@ class LlamaCppEngine(Engine):
             ]
             log.write(f"[llmbench] preparing {ref.describe()}: {' '.join(cmd)}\n")
             log.flush()
-            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
+            env = {**os.environ, **own_libraries_first(Path(cmd[0]).parent)}
+            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
             if proc.returncode != 0 or not tmp.exists():
                 tmp.unlink(missing_ok=True)
                 raise RuntimeError(
