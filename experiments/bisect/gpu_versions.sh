@@ -47,6 +47,13 @@ bin_of() {  # bin:/tmp/w/b/<version>, a link named for the build (the bisect lab
   if [ "$1" = 11434 ]; then ln -sfn $W/build/bin $W/b/$1; else ln -sfn $W/versions/$1/build/bin $W/b/$1; fi
   echo "bin:$W/b/$1"
 }
+pack() {  # pack <version> <build folder> <out folder> [xz command]: its bin/ as bin-<version>.txz in 15-MiB parts
+  # and a sha256, the form STEP=prebuilt and STEP=unpack take (a call carries 64 MiB)
+  local v=$1 build=$2 out=$3 tmp; tmp=$(mktemp -d)
+  (cd "$build" && tar -c bin | ${4:-xz -T0 -6} > "$tmp/bin-$v.txz") && (cd "$tmp" && sha256sum "bin-$v.txz" > "$out/bin-$v.txz.sha256" \
+    && split -b 15M "bin-$v.txz" "$out/bin-$v.txz.") && echo "packed $v: $(ls "$out/bin-$v.txz".a? | wc -l) parts"
+  local status=$?; rm -rf "$tmp"; return $status
+}
 
 case "${STEP:-prepare}" in
 prepare)
@@ -93,8 +100,7 @@ hostbuild)  # here: VERSIONS compiled with CUDA for the H200 on this machine (it
     missing=$(ldd "$dir/$v/build/bin/llama-server" | grep "not found" | grep -v "libcuda.so.1")
     [ -z "$missing" ] || { echo "$v: llama-server needs $missing"; exit 4; }
     [ -f "$dir/packed/bin-$v.txz.sha256" ] && continue
-    (cd "$dir/$v/build" && tar -c bin | xz -T0 -6 > "$dir/bin-$v.txz") && (cd "$dir" && sha256sum "bin-$v.txz" > "packed/bin-$v.txz.sha256" \
-      && split -b 15M "bin-$v.txz" "packed/bin-$v.txz." && rm "bin-$v.txz") && echo "packed $v: $(ls "$dir/packed/bin-$v.txz".a? | wc -l) parts"
+    pack "$v" "$dir/$v/build" "$dir/packed" || exit 4
   done
   ;;
 unpack)  # there: every carried build laid out as <version>/build/bin with build.done 0 (no compile): .device/p… (the
@@ -225,9 +231,7 @@ collect)  # follow the background bisect (and rebuild) for WAIT s or until they 
     # here, a later lease carries it (STEP=prebuilt, STEP=unpack) instead of compiling it again
     for d in $W/versions/*/build.done; do
       v=$(basename "$(dirname "$d")"); [ "$(cat "$d")" = 0 ] && [ ! -f "$W/versions/$v/packed" ] || continue
-      (cd "$W/versions/$v/build" && tar -c bin | taskset -c 4-15 xz -T8 -6 > "$W/bin-$v.txz") \
-        && (cd $W && sha256sum "bin-$v.txz" > "$OUT/bin-$v.txz.sha256" && split -b 15M "bin-$v.txz" "$OUT/bin-$v.txz.") \
-        && touch "$W/versions/$v/packed" && rm -f "$W/bin-$v.txz" && echo "packed $v: $(ls "$OUT"/bin-$v.txz.a? | wc -l) parts"
+      pack "$v" "$W/versions/$v/build" "$OUT" "taskset -c 4-15 xz -T8 -6" && touch "$W/versions/$v/packed"
       break
     done
   fi
