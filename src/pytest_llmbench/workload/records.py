@@ -4,6 +4,7 @@ timestamped events."""
 from __future__ import annotations
 
 import gc
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,10 +58,15 @@ class RequestRecord:
         return out
 
 
+MAX_TOOL_CALL_GAP = 64
+
+
 def _tool_call_merge(acc: list[dict[str, Any]], deltas: list[dict[str, Any]]) -> None:
     """Accumulate OpenAI streamed tool-call deltas (name once, arguments in pieces) by index."""
     for d in deltas:
         idx = d.get("index", len(acc))
+        if not 0 <= idx <= len(acc) + MAX_TOOL_CALL_GAP:  # a wild index must not allocate millions of slots
+            raise ValueError(f"tool-call index {idx} out of range")
         while len(acc) <= idx:
             acc.append({"name": "", "arguments": ""})
         fn = d.get("function") or {}
@@ -90,13 +96,88 @@ def record_from_response(index: int, raw: RawResponse, engine: Engine) -> Reques
         except StreamError as e:
             rec.error = str(e)
             return rec
-        return fill_from_columns(rec, times, datas, raw.t_start, engine)
+        try:
+            return fill_from_columns(rec, times, datas, raw.t_start, engine)
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
+            # Valid JSON of the wrong shape fails this request, as a non-JSON chunk does, never the run.
+            return _malformed(index, raw, datas, e)
     finally:
         if gc_was_on:
             gc.enable()
 
 
 _NO: dict[str, Any] = {}
+
+
+def _malformed(index: int, raw: RawResponse, datas: list[dict[str, Any]], exc: Exception) -> RequestRecord:
+    """The record of a request whose stream had a chunk of the wrong shape: failed, naming the chunk."""
+    rec = RequestRecord(index=index, started_at=raw.t_start, e2e_s=raw.t_end - raw.t_start)
+    for i, d in enumerate(datas):
+        why = chunk_problem(d)
+        if why:
+            text = json.dumps(d, default=str)
+            rec.error = f"malformed chunk {i + 1} of {len(datas)}: {why}: {text[:120]}"
+            return rec
+    rec.error = f"malformed stream: {type(exc).__name__}: {exc}"[:300]
+    return rec
+
+
+def _count(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int | float):
+        return True
+    return isinstance(v, str) and v.strip().lstrip("-").isdigit()
+
+
+def chunk_problem(d: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of one stream event, as :func:`fill_from_columns` reads it; None: fine.
+    Run only once a stream failed to parse (the fast path does not check)."""
+    for name in ("usage", "timings", "meta_info"):
+        v = d.get(name)
+        if v and not isinstance(v, dict):
+            return f"{name} is {type(v).__name__}, not an object"
+        for k in ("completion_tokens", "prompt_tokens", "predicted_n", "prompt_n"):
+            if v and v.get(k) is not None and not _count(v[k]):
+                return f"{name}.{k} is {v[k]!r}, not a count"
+    choices = d.get("choices")
+    if not choices:
+        return None
+    if not isinstance(choices, list):
+        return f"choices is {type(choices).__name__}, not a list"
+    ch = choices[0]
+    if not isinstance(ch, dict):
+        return f"choices[0] is {type(ch).__name__}, not an object"
+    for k in ("finish_reason", "text"):
+        if ch.get(k) is not None and not isinstance(ch[k], str):
+            return f"choices[0].{k} is {type(ch[k]).__name__}, not a string"
+    if ch.get("meta_info") and not isinstance(ch["meta_info"], dict):
+        return "choices[0].meta_info is not an object"
+    for key in ("delta", "message"):
+        delta = ch.get(key)
+        if not delta:
+            continue
+        if not isinstance(delta, dict):
+            return f"choices[0].{key} is {type(delta).__name__}, not an object"
+        for k in ("content", "reasoning_content", "reasoning"):
+            if delta.get(k) is not None and not isinstance(delta[k], str):
+                return f"choices[0].{key}.{k} is {type(delta[k]).__name__}, not a string"
+        calls = delta.get("tool_calls")
+        if calls and not (isinstance(calls, list) and all(_tool_call_ok(c) for c in calls)):
+            return f"choices[0].{key}.tool_calls is not a list of tool-call objects"
+        break  # fill_from_columns reads delta, else message
+    return None
+
+
+def _tool_call_ok(c: Any) -> bool:
+    if not isinstance(c, dict):
+        return False
+    fn = c.get("function") or {}
+    return (
+        (c.get("index") is None or (type(c["index"]) is int and 0 <= c["index"] <= MAX_TOOL_CALL_GAP))
+        and isinstance(fn, dict)
+        and all(fn.get(k) is None or isinstance(fn[k], str) for k in ("name", "arguments"))
+    )
 
 
 def fill_from_columns(
