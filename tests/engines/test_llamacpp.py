@@ -136,3 +136,13 @@ def test_llama_quantize_runs_the_libraries_beside_it_too(tmp_path, monkeypatch):
     with open(tmp_path / "server.log", "w") as log:
         LlamaCppEngine().prepare(cfg, log)
     assert out.read_text() == str(folder)
+
+
+def test_the_options_come_from_the_servers_own_help_with_their_short_forms_and_whether_they_take_a_value():
+    cfg = SimpleNamespace(launcher="subprocess", engine_options={})
+    options = {o.spellings: o.takes_value for o in LlamaCppEngine().cli_options(cfg)}  # the real llama-server
+    assert options[("-hft", "--hf-token")] is True
+    assert options[("--api-key",)] is True
+    assert options[("-c", "--ctx-size")] is True
+    assert options[("--cors-credentials", "--no-cors-credentials")] is False
+    assert options[("--metrics",)] is False

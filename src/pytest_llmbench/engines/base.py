@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
+from pytest_llmbench.redact import CliOption
+
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
 
@@ -80,6 +82,12 @@ class Engine:
     def child_env(self, cfg: ServerConfig) -> dict[str, str]:
         """Environment the engine needs beyond the config's own ``env``."""
         return {}
+
+    def cli_options(self, cfg: ServerConfig) -> list[CliOption]:
+        """The server's options as its own CLI lists them (every spelling, whether a value follows), so a
+        secret option is masked under its short form too (``-hft`` for ``--hf-token``) and a secret-named
+        switch does not hide the next flag. Empty: the flags' own names decide."""
+        return []
 
     @staticmethod
     def served_model_name(cfg: ServerConfig) -> str:

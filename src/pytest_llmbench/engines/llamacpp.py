@@ -11,7 +11,9 @@ a cold cache after a flush pass ``--cache-ram 0`` (the CPU suite does).
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -22,6 +24,7 @@ import httpx
 
 from pytest_llmbench.engines.base import Engine, SpecStats, counter_delta, fetch_metrics, flag_value
 from pytest_llmbench.paths import cache_dir
+from pytest_llmbench.redact import CliOption
 
 if TYPE_CHECKING:
     from pytest_llmbench.config import ServerConfig
@@ -64,6 +67,37 @@ def own_libraries_first(folder: Path) -> dict[str, str]:
     return {"LD_LIBRARY_PATH": os.pathsep.join([str(folder), *([inherited] if inherited else [])])}
 
 
+#: A help line's option column and what follows it: ``-hft,  --hf-token TOKEN   Hugging Face …`` →
+#: ``-hft, --hf-token`` and `` TOKEN …`` (one space then a word: the option takes a value).
+_HELP_LINE = re.compile(r"^\s*(-[\w-]+(?:,\s*-[\w-]+)*)(.*)$")
+
+
+@functools.lru_cache(maxsize=8)
+def help_options(program: str, mtime_ns: int) -> tuple[CliOption, ...]:
+    """The options ``program --help`` lists (llama.cpp's arg table: every spelling of an option on one line,
+    then its value's name if it takes one). Cached per binary and build; a program that cannot say gives
+    none."""
+    try:
+        proc = subprocess.run(
+            [program, "--help"],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=30,
+            env={**os.environ, **own_libraries_first(Path(program).parent)},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    options = []
+    for line in proc.stdout.splitlines():
+        m = _HELP_LINE.match(line)
+        if m:
+            rest = m.group(2)
+            takes_value = rest.startswith(" ") and rest[1:2] not in ("", " ")
+            options.append(CliOption(tuple(f.strip() for f in m.group(1).split(",")), takes_value))
+    return tuple(options)
+
+
 class LlamaCppEngine(Engine):
     name = "llamacpp"
     binary_name = "llama-server"  # what a --llmbench-*-bin folder must hold (compare/arms.py)
@@ -97,6 +131,17 @@ class LlamaCppEngine(Engine):
             except FileNotFoundError:
                 return {}  # command() says so, with how to install one
         return own_libraries_first(program.parent)
+
+    def cli_options(self, cfg: ServerConfig) -> list[CliOption]:
+        """From the ``--help`` of the binary the config runs (the host's build for a container: llama.cpp's
+        options are spelled the same in every build)."""
+        named = cfg.engine_options.get("binary") if cfg.launcher != "docker" else None
+        try:
+            program = Path(shutil.which(str(named)) or named) if named else llamacpp_binary()
+            mtime = program.stat().st_mtime_ns
+        except (FileNotFoundError, OSError):
+            return []
+        return list(help_options(str(program), mtime))
 
     def command(self, cfg: ServerConfig, host: str, port: int) -> list[str]:
         binary = cfg.engine_options.get("binary") or str(llamacpp_binary())
