@@ -232,12 +232,19 @@ class _Disconnected(StreamError):
         )
 
 
+def bearer(api_key: str | None) -> dict[str, str]:
+    """The header a server started with an API key (``--api-key``) wants; none without a key."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 @dataclass
 class StreamClient:
-    """A tiny HTTP/1.1 client for streamed POSTs to one host, with a keep-alive pool."""
+    """A tiny HTTP/1.1 client for streamed POSTs to one host, with a keep-alive pool. ``headers`` go on
+    every request (``Authorization`` for a server that wants an API key)."""
 
     host: str
     port: int
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # repr=False: it may hold a key
     _idle: list[_StreamProtocol] = field(default_factory=list)
     _active: set[_StreamProtocol] = field(default_factory=set)
 
@@ -265,7 +272,7 @@ class StreamClient:
     ) -> RawResponse:
         """POST and read the whole (streamed) response; raise StreamError on any failure."""
         payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        extra = "".join(f"{k}: {v}\r\n" for k, v in {**self.headers, **(headers or {})}.items())
         request = (
             f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nContent-Type: application/json\r\n"
             f"Accept: {accept}\r\n{extra}Content-Length: {len(payload)}\r\n\r\n"

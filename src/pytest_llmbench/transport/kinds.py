@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from pytest_llmbench.transport.http import RawResponse, StreamClient, StreamError, perf_counter
+from pytest_llmbench.transport.http import RawResponse, StreamClient, StreamError, bearer, perf_counter
 
 if TYPE_CHECKING:
     from pytest_llmbench.engines.base import Engine
@@ -120,19 +120,22 @@ register(RequestKind("completions", send_stream, stream=True, route=lambda engin
 register(RequestKind("json", send_json, stream=False))
 
 
-def client_for_url(base_url: str) -> StreamClient:
-    """A transport client for ``http://host:port`` (the base URL a server or a test double gives)."""
+def client_for_url(base_url: str, *, api_key: str | None = None) -> StreamClient:
+    """A transport client for ``http://host:port`` (the base URL a server or a test double gives); with
+    ``api_key``, every request carries it as a bearer token."""
     parts = urlsplit(base_url if "//" in base_url else f"http://{base_url}")
     if parts.scheme not in ("http", "") or not parts.hostname:
         raise ValueError(f"{base_url!r}: only plain http://host:port servers are supported")
-    return StreamClient(parts.hostname, parts.port or 80)
+    return StreamClient(parts.hostname, parts.port or 80, bearer(api_key))
 
 
-def call_json(base_url: str, path: str, body: dict[str, Any], *, timeout_s: float = 120.0) -> JsonReply:
+def call_json(
+    base_url: str, path: str, body: dict[str, Any], *, timeout_s: float = 120.0, api_key: str | None = None
+) -> JsonReply:
     """One blocking ``json`` request (its own connection): for sequential checks outside a run."""
 
     async def one() -> JsonReply:
-        client = client_for_url(base_url)
+        client = client_for_url(base_url, api_key=api_key)
         try:
             return await send_json(client, path, body, timeout_s=timeout_s)
         finally:

@@ -60,6 +60,7 @@ def client_for(server: Any, kind: str | None = None, **kw: Any) -> DecisionClien
     model = kw.pop("model", None)
     if model is None and cfg.model.kind == "hub":
         model = cfg.model.placeholder()
+    kw.setdefault("api_key", getattr(cfg, "api_key", None))
     return CLIENTS[kind](server.base_url, model=model, extra_body=extra, **kw)
 
 

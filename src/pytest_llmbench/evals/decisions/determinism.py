@@ -110,7 +110,9 @@ def _greedy(
         "chat_template_kwargs": {"enable_thinking": False},
         **extra,
     }
-    reply = call_json(server.base_url, server.engine.chat_path, body, timeout_s=120.0)
+    reply = call_json(
+        server.base_url, server.engine.chat_path, body, timeout_s=120.0, api_key=getattr(server.config, "api_key", None)
+    )
     if not reply.ok:
         return None, None, reply.error
     try:

@@ -33,8 +33,10 @@ class DecisionClient:
         timeout_s: float = 120.0,
         extra_body: Mapping[str, Any] | None = None,
         route: str | None = None,
+        api_key: str | None = None,
     ):
         self.base_url = base_url.rstrip("/")
+        self.api_key = api_key  # sent as a bearer token (the config's api_key_env)
         self.model = model
         self.concurrency = max(1, int(concurrency))
         self.timeout_s = timeout_s
@@ -50,7 +52,7 @@ class DecisionClient:
     ) -> list[Decision]:
         sem = asyncio.Semaphore(self.concurrency)
         done = 0
-        client = client_for_url(self.base_url)
+        client = client_for_url(self.base_url, api_key=self.api_key)
 
         async def one(case: Case) -> list[Decision]:
             nonlocal done
