@@ -103,9 +103,13 @@ def load_config_file(path: Path) -> list[ServerConfig]:
     """Parse one YAML file; raise :class:`ConfigError` on the first problem."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise ConfigError(path, f"cannot read: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            path, f"is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}): save it as UTF-8"
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
@@ -232,6 +236,21 @@ def config_files(paths: Sequence[Path], named_by: str = "--llmbench-configs or i
     return files
 
 
+def why_no_configs(paths: Sequence[Path]) -> str:
+    """Why ``paths`` hold no config, in words a user can act on (a session that selects none runs no
+    server test, and says so instead of a bare "no tests collected")."""
+    if not paths:
+        return "no config path given (--llmbench-configs, ini llmbench_configs, or a benches/configs folder)"
+    reasons = []
+    for p in map(Path, paths):
+        files = config_files([p])
+        if not files:
+            reasons.append(f"{p} holds no *.yaml or *.yml file")
+        else:
+            reasons.append(f"{', '.join(map(str, files))}: an empty 'configs' list")
+    return "; ".join(reasons)
+
+
 def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
     """Load every ``*.yaml``/``*.yml`` under the given files or folders; names must be unique overall."""
     files = config_files(paths)
@@ -246,4 +265,4 @@ def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
     return out
 
 
-__all__ = ["ConfigError", "ServerConfig", "config_files", "load_config_file", "load_configs"]
+__all__ = ["ConfigError", "ServerConfig", "config_files", "load_config_file", "load_configs", "why_no_configs"]

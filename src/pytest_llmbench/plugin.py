@@ -34,6 +34,7 @@ pytest_plugins = [
 ]
 
 CONFIG_ERROR = pytest.StashKey[ConfigError]()
+SERVER_TESTS = pytest.StashKey[int]()  # test functions that use llm_server (for the no-config hint)
 RESULTS_DIR_KEY = "llmbench_results_dir"
 
 
@@ -120,8 +121,8 @@ def _marks_in_yaml(paths: list[Path]) -> set[str]:
     for p in paths:
         for f in [p] if p.is_file() else sorted(p.rglob("*.y*ml")) if p.is_dir() else []:
             try:
-                walk(yaml.safe_load(f.read_text()))
-            except (OSError, yaml.YAMLError):
+                walk(yaml.safe_load(f.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):  # load_configs names the file
                 pass
     return marks
 
@@ -217,9 +218,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """
     if "llm_server" not in metafunc.fixturenames:
         return
-    error = metafunc.config.stash.get(CONFIG_ERROR, None)
-    if error is not None:
-        raise pytest.Collector.CollectError(f"llmbench config error: {error}")
+    stash_ = metafunc.config.stash
+    stash_[SERVER_TESTS] = stash_.get(SERVER_TESTS, 0) + 1
+    error = stash_.get(CONFIG_ERROR, None)
+    if error is not None:  # reported once: a usage error (pytest_collection_modifyitems), not once per module
+        if hasattr(metafunc.config, "workerinput"):  # a worker's usage error crashes it (INTERNALERROR)
+            raise pytest.Collector.CollectError(f"llmbench config error: {error}")
+        return
     from pytest_llmbench.gate.options import record_starts
 
     starts = record_starts(metafunc.config)
@@ -249,6 +254,9 @@ def _wanted(item: pytest.Item, cfg: ServerConfig) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Drop (config, test) pairs a test's ``llm_configs`` marker excludes."""
+    error = config.stash.get(CONFIG_ERROR, None)
+    if error is not None and config.stash.get(SERVER_TESTS, 0) and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(f"llmbench config error: {error}")
     configs = config.stash[stash.CONFIGS]
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
@@ -304,6 +312,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
     if hasattr(config, "workerinput"):
         return
+    _no_configs_hint(terminalreporter, config)
     results = config.stash.get(stash.RESULTS, None)
     if results is None or not any(results.dir.glob("results*.jsonl")):
         return
@@ -313,3 +322,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         for line in table.splitlines():
             terminalreporter.write_line(line)
         terminalreporter.write_line(f"results: {results.dir}")
+
+
+def _no_configs_hint(terminalreporter, config: pytest.Config) -> None:
+    """Say why no server test ran when no config was selected (else only "no tests collected")."""
+    from pytest_llmbench.config import why_no_configs
+
+    if config.stash.get(stash.CONFIGS, None) != {} or config.stash.get(CONFIG_ERROR, None) is not None:
+        return
+    paths, tests = _config_paths(config), config.stash.get(SERVER_TESTS, 0)
+    if not paths and not tests:
+        return  # no config named and no test that needs one: a plain test session
+    which = f"the {tests} test function(s) that use llm_server" if tests else "tests that use llm_server"
+    terminalreporter.write_line(
+        f"llmbench: no server config selected ({why_no_configs(paths)}): {which} had none to run on",
+        yellow=True,
+    )

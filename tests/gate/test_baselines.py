@@ -99,10 +99,12 @@ def test_corrupt_file_is_an_error_naming_the_file(tmp_path, text, reason):
     assert "never overwrites" in str(exc.value)
 
 
-def test_missing_and_empty_files_are_empty_baselines(tmp_path):
+def test_missing_file_is_an_empty_baseline_and_an_empty_one_is_cut_short(tmp_path):
+    """Issue 52: a 0-byte file (a full disk, a half-copied artifact) was "no baselines", every check new."""
     assert not load(tmp_path / "none.yaml", "none").exists
     (tmp_path / "empty.yaml").write_text("")
-    assert list(load(tmp_path / "empty.yaml", "empty").keys()) == []
+    with pytest.raises(BaselineFileError, match=r"empty\.yaml is unreadable: it is empty \(0 bytes\).*cut short"):
+        load(tmp_path / "empty.yaml", "empty")
 
 
 # --- issue 10 / issue 9: bad numbers, truncation, file mode ---------------------------------------------

@@ -1,6 +1,6 @@
 """``python -m pytest_llmbench check-config PATH…``: validate config files without starting anything.
 
-    python -m pytest_llmbench check-config benches/configs      # one line per error, exit 1 on any
+    python -m pytest_llmbench check-config benches/configs      # one line per error, exit 1 on any (or no config)
     python -m pytest_llmbench check-config --print-schema > config.schema.json
 
 The same checks a pytest session makes before its first server starts (config.py's loader, then the
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_llmbench.config import ServerConfig, config_files, load_config_file
+from pytest_llmbench.config import ServerConfig, config_files, load_config_file, why_no_configs
 from pytest_llmbench.config_schema import schema_text
 from pytest_llmbench.errors import ConfigError
 from pytest_llmbench.registry import Registry
@@ -79,6 +79,9 @@ def main(argv: list[str]) -> int:
         print(e)
     if errors:
         print(f"check-config: {len(errors)} error(s)", file=sys.stderr)
+        return 1
+    if not configs:  # nothing checked is not "OK": a session would run no server test (and say so)
+        print(f"check-config: no configs: {why_no_configs(args.paths)}", file=sys.stderr)
         return 1
     files = {c.source for c in configs}
     print(f"check-config: OK, {len(configs)} configs in {len(files)} file(s)")

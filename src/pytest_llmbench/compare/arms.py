@@ -217,8 +217,8 @@ def read_compare_blocks(paths: Iterable[Path]) -> list[ComparePair]:
     out: list[ComparePair] = []
     for f in files:
         try:
-            raw = yaml.safe_load(f.read_text())
-        except (OSError, yaml.YAMLError):
+            raw = yaml.safe_load(f.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue  # load_configs reports it
         block = raw.get("compare") if isinstance(raw, dict) else None
         if block is None:

@@ -16,7 +16,8 @@ Layout (sorted keys, 6 significant digits, lists inline so a changed value is a 
 The last line is the writer's end marker: a file cut short at a line boundary (a full disk, a
 half-copied artifact) loses it, and is an error instead of loading 8 of its 18 entries. A person may
 edit values freely; one who adds or removes entries by hand fixes the count (the error says so).
-Version 1 files (no end marker) still load.
+Version 1 files (no end marker) still load. An empty or comment-only file is cut short too, not "no
+baselines" (which would turn every check into "new" and pass).
 
 A file that cannot be read is an error naming it, and is never rewritten: the gate refuses to touch
 it until a person fixes or deletes it.
@@ -123,8 +124,13 @@ def load(path: Path, config: str, *, known_noise: bool = True) -> BaselineFile:
     except yaml.YAMLError as e:
         raise BaselineFileError(path, f"invalid YAML ({' '.join(str(e).split())})") from None
     bf.exists = True
-    if data is None:
-        return bf
+    if data is None:  # the writer always writes version and config: nothing here is a file cut to nothing
+        what = "empty (0 bytes)" if not text else "empty" if not text.strip() else "only comments, no entries"
+        raise BaselineFileError(
+            path,
+            f"it is {what}, which the writer never leaves: the file was cut short "
+            "(restore it from version control or delete it)",
+        )
     if not isinstance(data, dict):
         raise BaselineFileError(path, f"expected a mapping at the top, found {type(data).__name__}")
     unknown = set(data) - _TOP_KEYS

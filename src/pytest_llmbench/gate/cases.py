@@ -122,7 +122,7 @@ def _json(path: Path, lineno: int, line: str) -> Any:
     try:
         return json.loads(line)
     except json.JSONDecodeError as e:
-        raise CasesFileError(path, lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
+        raise CasesFileError(path, lineno, f"invalid JSON ({e.msg}: column {e.colno})") from None  # msg may end "at"
 
 
 def write_cases(path: Path, test_key: str, metric: str, runner: str | None, cases: Mapping[str, float]) -> None:

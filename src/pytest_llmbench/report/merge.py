@@ -46,8 +46,11 @@ def read_source(folder: Path) -> Source:
     if not folder.is_dir():
         raise MergeError(f"{folder}: not a folder")
     src = Source(dir=folder)
-    for f in sorted(folder.glob("results*.jsonl")):
-        for _, rec in iter_jsonl(f, MergeError):
+    files = sorted(folder.glob("results*.jsonl"))
+    if not files:  # an empty folder (a shard that never ran, a wrong path) must not merge into "no results"
+        raise MergeError(f"{folder}: no results*.jsonl in it: not a results folder (did that shard run?)")
+    for f in files:
+        for _, rec in iter_jsonl(f, MergeError, torn="warn"):
             src.records.append(rec)
             if rec.get("record") in SESSION_RECORDS:
                 continue
@@ -113,7 +116,8 @@ def merge_results(out: Path, folders: list[Path]) -> dict[str, Any]:
 
 
 def _is_results(path: Path) -> bool:
-    return path.name.startswith("results") and path.suffix == ".jsonl"
+    """results*.jsonl (merged into one), or a session's live marker (report/results.py: not copied)."""
+    return (path.name.startswith("results") and path.suffix == ".jsonl") or path.name.startswith(".llmbench-session.")
 
 
 def _describe(src: Source) -> dict[str, Any]:
