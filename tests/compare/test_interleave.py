@@ -86,6 +86,28 @@ def test_abba_then_baab_from_unit_to_unit():
     assert [round_order(2 * u)[0] for u in range(4)] == ["reference", "candidate"] * 2  # a unit's first block
 
 
+@pytest.mark.parametrize("unit_rounds", [2, 4, 6, 8, 16, 24])
+def test_a_units_first_block_alternates_at_every_unit_length_the_planner_picks(unit_rounds):
+    """Issue 55 finding 4: the pattern repeated every 4 rounds, so units of 4, 8, 16 or 24 rounds always
+    played the reference first on each fresh pair. Now each unit's first block alternates, each unit is
+    balanced, and a unit of 2 rounds is still ABBA then BAAB."""
+    played = _run(
+        _servers(keep_both=True)[0],
+        decide=(),
+        design=Design(
+            restart_rounds=unit_rounds, warmup_rounds=0, pilot_units=4, max_rounds=4 * unit_rounds, budget_s=None
+        ),
+    )[0]
+    firsts: dict[int, str] = {}
+    for b in played.blocks:  # blocks are added in play order: a round's first block comes first
+        firsts.setdefault(b.round, b.role)
+    units = 4
+    assert [firsts[u * unit_rounds] for u in range(units)] == ["reference", "candidate"] * 2
+    for u in range(units):
+        roles = [firsts[r] for r in range(u * unit_rounds, (u + 1) * unit_rounds)]
+        assert roles.count("reference") == roles.count("candidate")
+
+
 def test_the_arm_that_starts_first_alternates_and_every_block_records_it():
     """Issue 37 finding 6: every unit restarted the candidate, then the reference. The start order now
     alternates unit by unit, and each block records it (compare/order.py measures the effect)."""
@@ -323,7 +345,8 @@ def test_the_pilot_counts_server_pairs_and_the_test_runs_over_them():
     design = Design(restart_rounds=2, warmup_rounds=0, pilot_units=4, max_rounds=200, budget_s=None)
     _rounds, comps, _, outcome = _run(servers, speeds=(100.0, 100.0), noise=0.05, design=design)
     assert outcome.plan.pilot == 8 and outcome.plan.unit_rounds == 2 and outcome.rounds % 2 == 0
-    assert comps[0].df in (3, outcome.rounds // 2 - 1) and comps[0].n == outcome.rounds // 2  # over server pairs
+    widened = "units not independent" in comps[0].method  # this seed's units drift (lag-1 r 0.41): a third test
+    assert (widened or comps[0].df in (3, outcome.rounds // 2 - 1)) and comps[0].n == outcome.rounds // 2
     assert comps[0].method.startswith(f"log-ratio t over {outcome.rounds // 2} server pairs")
     assert "(spread: the wider of a pilot of 4 server pairs and the final SD)" in comps[0].method
 

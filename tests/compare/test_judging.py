@@ -169,7 +169,7 @@ def test_a_percentile_is_judged_as_the_per_unit_percentile_ratio():
     median = compare_metric("median_ttft_ms", rounds, alpha=0.01)
     assert median is not None and median.estimate == pytest.approx(1.0) and median.verdict == "equivalent"
     mean = compare_metric("mean_ttft_ms", rounds, alpha=0.01)
-    assert mean is not None and mean.statistic.startswith("geometric mean of per-request ratios")
+    assert mean is not None and mean.statistic.startswith("per-round ratio of means")
 
 
 def test_a_percentile_with_too_few_requests_per_unit_is_refused_with_how_to_get_more():
@@ -188,3 +188,57 @@ def test_an_ini_size_for_a_latency_word_sets_every_summary_and_a_bad_name_is_nam
     assert unknown_size_name("bfcl_passed") is None  # a case metric: the user's own name
     for bad in ("ttft_ms", "p99_ttft", "throughput"):
         assert "is not a metric a comparison judges" in str(unknown_size_name(bad)), bad
+
+
+def _latency_rounds(n_rounds: int, ref_gaps: list[list[float]], cand_gaps: list[list[float]]) -> Rounds:
+    """Every round the same requests: each arm's token gaps per request (seconds), TTFT 0.1 s."""
+    rounds = Rounds(SC)
+    for r in range(n_rounds):
+        for role, per_request in (("reference", ref_gaps), ("candidate", cand_gaps)):
+            recs = []
+            for i, gaps in enumerate(per_request):
+                times = list(0.1 + np.concatenate([[0.0], np.cumsum(gaps)]))
+                recs.append(
+                    RequestRecord(
+                        index=i,
+                        ok=True,
+                        ttft_s=0.1,
+                        e2e_s=times[-1],
+                        completion_tokens=len(times),
+                        chunk_times=times,
+                        chunk_tokens=[1] * len(times),
+                    )
+                )
+            rounds.add(Block(r, role, ScenarioResult(SC, recs, {"output_throughput": 100.0, "duration": 1.0})))
+    return rounds
+
+
+def _merged_ratio(rounds: Rounds, metric: str) -> float:
+    """candidate/reference of metrics.py's own value of ``metric`` over each arm's requests."""
+    return rounds.merged("candidate").metrics[metric] / rounds.merged("reference").metrics[metric]
+
+
+def test_a_mean_latency_is_judged_as_the_ratio_of_means_its_name_says():
+    """Issue 55 finding 6: mean_* was judged as the geometric mean of per-request ratios, so 10% of
+    requests running 2× slower (the mean ×1.10) read ×1.072. Judged as each arm's mean per unit, it is
+    the ×1.10 that metrics.py's mean_tpot_ms moves by."""
+    ref = [[0.01] * 8 for _ in range(20)]
+    cand = [[0.02 if i < 2 else 0.01] * 8 for i in range(20)]  # 2 of 20 requests twice as slow
+    rounds = _latency_rounds(6, ref, cand)
+    mean = compare_metric("mean_tpot_ms", rounds, alpha=0.01)
+    assert mean is not None and mean.statistic.startswith("per-round ratio of means")
+    assert mean.estimate == pytest.approx(_merged_ratio(rounds, "mean_tpot_ms")) == pytest.approx(1.10), mean
+
+
+def test_itl_is_judged_over_every_token_gap_as_metrics_py_computes_it():
+    """Issue 55 finding 5: ITL percentiles were taken over each request's mean ITL, while the scenario's
+    median_itl_ms is over every token gap. A candidate whose every request has 3 stalls of 50 ms among
+    8 gaps of 10 ms has the same per-token median (×1.0) but a per-request mean ×2.5."""
+    ref = [[0.01] * 8 for _ in range(4)]
+    cand = [[0.05] * 3 + [0.01] * 5 for _ in range(4)]
+    rounds = _latency_rounds(6, ref, cand)
+    for metric in ("median_itl_ms", "p90_itl_ms", "mean_itl_ms"):
+        c = compare_metric(metric, rounds, alpha=0.01)
+        assert c is not None and "token gaps" in c.method and "over token gaps" in c.statistic, c
+        assert c.estimate == pytest.approx(_merged_ratio(rounds, metric)), (metric, c)
+    assert compare_metric("median_itl_ms", rounds, alpha=0.01).estimate == pytest.approx(1.0)

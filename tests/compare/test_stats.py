@@ -11,6 +11,7 @@ from scipy import stats
 from pytest_llmbench.compare.margins import Sizes
 from pytest_llmbench.compare.stats import (
     MIN_DF,
+    TOO_FEW,
     VERDICTS,
     Comparison,
     Spread,
@@ -426,8 +427,48 @@ def test_decisions_resample_clusters_whole():
     )
     assert whole.estimate == pytest.approx(free.estimate)
     assert (whole.ci_high - whole.ci_low) > 3 * (free.ci_high - free.ci_low)
-    assert whole.method == "paired bootstrap over 200 questions in 10 clusters"
+    assert whole.method == "paired cluster t (9 df) over 200 questions in 10 clusters"
     one = compare_decisions(
         "accuracy", ref, cand, higher_is_better=True, sizes=pts(0.01, 0.03), alpha=0.025, clusters=["c"] * 200
     )
-    assert one.verdict == "inconclusive" and "one cluster" in one.method
+    assert one.verdict == "inconclusive" and TOO_FEW in one.method
+
+
+def test_few_questions_are_judged_by_a_t_not_a_liberal_percentile_bootstrap():
+    """Issue 55 finding 3: over 5 questions the percentile bootstrap read 4 lost answers of 5 as regressed
+    at alpha 0.5% (p 0.0004: 4⁵ of 5⁵ resamples lose every draw), where the paired t's p is 0.008; at
+    exactly ignore it called 5.1% regressed at alpha 1%. Below 30 clusters it is now a t on clusters,
+    and below 4 nothing is judged."""
+    ref, cand = np.ones(5), np.array([0.0, 0.0, 0.0, 0.0, 1.0])
+    c = compare_decisions("correct", ref, cand, higher_is_better=True, sizes=pts(0.01, 0.03), alpha=0.005)
+    t = stats.ttest_1samp(cand - ref, -0.01, alternative="less")
+    assert c.p_value == pytest.approx(t.pvalue) and c.verdict == "inconclusive", c
+    assert c.method.startswith("paired cluster t (4 df)")
+    three = compare_decisions("correct", ref[:3], cand[:3], higher_is_better=True, sizes=pts(0.01, 0.03), alpha=0.05)
+    assert three.verdict == "inconclusive" and TOO_FEW in three.method
+
+
+def test_units_that_drift_together_are_flagged_and_their_interval_widened():
+    """Issue 55 finding 7: a slowly drifting arm ratio (units not independent) passed unchecked, so the t
+    read its drift as 24 independent units. The lag-1 autocorrelation now flags it and widens the
+    interval; the same units in a shuffled order are not flagged."""
+    rng = np.random.default_rng(7)
+    drift = 0.01 * np.sin(np.arange(24) * 2 * np.pi / 24) + rng.normal(0, 0.002, 24)
+    ref = np.full(24, 100.0)
+    walked = compare_rounds(
+        "output_throughput", ref, 100 * np.exp(drift), higher_is_better=True, sizes=TPUT, alpha=0.01
+    )
+    shuffled = compare_rounds(
+        "output_throughput", ref, 100 * np.exp(rng.permutation(drift)), higher_is_better=True, sizes=TPUT, alpha=0.01
+    )
+    assert "units not independent" in walked.method and "units not independent" not in shuffled.method
+    assert (walked.ci_high - walked.ci_low) > 1.5 * (shuffled.ci_high - shuffled.ci_low)
+
+
+def test_a_low_percentile_needs_its_lower_tail_too():
+    """Issue 55 finding 7: only the upper tail was guarded, so a p10 of 5 requests per unit (the unit's
+    minimum, not its 10th percentile) was judged. It now needs 10 per unit, as a p90 does."""
+    units = np.repeat(np.arange(4), 5)
+    values = np.linspace(1.0, 2.0, 20)
+    with pytest.raises(ValueError, match=r"p10_ttft_ms is a percentile.*needs >= 10"):
+        unit_quantiles("p10_ttft_ms", values, values, units, 0.1)

@@ -35,11 +35,16 @@ if TYPE_CHECKING:
     from pytest_llmbench.server import LLMServer
 
 
-def round_order(round_index: int) -> tuple[str, str]:
-    """Which arm goes first in a round: rounds come in ABBA pairs and every pair mirrors the one before
-    (A B | B A, then B A | A B), so a server pair of 2 rounds is ABBA and the next BAAB: an effect of
-    going first in a pair, or of playing the unit's first block on a fresh server, falls on each arm alike."""
-    ref_first = round_index % 2 == (round_index // 2) % 2
+def round_order(round_index: int, unit_rounds: int = 2) -> tuple[str, str]:
+    """Which arm goes first in a round. Within a unit the rounds follow A B | B A | B A | A B | … (each
+    ABBA pair mirrors the one before), and every other unit plays the mirror of that (B A | A B | …), so
+    the arm that plays a unit's first block on its fresh server alternates unit by unit whatever the
+    unit's length: with the pattern over rounds alone, units of 4, 8, 16 or 24 rounds (lengths the
+    planner picks) always began with the reference (issue 55). ``unit_rounds`` 1 (the round is the unit)
+    keeps the pattern over rounds, which alternates the first block in ABBA pairs of rounds."""
+    m = max(1, unit_rounds)
+    unit, j = (0, round_index) if m == 1 else divmod(round_index, m)
+    ref_first = (j % 2 == (j // 2) % 2) != (unit % 2 == 1)
     return ROLES if ref_first else (ROLES[1], ROLES[0])
 
 
@@ -50,9 +55,9 @@ def start_first(unit_index: int) -> str:
     return ROLES[1] if unit_index % 2 == 0 else ROLES[0]
 
 
-def block_order(rounds: int) -> list[tuple[int, str]]:
-    """(round, role) of every block of ``rounds`` rounds: A B | B A | B A | A B | …"""
-    return [(r, role) for r in range(rounds) for role in round_order(r)]
+def block_order(rounds: int, unit_rounds: int = 2) -> list[tuple[int, str]]:
+    """(round, role) of every block of ``rounds`` rounds in units of ``unit_rounds``: A B | B A | B A | A B | …"""
+    return [(r, role) for r in range(rounds) for role in round_order(r, unit_rounds)]
 
 
 # --- the servers of the two arms ---------------------------------------------------------------------
@@ -256,7 +261,7 @@ def run_rounds(
     def play(r: int, *, fresh: bool = False) -> float:
         began = clock()
         ids = block_window(r, size, len(prompts))
-        for role in round_order(r):
+        for role in round_order(r, rounds.unit_rounds):
             server = servers.acquire(role)
             t = clock()
             result = run_block(server, warm if fresh else quiet, [prompts[i] for i in ids])

@@ -6,12 +6,17 @@ request but share their block's host state and their server's start, so the unit
 is their unit too, and each summary is judged as what it names (issue 37: a p99 judged as a mean read a
 tail-only regression as "equivalent"):
 
-- ``mean_*_ms``: per-prompt log ratios, paired by (round, prompt), averaged per unit, t over units (the
-  geometric mean of per-request ratios);
+- ``mean_*_ms``: each arm's mean over its requests in each unit, their log ratio, t over units (the
+  per-unit ratio of means). A geometric mean of per-request ratios, judged before issue 55, moved ×1.072
+  where 10% of requests running 2× slower moved the mean ×1.10;
 - ``median_*_ms`` and ``pNN_*_ms``: each arm's quantile of its requests in each unit, their log ratio, t
   over units (the per-unit quantile ratio). A quantile needs enough requests per unit to be more than the
   unit's maximum (``1 / (1 - q)``: 2 for the median, 100 for p99); with fewer the check is refused with
   an error that says how to get them.
+
+ITL is what metrics.py's ``*_itl_ms`` are: every token gap, not one mean per request (issue 55), so
+each arm's summary in a unit is over the token gaps of its requests. Only requests both arms completed
+count, so the two arms' pools come from the same prompts.
 
 Accept length does not depend on the host: per prompt, averaged over rounds.
 """
@@ -26,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from pytest_llmbench.compare.margins import LATENCY_NAME, LATENCY_WORDS, sizes_for
 from pytest_llmbench.compare.power import MIN_ROUNDS, Design, Need, Plan, plan_rounds, units_for
-from pytest_llmbench.compare.stats import Spread, compare_paired, compare_rounds, unit_quantiles
+from pytest_llmbench.compare.stats import Spread, compare_paired, compare_rounds, unit_summaries
 from pytest_llmbench.workload.records import RequestRecord
 
 if TYPE_CHECKING:
@@ -51,10 +56,39 @@ def _mean_itl(rec: RequestRecord) -> float | None:
 REQUEST_VALUES: dict[str, Callable[[RequestRecord], float | None]] = {
     "ttft": lambda r: _ms(r.ttft_s),
     "tpot": lambda r: _ms(r.tpot_s),
-    "itl": _mean_itl,
+    "itl": _mean_itl,  # one per request: pairs a request's arms; the comparison pools token gaps (TOKEN_VALUES)
     "e2e_latency": lambda r: _ms(r.e2e_s),
     "accept_length": lambda r: r.spec.accept_length if r.spec else None,
 }
+
+#: The values a latency summary is over when they are not one per request (metrics.py's definition).
+TOKEN_VALUES: dict[str, Callable[[RequestRecord], list[float]]] = {
+    "itl": lambda r: [1e3 * x for x in r.itls_s()],
+}
+
+
+def unit_pools(
+    rounds: Rounds, word: str, value: Callable[[RequestRecord], float | None]
+) -> list[tuple[list[float], list[float]]]:
+    """Each unit's values of both arms (sorted unit order): one per request, or every token gap for
+    ITL, from the requests both arms completed in the unit's rounds."""
+    many = TOKEN_VALUES.get(word)
+    blocks = {(b.round, b.role): b for b in rounds.blocks}
+    pools: dict[int, tuple[list[float], list[float]]] = {}
+    for r in rounds.complete:
+        a = {rec.index: rec for rec in blocks[r, "reference"].result.records if rec.ok}
+        b = {rec.index: rec for rec in blocks[r, "candidate"].result.records if rec.ok}
+        pool = pools.setdefault(rounds.unit_of(r), ([], []))
+        for i in sorted(set(a) & set(b)):
+            if many is not None:
+                va, vb = many(a[i]), many(b[i])
+            else:
+                x, y = value(a[i]), value(b[i])
+                va, vb = ([] if x is None else [float(x)]), ([] if y is None else [float(y)])
+            if va and vb:
+                pool[0].extend(va)
+                pool[1].extend(vb)
+    return [pools[u] for u in sorted(pools) if pools[u][0]]
 
 
 @dataclass(frozen=True)
@@ -67,6 +101,7 @@ class Source:
     higher_is_better: bool
     value: Callable[[RequestRecord], float | None] | None = None
     quantile: float | None = None
+    word: str = ""  # the latency's name (ttft, tpot, itl, e2e_latency)
 
 
 def quantile_of(summary: str) -> float | None:
@@ -84,7 +119,7 @@ def source_of(metric: str) -> Source | None:
         return Source(metric, "prompt", True, REQUEST_VALUES["accept_length"])
     m = _LATENCY.fullmatch(metric)
     if m:
-        return Source(metric, "prompt", False, REQUEST_VALUES[m.group(2)], quantile_of(m.group(1)))
+        return Source(metric, "prompt", False, REQUEST_VALUES[m.group(2)], quantile_of(m.group(1)), m.group(2))
     return None
 
 
@@ -142,23 +177,23 @@ def compare_metric(
             unit=rounds.unit_name,
         )
     assert source.value is not None  # source_of gives every per-prompt source its value function
-    ref, cand, where = rounds.request_values(source.value)
-    # Timing shares each block's host state and each server's start, so the unit (server pair or round) is
-    # its unit; accept length does not, and a prompt sent again in the next round is the same observation,
-    # so the prompt is its unit.
-    timing = family_of(metric) == "timing"
-    unit = rounds.unit_name if timing else "prompts"
-    groups = [rounds.unit_of(r) for r, _ in where] if timing else [i for _, i in where]
-    if len(ref) < 2 or len(set(groups)) < 2:
-        return None
     hib = source.higher_is_better
-    if source.quantile is not None:  # a percentile: each arm's quantile per unit, the ratio of the two
-        ref_q, cand_q = unit_quantiles(metric, ref, cand, groups, source.quantile, unit=unit)
-        what = f"per-{unit_singular(unit)} {metric.split('_', 1)[0]} ratio"
+    if family_of(metric) == "timing":
+        # Latency shares each block's host state and each server's start, so the unit (server pair or
+        # round) is its unit: each arm's summary per unit, named as metrics.py computes it.
+        pools = unit_pools(rounds, source.word, source.value)
+        if len(pools) < 2:
+            return None
+        unit = rounds.unit_name
+        values = "token gaps" if source.word in TOKEN_VALUES else "requests"
+        ref_s, cand_s = unit_summaries(metric, pools, source.quantile, unit=unit, values=values)
+        per = f"per-{unit_singular(unit)}"
+        name = "ratio of means" if source.quantile is None else f"{metric.split('_', 1)[0]} ratio"
+        what = f"{per} {name}" + (" over token gaps" if values != "requests" else "")
         c = compare_rounds(
             metric,
-            ref_q,
-            cand_q,
+            ref_s,
+            cand_s,
             higher_is_better=hib,
             sizes=sizes,
             alpha=alpha,
@@ -166,18 +201,17 @@ def compare_metric(
             unit=unit,
             statistic=what,
         )
-        over = f"over {len(ref_q)} {unit}"
-        return replace(c, method=c.method.replace(over, f"{over} ({len(ref)} requests)", 1))
+        over = f"over {len(ref_s)} {unit}"
+        n = sum(len(r) for r, _ in pools)
+        return replace(c, method=c.method.replace(over, f"{over} ({n} {values})", 1))
+    # Accept length does not depend on the host, and a prompt sent again in the next round is the same
+    # observation, so the prompt is its unit.
+    ref, cand, where = rounds.request_values(source.value)
+    groups = [i for _, i in where]
+    if len(ref) < 2 or len(set(groups)) < 2:
+        return None
     return compare_paired(
-        metric,
-        ref,
-        cand,
-        higher_is_better=hib,
-        sizes=sizes,
-        alpha=alpha,
-        rounds=groups,
-        unit=unit,
-        spread=spread if timing else None,
+        metric, ref, cand, higher_is_better=hib, sizes=sizes, alpha=alpha, rounds=groups, unit="prompts"
     )
 
 

@@ -15,9 +15,11 @@ The design is Stein's two-stage t test (Stein 1945), per scenario:
 2. a pilot of ``pilot_units`` units (never fewer than ``MIN_UNITS``, whatever the budget: below
    ``stats.MIN_DF`` degrees of freedom nothing is decided); their spread ``s`` (``df = units - 1``) is each
    timing metric's :class:`~pytest_llmbench.compare.stats.Spread`;
-3. ``N = max(pilot, ceil(s² (t_α,df + t_β,df)² / Δ²))`` units in all, Δ the distance from ``ignore`` to
-   ``detect`` on the log scale, the largest N over the deciding metrics, capped by ``max_rounds`` and the
-   time budget (``budget_s``, from the first warm-up block on).
+3. ``N = max(pilot, ceil(s² c² / Δ²))`` units in all, Δ the distance from ``ignore`` to ``detect`` on
+   the log scale, the largest N over the deciding metrics, capped by ``max_rounds`` and the time budget
+   (``budget_s``, from the first warm-up block on). Stein's ``c = t_α,df + t_β,df`` gives Stein's test
+   its power exactly, but the verdict needs the final-SD t to agree too, and that rule had 94.6% at
+   Stein's size (issue 55); ``c`` is raised until the rule itself has the power (:func:`reach`).
 
 The final test decides only where two t tests on the mean of all N units agree: Stein's (the pilot's
 ``s`` and ``df``) and the one on the final SD of the N units (df N - 1). Sample means are independent of
@@ -34,14 +36,16 @@ printed interval is the nominal 95% one.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from scipy import stats
+import numpy as np
+from scipy import optimize, stats
 
 from pytest_llmbench.compare.margins import RATIO, Sizes
-from pytest_llmbench.compare.stats import MIN_DF, POWER, Spread, scale
+from pytest_llmbench.compare.stats import DEPENDENCE_LEVEL, MIN_DF, POWER, Spread, scale
 
 MIN_ROUNDS = 2  # below this a round metric has no spread at all
 MIN_UNITS = MIN_DF + 1  # the fewest units a verdict stands on; no budget cuts a pilot below it
@@ -147,13 +151,61 @@ def distance(sizes: Sizes, higher_is_better: bool) -> float:
 
 
 def units_for(spread: Spread, *, sizes: Sizes, alpha: float, higher_is_better: bool, power: float = POWER) -> int:
-    """Stein's second-stage size: the units (pilot included) for ``power`` at ``detect``."""
+    """The units (pilot included) for ``power`` at ``detect`` under the rule that decides: Stein's t and
+    the final-SD t must both reject (:func:`reach`), and the units must not be flagged as dependent.
+    Stein's size alone gave that rule 94.6% power (issue 55)."""
     if spread.df < 1:
         raise ValueError(f"a spread needs >= 1 degree of freedom, got {spread.df}")
     if spread.sd == 0:
         return spread.df + 1
-    reach = float(stats.t.isf(alpha, spread.df) + stats.t.isf(1 - power, spread.df))
-    return max(spread.df + 1, math.ceil((reach * spread.sd / distance(sizes, higher_is_better)) ** 2))
+    gap = distance(sizes, higher_is_better)
+    # the dependence check (stats.dependence) flags independent units at DEPENDENCE_LEVEL, and a flagged
+    # comparison may lose its verdict: planning for power + that level keeps the power of what is left
+    c = reach(spread.df, alpha, min(power + DEPENDENCE_LEVEL, 0.999), _rounded(spread.sd / gap))
+    return max(spread.df + 1, math.ceil((c * spread.sd / gap) ** 2))
+
+
+def _rounded(x: float) -> float:
+    """Two significant digits: the planner's reach depends on the noise-to-gap ratio only through the
+    final t's degrees of freedom, so nearby ratios share one (cached) answer."""
+    return float(f"{x:.2g}")
+
+
+_U = (np.arange(160) + 0.5) / 160  # quantile midpoints: the pilot's variance ratio
+_V = (np.arange(64) + 0.5) / 64  # and the later units' sum of squares
+
+
+def intersection_power(c: float, df: int, alpha: float, ratio: float) -> float:
+    """The power at ``detect`` of the two-test rule when units are planned as ``N = max(df + 1,
+    ceil(c² s² / Δ²))`` from a pilot of ``df + 1`` units with SD ``s``, under normal noise whose SD is
+    ``ratio``·Δ (Δ: ignore → detect on the tested scale).
+
+    With u = s²/σ² (χ²_df/df), the standardized mean is Z + √N/ratio; Stein's test rejects above
+    t_α,df·√u, the final t above t_α,N−1 times the final SD over σ, whose sum of squares is df·u plus an
+    independent χ²_(N−1−df) (the later units' own and the stages' difference). Both must reject; the
+    power is the mean of Φ over quantile grids of u and of that χ²."""
+    u = np.asarray(stats.chi2.ppf(_U, df), dtype=float) / df
+    n = np.asarray(np.maximum(df + 1, np.ceil(c * c * u * ratio * ratio)), dtype=float)
+    extra = n - 1 - df
+    v = np.where(extra[:, None] > 0, stats.chi2.ppf(_V[None, :], np.maximum(extra, 1)[:, None]), 0.0)
+    final_sd = np.sqrt((df * u[:, None] + v) / (n - 1)[:, None])
+    final_t = np.asarray(stats.t.isf(alpha, n - 1), dtype=float)
+    bar = np.maximum(stats.t.isf(alpha, df) * np.sqrt(u)[:, None], final_t[:, None] * final_sd)
+    return float(np.mean(stats.norm.cdf(np.sqrt(n)[:, None] / ratio - bar)))
+
+
+@functools.lru_cache(maxsize=4096)
+def reach(df: int, alpha: float, power: float, ratio: float) -> float:
+    """The multiplier ``c`` of the planned size ``c² s² / Δ²`` that gives the two-test rule ``power``
+    (:func:`intersection_power`): Stein's ``t_α,df + t_β,df`` (exact for Stein's test alone) raised until
+    the rule, not Stein's test, has it."""
+    stein = float(stats.t.isf(alpha, df) + stats.t.isf(1 - power, df))
+    if intersection_power(stein, df, alpha, ratio) >= power:
+        return stein
+    high = stein * 1.1
+    while intersection_power(high, df, alpha, ratio) < power and high < 4 * stein:
+        high *= 1.1
+    return float(optimize.brentq(lambda c: intersection_power(c, df, alpha, ratio) - power, stein, high, xtol=1e-4))
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ case are drawn together, because questions about one state are not independent. 
 candidate − reference of the mean per-decision metric over the decisions both answered (a ratio of
 per-case sums, so a case with eight questions weighs eight times one with one).
 
-The interval is reported (results, JUnit); the gate on a run against its baseline is per question
+The interval and the p come from stats/clustered.py (a cluster t below 30 cases, the studentized bootstrap
+from there), which the gate and the comparisons share. The interval is reported (results, JUnit); the gate on a run against its baseline is per question
 through ``bench.check(..., cases=gate_cases(...), noise=PairedBootstrap(cluster=CASE_SEP))``
-(gate/noise/paired.py), the same cluster bootstrap with a one-sided p in the suite's error budget.
+(gate/noise/paired.py), the same judgement with a one-sided p in the suite's error budget.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from pytest_llmbench.evals.decisions.metrics import DIRECTIONS, decision_values
 from pytest_llmbench.evals.decisions.schema import Decision
+from pytest_llmbench.stats.clustered import ClusterMean, TooFewClusters, cluster_mean
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 20261030
@@ -84,6 +85,14 @@ def case_sums(
     return cases, np.array([diff[c] for c in cases]), np.array([count[c] for c in cases], dtype=float)
 
 
+def _cluster_mean(case_diff: np.ndarray, case_count: np.ndarray, resamples: int, seed: int) -> ClusterMean | None:
+    """stats/clustered.py's judgement of Σdiff / Σcount over cases (None below its floor of cases)."""
+    try:
+        return cluster_mean(case_diff, case_count, resamples=resamples, seed=seed)
+    except TooFewClusters:
+        return None
+
+
 def paired_bootstrap(
     case_diff: np.ndarray,
     case_count: np.ndarray,
@@ -91,31 +100,17 @@ def paired_bootstrap(
     confidence: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
-    method: Literal["percentile", "basic", "bca", "BCa"] = "percentile",
 ) -> tuple[float, float, float]:
-    """(gap, low, high) of Σdiff / Σcount with cases resampled together (scipy.stats.bootstrap, paired)."""
+    """(gap, low, high) of Σdiff / Σcount with cases as the unit (stats/clustered.py: a cluster t below 30
+    cases, the studentized bootstrap from there; no interval below 4 cases)."""
     if case_count.sum() == 0:
         return float("nan"), float("nan"), float("nan")
     gap = float(case_diff.sum() / case_count.sum())
-    if len(case_diff) < 2:
+    cm = _cluster_mean(case_diff, case_count, resamples, seed)
+    if cm is None:
         return gap, float("nan"), float("nan")
-    if np.all(case_diff == 0):
-        return gap, 0.0, 0.0  # every resample is exactly zero
-
-    def ratio(d: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
-        return d.sum(axis=axis) / c.sum(axis=axis)
-
-    res = stats.bootstrap(
-        (case_diff, case_count),
-        ratio,
-        paired=True,
-        vectorized=True,
-        n_resamples=resamples,
-        confidence_level=confidence,
-        method=method,
-        random_state=np.random.default_rng(seed),
-    )
-    return gap, float(res.confidence_interval.low), float(res.confidence_interval.high)
+    low, high = cm.bounds((1 - confidence) / 2)
+    return gap, low, high
 
 
 def bootstrap_p_worse(
@@ -126,28 +121,14 @@ def bootstrap_p_worse(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> float | None:
-    """One-sided p that the candidate is worse: the share of case resamples whose gap is not worse than 0
-    (the level at which the one-sided percentile interval just touches 0), as ``(1 + k) / (B + 1)``."""
-    if len(case_diff) < 2 or case_count.sum() == 0:
+    """One-sided p that the candidate is worse than the reference (the level at which the one-sided bound
+    just touches 0), from the same judgement as :func:`paired_bootstrap`; None below its floor."""
+    if case_count.sum() == 0:
         return None
-    if np.all(case_diff == 0):
-        return 1.0
-
-    def ratio(d: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
-        return d.sum(axis=axis) / c.sum(axis=axis)
-
-    res = stats.bootstrap(
-        (case_diff, case_count),
-        ratio,
-        paired=True,
-        vectorized=True,
-        n_resamples=resamples,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
-    )
-    dist = res.bootstrap_distribution
-    not_worse = int(np.sum(dist >= 0) if direction == "higher" else np.sum(dist <= 0))
-    return float((1 + not_worse) / (resamples + 1))
+    cm = _cluster_mean(case_diff, case_count, resamples, seed)
+    if cm is None:
+        return None
+    return cm.p_below(0.0) if direction == "higher" else cm.p_above(0.0)
 
 
 def paired_gap(
