@@ -39,7 +39,7 @@ from pytest_llmbench.compare.arms import (
     read_compare_blocks,
 )
 from pytest_llmbench.compare.count import comparisons_by_family
-from pytest_llmbench.compare.interleave import ArmServers, Outcome, Starter, round_order, run_rounds
+from pytest_llmbench.compare.interleave import ArmServers, Outcome, Starter, run_rounds
 from pytest_llmbench.compare.judging import Judge, family_of, source_of
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.options import CompareSettings, read_settings
@@ -194,6 +194,7 @@ class CompareSession:
         t_run = time.monotonic()
         chosen: list[UnitChoice] = []
         pilot_blocks: list[Block] = []
+        played_first: dict[int, str] = {}  # each round's first block, as played (on_block sees play order)
 
         def on_block(block: Block) -> None:
             m = block.result.metrics
@@ -209,7 +210,7 @@ class CompareSession:
                     "unit": block.unit,
                     "wall_s": block.wall_s,
                     "role": block.role,
-                    "first_in_round": round_order(block.round)[0],  # the order effect is measurable
+                    "first_in_round": played_first.setdefault(block.round, block.role),  # order effects
                     "started_first": block.started_first,  # whose server started first for this unit's pair
                     "arm": pair.arm(block.role).label,
                     "notes": block.result.notes,
