@@ -119,3 +119,16 @@ def test_parsing_leaves_engine_and_launcher_names_to_the_registry(write):
     head = GOOD.split("configs:")[0] + "configs:\n"
     [cfg] = load_config_file(write(head + "  - name: plain\n    engine: tgi\n    launcher: k8s\n"))
     assert (cfg.engine, cfg.launcher) == ("tgi", "k8s")
+
+
+def test_api_key_env_names_the_variable_and_only_the_name_is_kept(write, monkeypatch):
+    head = GOOD.split("configs:")[0] + "configs:\n"
+    path = write(head + "  - name: locked\n    api_key_env: LLMBENCH_CFG_KEY\n")
+    with pytest.raises(ConfigError, match=r"config 'locked', key 'api_key_env': environment variable LLMBENCH_CFG_KEY"):
+        load_config_file(path)
+    monkeypatch.setenv("LLMBENCH_CFG_KEY", "sk-config-test-123")
+    (cfg,) = load_config_file(path)
+    assert cfg.api_key_env == "LLMBENCH_CFG_KEY" and cfg.api_key == "sk-config-test-123"
+    assert "sk-config-test-123" not in repr(cfg)  # a config in a traceback or a record never carries the key
+    with pytest.raises(ConfigError, match="key 'api_key_env': 'not a name' is not an environment variable name"):
+        load_config_file(write(head + "  - name: locked\n    api_key_env: not a name\n"))

@@ -64,6 +64,14 @@ class ServerConfig:
     request: Mapping[str, Any] = field(default_factory=dict)
     # Engine-specific knobs that are not launch flags (e.g. {"metrics": true}).
     engine_options: Mapping[str, Any] = field(default_factory=dict)
+    # The environment variable holding the server's API key: only its name is kept, so no repr, record or
+    # error message of a config can carry the key itself.
+    api_key_env: str | None = None
+
+    @property
+    def api_key(self) -> str | None:
+        """The key requests carry as a bearer token (read from ``api_key_env`` when asked), or None."""
+        return (os.environ.get(self.api_key_env) or None) if self.api_key_env else None
 
 
 def _check(file: Path, config: str | None, key: str, value: Any, prefix: str = "") -> None:
@@ -199,6 +207,10 @@ def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict)
     env = m.get("env", {})
     env = {str(k): _expand(str(v), models, path, name, f"env.{k}") for k, v in env.items()}
 
+    api_key_env = m.get("api_key_env")
+    if api_key_env and not os.environ.get(api_key_env):
+        raise ConfigError(path, f"environment variable {api_key_env} is not set or empty", name, "api_key_env")
+
     marks = tuple(m.get("marks", []))
     gpus = m.get("gpus", _DEFAULT["gpus"])
     timeout = float(m.get("startup_timeout", _DEFAULT["startup_timeout"]))
@@ -219,6 +231,7 @@ def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict)
         description=m.get("description", ""),
         request=m.get("request", {}),
         engine_options=m.get("engine_options", {}),
+        api_key_env=api_key_env,
     )
 
 

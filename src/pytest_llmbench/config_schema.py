@@ -43,6 +43,7 @@ REGENERATE = "python -m pytest_llmbench check-config --print-schema > src/pytest
 
 CONFIG_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 MARK_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 def key(
@@ -131,6 +132,14 @@ class ServerKeys:
     description: str = key("what this config is, for people and the report")
     request: dict[str, Any] = key("fields every request to this server carries (e.g. chat_template_kwargs)")
     engine_options: dict[str, Any] = key("engine-specific knobs that are not launch flags (e.g. binary)")
+    api_key_env: str = key(
+        "the environment variable that holds the API key the server wants: sent as 'Authorization: Bearer' "
+        "on every request, control calls included, and never written out; the server gets it from you "
+        '(args: [--api-key, "{env:NAME}"])',
+        words="the name of an environment variable",
+        pattern=ENV_NAME,
+        pattern_words="{item!r} is not an environment variable name (letters, digits and '_')",
+    )
 
 
 @dataclass(frozen=True)

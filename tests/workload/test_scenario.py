@@ -49,7 +49,8 @@ class FakeServer:
 
     def __init__(self, port, *, flush_note=None, exits=False):
         self.port, self.engine = port, LlamaCppEngine()
-        self.config = SimpleNamespace(name="fake", request={})
+        self.config = SimpleNamespace(name="fake", request={}, source="fake.yaml")
+        self.name, self.base_url, self.log_path = "fake", f"http://127.0.0.1:{port}", "fake/server.log"
         self.calls: list[str] = []
         self.flush_note, self.exits = flush_note, exits
         self.handle = SimpleNamespace(exit_code=lambda: -9)
@@ -138,8 +139,8 @@ def test_all_warmups_failing_is_one_error_with_the_log_tail(served):
     srv, server = served(fail=True)
     with pytest.raises(
         WorkloadError,
-        match=r"(?s)scenario 'w': all 2 warmup requests failed: HTTP 503: loading"
-        r".*model not loaded yet",
+        match=r"(?s)config fake: all 2 warm-up requests of scenario 'w' to http://127.0.0.1:\d+/v1/chat/completions "
+        r"failed: HTTP 503: loading.*model not loaded yet",
     ):
         run_scenario(server, Scenario("w", dataset="prompts", warmup=2), prompts=["x"])
     assert len(srv.bodies) == 2 and server.calls == []  # nothing after the warmups

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench.launchers.base import describe_exit
-from pytest_llmbench.transport.http import StreamClient, StreamError
+from pytest_llmbench.transport.http import StreamClient, StreamError, bearer
 from pytest_llmbench.transport.kinds import get_kind
 from pytest_llmbench.workload.records import RequestRecord, record_from_response
 
@@ -52,7 +52,8 @@ async def run_requests_async(
         raise ValueError(f"run_requests streams; request kind {kind!r} does not (use transport.kinds.send_json)")
     path = request_kind.path(server.engine, path)
     send = request_kind.send
-    client = StreamClient("127.0.0.1", server.port)
+    # getattr: test doubles and third-party servers may carry a config without the key
+    client = StreamClient("127.0.0.1", server.port, bearer(getattr(server.config, "api_key", None)))
     payloads = [json.dumps(streaming_body(server, b)).encode() for b in bodies]
     records: list[RequestRecord | None] = [None] * len(payloads)
     queue: asyncio.Queue[int] = asyncio.Queue()

@@ -23,6 +23,8 @@ from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.requests import run_requests
 
 if TYPE_CHECKING:
+    import httpx
+
     from pytest_llmbench.host_load import HostLoad
     from pytest_llmbench.server import LLMServer
 
@@ -110,6 +112,38 @@ def build_prompts(server: LLMServer, sc: Scenario) -> list[Prompt]:
     raise WorkloadError(f"scenario {sc.name!r}: dataset 'prompts' needs prompts=… passed to run_scenario")
 
 
+def _key_hint(server: LLMServer, status: int) -> str:
+    if status not in (401, 403):
+        return ""
+    if getattr(server.config, "api_key", None):
+        return f"\nThe server refused the API key from ${server.config.api_key_env} (config {server.name!r})."
+    return (
+        "\nThe server wants an API key: name the environment variable that holds it with api_key_env "
+        f"in config {server.name!r} ({server.config.source}); requests send it as a bearer token."
+    )
+
+
+def warmup_failed(server: LLMServer, sc: Scenario, error: str) -> str:
+    """Why a scenario could not start: the config, the URL and the server's answer (HTTP status and body),
+    and for a refused key what to set."""
+    status = int(error[5:8]) if error.startswith("HTTP ") and error[5:8].isdigit() else 0
+    return (
+        f"config {server.name}: all {sc.warmup} warm-up requests of scenario {sc.name!r} to "
+        f"{server.base_url}{server.engine.chat_path} failed: {error}{_key_hint(server, status)}\n"
+        f"--- last 20 lines of {server.log_path} ---\n{server.log_tail(20)}"
+    )
+
+
+def refused(server: LLMServer, exc: httpx.HTTPStatusError) -> str:
+    """A control call (tokenize, flush, …) the server answered with an HTTP error, in one message."""
+    status = exc.response.status_code
+    body = exc.response.text[:200].strip()
+    return (
+        f"config {server.name}: {exc.request.method} {exc.request.url} answered HTTP {status}: {body}"
+        f"{_key_hint(server, status)}"
+    )
+
+
 def run_scenario(
     server: LLMServer, sc: Scenario, *, prompts: Sequence[Prompt | str] | None = None, reporter: Any = None
 ) -> ScenarioResult:
@@ -137,10 +171,7 @@ def run_scenario(
             stall_timeout_s=sc.stall_timeout_s,
         )
         if not any(r.ok for r in warm):
-            raise WorkloadError(
-                f"scenario {sc.name!r}: all {sc.warmup} warmup requests failed: "
-                f"{warm[0].error}\n--- server log tail ---\n{server.log_tail(20)}"
-            )
+            raise WorkloadError(warmup_failed(server, sc, warm[0].error or "no reason recorded"))
     if sc.flush_cache:
         note = server.flush_cache()
         if note:
