@@ -103,3 +103,25 @@ def assert_nothing_left_running(results: Path, wait_s: float = 10.0) -> None:
     while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(process_alive(p) for p in pids), "a server outlived its session"
+
+
+def run_as_terminal(pytester: pytest.Pytester, *args: str, timeout: float = 300) -> pytest.RunResult:
+    """``python -m pytest ARGS`` as a terminal (or a CI runner) starts it: Ctrl-C at Python's default
+    handler even when this suite runs as a background job (which inherits SIGINT ignored), stdout a pipe."""
+    import signal
+    import subprocess
+    import sys
+
+    from _pytest.pytester import RunResult
+
+    t0 = time.monotonic()
+    proc = pytester.popen(
+        [sys.executable, "-m", "pytest", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    out, err = proc.communicate(timeout=timeout)
+    lines = out.decode(errors="replace").splitlines()
+    return RunResult(proc.returncode, lines, err.decode(errors="replace").splitlines(), time.monotonic() - t0)

@@ -40,7 +40,7 @@ from pytest_llmbench.compare.arms import (
 )
 from pytest_llmbench.compare.count import comparisons_by_family
 from pytest_llmbench.compare.interleave import ArmServers, Outcome, Starter, run_rounds
-from pytest_llmbench.compare.judging import Judge, family_of, source_of
+from pytest_llmbench.compare.judging import Judge, compare_metric, family_of, source_of
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.options import CompareSettings, read_settings
 from pytest_llmbench.compare.plan import ROUND_STEP, Costs
@@ -196,7 +196,11 @@ class CompareSession:
         pilot_blocks: list[Block] = []
         played_first: dict[int, str] = {}  # each round's first block, as played (on_block sees play order)
 
+        played: list[Block] = []  # every block, for the comparison of an interrupted run
+        unit_rounds = [design.unit_rounds(servers.keep_both)]
+
         def on_block(block: Block) -> None:
+            played.append(block)
             m = block.result.metrics
             bench.emit(
                 {
@@ -266,6 +270,7 @@ class CompareSession:
                     "table": choice.table,
                 }
             )
+            unit_rounds[0] = choice.plan.unit_rounds
             return choice.plan.unit_rounds, choice.pilot_units
 
         def on_plan(plan: Plan) -> None:
@@ -313,6 +318,9 @@ class CompareSession:
             for role, server in (("reference", servers.reference), ("candidate", servers.candidate)):
                 if server is not None and server.problem():
                     pytest.fail(server.gone_message(f"during scenario {scenario.name} ({role} arm)"), pytrace=False)
+            raise
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the units played still give their comparison
+            self._conclude_interrupted(bench, scenario, judge, Rounds(scenario, played, unit_rounds[0]), e)
             raise
         finally:
             self._write_starts(pair, servers)
@@ -406,6 +414,26 @@ class CompareSession:
             pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
         return self._conclude(bench, c, fam, scenario=None, rounds=1, prompts=2 * len(common))
 
+    def _conclude_interrupted(self, bench: Any, scenario: Any, judge: Judge, rounds: Rounds, e: BaseException) -> None:
+        """Each metric judged on the rounds both arms finished before the interrupt, recorded with stop
+        "interrupted" (what the report's comparison row shows); never in the interrupt's way."""
+        why = f"interrupted ({type(e).__name__}) after {len(rounds.complete)} rounds both arms finished"
+        for metric in judge.metrics:
+            try:
+                c = compare_metric(metric, rounds, alpha=judge.alpha(metric), detect=judge.detect, ignore=judge.ignore)
+                if c is not None:
+                    self._conclude(
+                        bench,
+                        c,
+                        family_of(metric),
+                        scenario=scenario.name,
+                        rounds=len(rounds.complete),
+                        prompts=rounds.prompts_used(),
+                        interrupted=why,
+                    )
+            except Exception:  # the interrupt goes on; a row it cannot make is left out
+                continue
+
     def _conclude(
         self,
         bench: Any,
@@ -416,6 +444,7 @@ class CompareSession:
         rounds: int,
         prompts: int,
         outcome: Outcome | None = None,
+        interrupted: str | None = None,
     ) -> Any:
         """The comparison record, the JUnit property, and the test's failure when it regressed."""
         pair = self.pairs[bench.config_name]
@@ -431,8 +460,9 @@ class CompareSession:
             "family": family,
             "rounds": rounds,
             "prompts": prompts,
-            "stop": outcome.stop if outcome else "cases",
-            "stop_reason": outcome.describe() if outcome else f"every case measured on both arms ({c.n})",
+            "stop": "interrupted" if interrupted else outcome.stop if outcome else "cases",
+            "stop_reason": interrupted
+            or (outcome.describe() if outcome else f"every case measured on both arms ({c.n})"),
             "planned_rounds": plan.rounds if plan else None,
             "needed_rounds": plan.needed if plan else None,
             "underpowered": plan.underpowered if plan else False,
@@ -444,6 +474,8 @@ class CompareSession:
         bench.emit(record)  # results.jsonl and the JUnit properties (report/junit.py)
         self.records.append(record)
         self.made[family] += 1
+        if interrupted:
+            return c  # the session is interrupted: the row is kept, the test is not judged by it
         message = _message(record)
         if c.verdict == "regressed" or (c.verdict == "inconclusive" and self.settings.strict):
             why = "" if c.verdict == "regressed" else " (--llmbench-strict)"

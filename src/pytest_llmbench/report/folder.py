@@ -70,18 +70,21 @@ class ResultsFolder:
         return (found[-1].get("facts") or {}) if found else {}
 
 
-def read_folder(path: Path | str) -> ResultsFolder:
-    """Read ``results*.jsonl`` and each ``<config>/resources.json`` under ``path``."""
+def read_folder(path: Path | str, session: str | None = None) -> ResultsFolder:
+    """Read ``results*.jsonl`` and each ``<config>/resources.json`` under ``path`` (with ``session``, only
+    that session's records, and its resources as its facts records give them)."""
     root = Path(path)
     if not root.is_dir():
         raise ResultsFolderError(f"{root}: not a folder (expected a results folder with results.jsonl)")
     try:
-        records = list(iter_records(root))
+        records = list(iter_records(root, session=session))
     except FileNotFoundError:
         raise ResultsFolderError(f"{root}: no results*.jsonl here; is this a results folder?") from None
     except ValueError as e:  # iter_jsonl names file:line
         raise ResultsFolderError(str(e)) from None
     out = ResultsFolder(root, records)
+    if session is not None:
+        return out  # another session's resources.json may sit in a config folder: facts records are its own
     for res in sorted(root.glob("*/resources.json")):
         try:
             data = json.loads(res.read_text(encoding="utf-8"))

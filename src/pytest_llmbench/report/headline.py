@@ -219,7 +219,7 @@ def comparison_findings(records: Sequence[Record]) -> list[Finding]:
 
 
 #: pytest exit statuses that end a run before its verdicts: the run FAILED, with pytest's own status.
-ABORTED = {2: "interrupted", 3: "internal error", 4: "usage error"}
+ABORTED = {2: "interrupted", 3: "internal error", 4: "usage error", 143: "terminated (SIGTERM)"}
 
 
 def outcome_findings(records: Sequence[Record]) -> list[Finding]:
@@ -241,7 +241,7 @@ def outcome_findings(records: Sequence[Record]) -> list[Finding]:
         out.append(Finding(State.FAILED, f"{err.get('source') or 'error'}: {err.get('message')}"))
     status = _aborted(sessions)
     if status is not None:
-        out.append(Finding(State.FAILED, f"pytest {ABORTED[status]} (exit status {status})"))
+        out.append(Finding(State.FAILED, f"pytest {ABORTED[status]}"))  # the line ends with the exit status
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_llmbench.gate.files import write_atomic
 from pytest_llmbench.report import rows as R
 from pytest_llmbench.report.folder import ResultsFolder
 
@@ -136,5 +137,5 @@ def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
 
 def write(folder: ResultsFolder, baselines_dir: Path | None = None, path: Path | None = None) -> Path:
     path = Path(path) if path else folder.path / "report.html"
-    path.write_text(render(folder, baselines_dir), encoding="utf-8")
+    write_atomic(path, render(folder, baselines_dir))  # a full disk leaves the old page, never half of one
     return path

@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_llmbench.gate.types import fmt
 from pytest_llmbench.report.folder import ResultsFolder
+from pytest_llmbench.report.results import ok_of_planned
 
 STATUS_LABEL = {
     "REGRESSED": "REGRESSED",
@@ -181,7 +182,6 @@ def scenario_table(folder: ResultsFolder) -> Table | None:
     rows = []
     for s in scenarios:
         m = s.get("metrics") or {}
-        ok, failed = m.get("completed", 0) or 0, m.get("failed", 0) or 0
         prompt = mean_prompt_tokens(s)
         acc = m.get("accept_length")
         acc_s = (
@@ -193,7 +193,7 @@ def scenario_table(folder: ResultsFolder) -> Table | None:
             [
                 str(s.get("config") or "-"),
                 str(s.get("scenario") or "-"),
-                f"{ok}/{ok + failed}",
+                ok_of_planned(s),  # an interrupted scenario: done of planned
                 "-" if prompt is None else f"{prompt:,.0f}",
                 *(_num(m.get(key), spec) for _, key, spec in SCENARIO_COLUMNS),
                 acc_s,

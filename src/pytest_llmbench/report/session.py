@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import base64
 import html as html_escape
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmbench import sink, stash
+from pytest_llmbench import interrupts, sink, stash
 from pytest_llmbench.gate.types import fmt
-from pytest_llmbench.jsonl import iter_jsonl
+from pytest_llmbench.jsonl import TornLineWarning, iter_jsonl
 from pytest_llmbench.report import junit
 
 if TYPE_CHECKING:
@@ -58,14 +59,22 @@ class HeadlineSession:
         self.passed = 0
         self.problems: list[str] = []
         self.verdict: SessionVerdict | None = None
-        self.earlier: dict[str, int] = {}  # records other sessions left in a reused results folder
+        self.started = False  # a session_start record was written (by this process)
+        self.torn: list[str] = []  # lines cut short that reading the results skipped (jsonl.TornLineWarning)
 
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        results = self.config.stash.get(stash.RESULTS, None)
-        if not self.is_worker and results is not None and results.dir.is_dir():
-            from pytest_llmbench.report.results import record_counts
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """The first test that starts a server or measures writes ``session_start``: a session whose every
+        server failed to start still has its records, headline and summary."""
+        if self.started or not {"llm_server", "bench"} & set(getattr(item, "fixturenames", ())):
+            return
+        self.started = True
+        import os
+        import sys
 
-            self.earlier = record_counts(results.dir)
+        from pytest_llmbench.report.results import now
+
+        sink.emit(self.config, {"record": "session_start", "pid": os.getpid(), "argv": sys.argv[1:], "time": now()})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
@@ -85,32 +94,78 @@ class HeadlineSession:
         from pytest_llmbench.report.headline import session_verdict
         from pytest_llmbench.report.results import iter_records
 
-        records = list(iter_records(results.dir, after=self.earlier))  # this session's records only
+        # this session's records only: a reused folder's earlier sessions and a concurrent one stay apart
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", TornLineWarning)
+            records = list(iter_records(results.dir, session=results.session_id))
+        self.torn = [str(w.message) for w in seen if issubclass(w.category, TornLineWarning)]
         status = int(session.exitstatus)
+        if interrupts.state.terminated:
+            status = interrupts.TERMINATED_EXIT
         outcome: dict[str, Any] = {
             "record": "session",
             "pytest_exit_status": status,
             "tests": {"passed": self.passed, "failed": len(self.failed)},
             "failed": list(self.failed),
             "problems": list(self.problems),
+            "signals": list(interrupts.state.received),
         }
         verdict = session_verdict([*records, outcome])
         if status == pytest.ExitCode.TESTS_FAILED and verdict.exit_status == 0:
             outcome["problems"].append("pytest reported a failure outside any test")  # never a green exit 1
             verdict = session_verdict([*records, outcome])
-        sink.emit(
-            self.config,
-            {**outcome, "verdict": verdict.state.value, "exit_status": verdict.exit_status, "headline": verdict.line()},
-        )
+        try:
+            sink.emit(
+                self.config,
+                {
+                    **outcome,
+                    "verdict": verdict.state.value,
+                    "exit_status": verdict.exit_status,
+                    "headline": verdict.line(),
+                },
+            )
+        except OSError as e:  # a full disk: said in the verdict and the exit status, never an INTERNALERROR
+            outcome["problems"].append(f"the session record could not be written to {results.path} ({e.strerror or e})")
+            verdict = session_verdict([*records, outcome])
         self.verdict = verdict
         if status in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode(verdict.exit_status)
+        elif status == interrupts.TERMINATED_EXIT:
+            session.exitstatus = status  # 143, as a shell reports a job that died of SIGTERM
         junit.add_session_verdict(self.config, verdict)
+
+    def add_problem(self, session: pytest.Session, problem: str) -> None:
+        """A failure found after the verdict (the report could not be written): the verdict, the terminal
+        line and the exit status say it too."""
+        if self.verdict is None:
+            return
+        from pytest_llmbench.report.headline import Finding, SessionVerdict, State
+
+        findings = (*self.verdict.findings, Finding(State.FAILED, problem))
+        status = self.verdict.exit_status or 1
+        self.verdict = SessionVerdict(min((f.state for f in findings), key=lambda s: s.rank), findings, status)
+        if int(session.exitstatus) == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.verdict is None:
             return
+        for torn in self.torn:  # a crash of an earlier session in this folder: said, and the line kept
+            terminalreporter.write_line(f"llmbench: {torn}", yellow=True)
+        received = interrupts.state.received
+        if interrupts.state.terminated:
+            terminalreporter.write_line(
+                "llmbench: terminated by SIGTERM (a cancelled CI job): the finished requests are kept, "
+                "every server was stopped",
+                red=True,
+            )
+        if len(received) > 1:
+            terminalreporter.write_line(
+                f"llmbench: {' then '.join(received)} received: the later ones came while the session was "
+                "ending, which went on (its servers stopped, its records and summary written)",
+                yellow=True,
+            )
         tone = self.verdict.tone
         terminalreporter.write_line(
             self.verdict.line(), bold=True, red=tone == "bad", green=tone == "good", yellow=tone in ("warn", "neutral")
@@ -137,10 +192,21 @@ class ReportSession:
         from pytest_llmbench.gate.options import baselines_dir
         from pytest_llmbench.report.build import write_report
 
+        # this session's records; while another session writes the folder too, files of its own name
+        suffix = f".{results.session_id}" if results.others_live() else ""
         try:
-            self.written = write_report(results.dir, baselines_dir(self.config))
-        except Exception as e:  # a report must never turn a passing gate into an internal error
+            self.written = write_report(
+                results.dir, baselines_dir(self.config), session=results.session_id, suffix=suffix
+            )
+        except Exception as e:  # a report must never turn into an internal error, nor pass as written
             self.error = f"{type(e).__name__}: {e}"
+            headline = self.config.pluginmanager.get_plugin("llmbench-headline")
+            if headline is not None:
+                headline.add_problem(session, f"the report could not be written ({self.error})")
+            try:  # for a later `report` of the folder; on a full disk this line cannot be written either
+                sink.emit(self.config, {"record": "session_error", "source": "report", "message": self.error})
+            except OSError:
+                pass
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or not self.enabled:
@@ -194,7 +260,9 @@ def bench_extras(item: pytest.Item, bench: Any) -> list[dict[str, Any]]:
     results = item.config.stash[stash.RESULTS]
     records = []
     if results.path.is_file():
-        records = [r for _, r in iter_jsonl(results.path) if item.nodeid in (r.get("test"), r.get("nodeid"))]
+        records = [
+            r for _, r in iter_jsonl(results.path, torn="warn") if item.nodeid in (r.get("test"), r.get("nodeid"))
+        ]
     out = [extras.html(metrics_table(bench.measurements, [r for r in records if r.get("record") == "verdict"]))]
     folder = ResultsFolder(Path(results.dir), records)
     figures = [

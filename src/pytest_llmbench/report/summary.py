@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pytest_llmbench.gate.files import write_atomic
 from pytest_llmbench.report import rows as R
 from pytest_llmbench.report.folder import ResultsFolder
 
@@ -59,7 +60,7 @@ def render(folder: ResultsFolder) -> str:
 def write(folder: ResultsFolder, path: Path | None = None) -> Path:
     """Write summary.md (default: into the results folder) and return its path."""
     path = Path(path) if path else folder.path / "summary.md"
-    path.write_text(render(folder), encoding="utf-8")
+    write_atomic(path, render(folder))  # a full disk leaves the old file, never half of a new one
     return path
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_llmbench.report.results import iter_records
+from pytest_llmbench.report.results import iter_records, ok_of_planned
 
 COLUMNS = (
     ("config", "config", "{}"),
@@ -33,14 +33,15 @@ def render(rows: list[list[str]], header: list[str], right: set[int]) -> str:
     return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)])
 
 
-def scenario_table(results_dir: Path) -> str:
+def scenario_table(results_dir: Path, session: str | None = None) -> str:
+    """One row per scenario of the folder (of one session's, given its id)."""
     rows = []
-    for obj in iter_records(results_dir, "scenario"):
+    for obj in iter_records(results_dir, "scenario", session=session):
         m = obj.get("metrics") or {}
         cells = []
         for title, key, spec in COLUMNS:
             if title == "ok/n":
-                cells.append(f"{m.get('completed', 0)}/{m.get('completed', 0) + m.get('failed', 0)}")
+                cells.append(ok_of_planned(obj))
             elif key in ("config", "scenario"):
                 cells.append(str(obj.get(key) or "-"))
             else:

@@ -2,7 +2,8 @@
 
 Written with pytest's output capture suspended (as live logging does), so it reaches the terminal while
 the test runs instead of its captured stdout. On a terminal the line is rewritten in place on its own line and erased at the end, so pytest's own
-progress output is left intact; without a terminal (CI logs) a plain line is written every 10 s.
+progress output is left intact; without a terminal (CI logs) a plain line is written every 10 s, and one
+at the end with the final count.
 Nothing is shown for scenarios shorter than a couple of seconds.
 """
 
@@ -62,6 +63,12 @@ class Progress:
         return capman.global_and_fixture_disabled() if capman is not None else nullcontext()
 
     def close(self) -> None:
-        if self._tty and self._shown:
-            with self._uncaptured():
+        """On a terminal the line is erased; in a log the last count is written, so a log that showed
+        "3/4 requests" also shows where the scenario ended (4/4, or 3/4 when it was interrupted)."""
+        if not self._shown:
+            return
+        with self._uncaptured():
+            if self._tty:
                 self.reporter.rewrite("", erase=True)
+            else:
+                self.reporter.write_line(self.line())
