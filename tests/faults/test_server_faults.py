@@ -166,3 +166,58 @@ def test_port_taken_every_time_is_one_clear_error(cpu_configs, tmp_path, monkeyp
         monkeypatch.setattr(server_mod, "free_port", lambda host="127.0.0.1": taken)
         with pytest.raises(ServerStartError, match=r"was taken before the server could bind it, 3 times in a row"):
             start_server(cfg, tmp_path / "s")
+
+
+# --- issue 52 ---------------------------------------------------------------------------------------------
+
+PAUSED_BETWEEN_SCENARIOS = """
+import os, signal
+from pytest_llmbench import Scenario
+
+def test_a_then_paused(llm_server, bench):
+    bench.run(Scenario("first", output_len=4, num_prompts=1, warmup=0))
+    os.killpg(llm_server.handle.pgid, signal.SIGSTOP)  # stopped between scenarios: the next control call hangs
+
+def test_b_tokenizes(llm_server, bench):
+    bench.run(Scenario("random", dataset="random", input_len=16, output_len=4, num_prompts=2, warmup=0,
+                       stall_timeout_s=3))
+
+def test_c_next(llm_server, bench):
+    bench.run(Scenario("next", output_len=4, num_prompts=1, warmup=0, stall_timeout_s=3))
+"""
+
+
+def test_server_paused_between_scenarios_is_named_with_the_hung_call_within_one_stall_budget(session):
+    """Issue 52 (4): a server stopped between scenarios hung /tokenize for its 60 s timeout, then a raw
+    httpx ReadTimeout traceback that named no server; the server was not marked hung, so the next test
+    waited again (/slots, /metrics, then its stall budget). Now one stall budget (3 s) names the server and
+    the call, and the next test fails at once."""
+    session.makepyfile(test_paused=PAUSED_BETWEEN_SCENARIOS)
+    t0 = time.monotonic()
+    result = session.runpytest_subprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider")
+    elapsed = time.monotonic() - t0
+    out = result.stdout.str()
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*server smol not responding: POST /tokenize got no answer in 3 s (stall_timeout_s=3) during scenario random"]
+    )
+    result.stdout.fnmatch_lines(
+        ["*server smol not responding: POST /tokenize got no answer in 3 s*before this test started"]
+    )
+    assert "During handling of the above exception" not in out
+    assert "ReadTimeout" not in out and "Traceback" not in out
+    assert elapsed < 45, f"one stall budget, not a 60 s control timeout and then more ({elapsed:.0f} s)"
+    assert [r["scenario"] for r in records(session.results, "scenario")] == ["first"]
+    assert_nothing_left_running(session.results)
+
+
+def test_start_failure_is_reported_once_per_test(session):
+    """Issue 52 (11): pytest.fail inside the ``except`` printed the start failure twice, joined by "During
+    handling of the above exception, another exception occurred"."""
+    session.makefile(".yaml", **{"configs/servers": smol_configs("{name: smol, args: [--no-such-flag]}")})
+    session.makepyfile(test_x="def test_x(llm_server):\n    pass\n")
+    result = session.runpytest_inprocess(f"--results-dir={session.results}", "-p", "no:cacheprovider", "--tb=long")
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    assert out.count("config smol: server exited (code 1) before becoming ready") == 1, out[-4000:]
+    assert "During handling of the above exception" not in out
