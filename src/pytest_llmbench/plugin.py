@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_llmbench import interrupts, stash
+from pytest_llmbench import stash
 from pytest_llmbench.config import ServerConfig, load_configs
 from pytest_llmbench.datasets.fixture import datasets  # noqa: F401  (registered by import)
 from pytest_llmbench.errors import ConfigError, RegistryError
 from pytest_llmbench.fixtures import _llmbench_server_usable, bench, llm_server  # noqa: F401  (registered by import)
 from pytest_llmbench.launchers.base import install_cleanup, stop_all
 from pytest_llmbench.registry import Registry
-from pytest_llmbench.report.results import ResultsWriter, new_session_id
+from pytest_llmbench.report.results import ResultsWriter
 from pytest_llmbench.scheduling import server_config_name, start_id, start_param
 
 #: The built-ins, each a plugin module implementing the hooks of hookspec.py.
@@ -36,7 +36,6 @@ pytest_plugins = [
 CONFIG_ERROR = pytest.StashKey[ConfigError]()
 SERVER_TESTS = pytest.StashKey[int]()  # test functions that use llm_server (for the no-config hint)
 RESULTS_DIR_KEY = "llmbench_results_dir"
-SESSION_KEY = "llmbench_session"  # (id, controller pid): one session id for the controller and its workers
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -146,10 +145,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[CONFIG_ERROR] = e
         configs = []
     config.stash[stash.CONFIGS] = {c.name: c for c in configs}
-    _register_secrets(configs)
-    workerinput = getattr(config, "workerinput", None) or {}
-    session_id, owner = workerinput.get(SESSION_KEY) or (new_session_id(), os.getpid())
-    results = ResultsWriter(_results_dir(config), os.environ.get("PYTEST_XDIST_WORKER"), session_id, owner)
+    _register_secrets(configs, registry)
+    results = ResultsWriter(_results_dir(config), os.environ.get("PYTEST_XDIST_WORKER"))
     problem = results.unwritable()
     if problem:
         raise pytest.UsageError(f"--results-dir / ini llmbench_results_dir: cannot write results to {problem}")
@@ -170,8 +167,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
     maybe_register(config, paths)  # registers "llmbench-compare" when arms or a compare: block are given
     install_cleanup()
-    if not hasattr(config, "workerinput"):
-        interrupts.install()  # SIGTERM as Ctrl-C; a second signal cannot cut the session's end short
 
 
 def _registries(config: pytest.Config) -> Registry:
@@ -187,14 +182,15 @@ def _registries(config: pytest.Config) -> Registry:
     return registry
 
 
-def _register_secrets(configs: list[ServerConfig]) -> None:
-    """Every secret a config carries (env values, secret flags' values) is scrubbed from every output."""
+def _register_secrets(configs: list[ServerConfig], registry: Registry) -> None:
+    """Every secret a config carries (env values, secret flags' values in any spelling, its API key) and
+    the host's secret-named variables are scrubbed from every output, before any is written."""
     from pytest_llmbench import redact
+    from pytest_llmbench.server import register_secrets
 
     redact.register_environ()
     for cfg in configs:
-        redact.register(v for k, v in cfg.env.items() if redact.is_secret_name(k))
-        redact.register(redact.secret_args(cfg.args))
+        register_secrets(cfg, registry.engine(cfg.engine))
 
 
 def _results_dir(config: pytest.Config) -> Path:
@@ -211,9 +207,7 @@ def _results_dir(config: pytest.Config) -> Path:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """xdist controller: every worker writes into the controller's results folder."""
-    results = node.config.stash[stash.RESULTS]
-    node.workerinput[RESULTS_DIR_KEY] = str(results.dir)
-    node.workerinput[SESSION_KEY] = (results.session_id, results.owner_pid)
+    node.workerinput[RESULTS_DIR_KEY] = str(node.config.stash[stash.RESULTS].dir)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -302,27 +296,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         raise pytest.UsageError("; ".join(problems))
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_keyboard_interrupt(excinfo) -> None:
-    interrupts.ending()
     stop_all()
 
 
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
-    interrupts.ending()  # from here a Ctrl-C or SIGTERM no longer cuts the verdict and summary short
-    try:
-        return (yield)
-    finally:
-        stop_all()
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    stop_all()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     stop_all()
-    results = config.stash.get(stash.RESULTS, None)
-    if results is not None and not hasattr(config, "workerinput"):
-        results.close()
-        interrupts.uninstall()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -334,7 +317,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     results = config.stash.get(stash.RESULTS, None)
     if results is None or not any(results.dir.glob("results*.jsonl")):
         return
-    table = scenario_table(results.dir, session=results.session_id)  # this session's, in a shared folder too
+    table = scenario_table(results.dir)
     if table:
         terminalreporter.write_sep("=", "llmbench scenarios")
         for line in table.splitlines():
