@@ -30,7 +30,7 @@ from pytest_llmbench.scheduling import (
     server_config_name,
     without_group_suffix,
 )
-from pytest_llmbench.server import LLMServer, ServerStartError, start_server
+from pytest_llmbench.server import LLMServer, ServerNotResponding, ServerStartError, start_server
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, WorkloadError, refused
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ def llm_server(request: pytest.FixtureRequest) -> Iterator[LLMServer]:
             cfg, results.server_dir(name), gpu_ids=_gpu_ids_for(config, cfg), registry=config.stash[stash.REGISTRY]
         )
     except (ServerStartError, GPUAssignmentError) as e:
-        pytest.fail(str(e), pytrace=False)  # the message and the log tail, not the plugin's source
+        # the message and the log tail, once: no plugin source, no "During handling of the above exception"
+        raise pytest.fail.Exception(str(e), pytrace=False) from None
     sink.emit(config, server_line(server))
     try:
         yield server
@@ -161,20 +162,24 @@ class Bench:
         reporter = self.item.config.pluginmanager.get_plugin("terminalreporter")
         before = host_load.snapshot()
         try:
-            result = run_scenario(self.server, scenario, prompts=prompts, reporter=reporter)
+            with self.server.stall_budget(scenario.stall_timeout_s):  # tokenize/flush hang: one budget too
+                result = run_scenario(self.server, scenario, prompts=prompts, reporter=reporter)
             result.host_load = host_load.between(before, host_load.snapshot(), _server_pids(self.server))
         except BaseException as e:
             partial = getattr(e, "llmbench_partial", None)
             if partial is not None:
                 self._keep(partial)
-            if isinstance(e, (httpx.TransportError, WorkloadError)) and self.server.problem():
-                pytest.fail(self.server.gone_message(f"during scenario {scenario.name}"), pytrace=False)
+            if isinstance(e, (httpx.TransportError, WorkloadError, ServerNotResponding)) and self.server.problem():
+                gone = self.server.gone_message(f"during scenario {scenario.name}")
+                raise pytest.fail.Exception(gone, pytrace=False) from None  # said once: no "During handling"
             if isinstance(e, WorkloadError):  # could not run at all (every warm-up refused): the message alone
                 raise pytest.fail.Exception(str(e), pytrace=False) from None
             if isinstance(e, httpx.HTTPStatusError):  # a control call refused (HTTP 401 without the key)
                 raise pytest.fail.Exception(refused(self.server, e), pytrace=False) from None
             raise
         self._keep(result)
+        if self.server.not_responding:  # a control call after the requests hung: they are kept, the test fails
+            pytest.fail(self.server.gone_message(f"after scenario {scenario.name}"), pytrace=False)
         if result.metrics.get("failed") and not self.server.settled_alive():
             pytest.fail(self._gone(result), pytrace=False)
         hung = next((r.error for r in result.records if (r.error or "").startswith("server not responding")), None)

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_llmbench import stash
+from pytest_llmbench import interrupts, stash
 from pytest_llmbench.config import ServerConfig, load_configs
 from pytest_llmbench.datasets.fixture import datasets  # noqa: F401  (registered by import)
 from pytest_llmbench.errors import ConfigError, RegistryError
 from pytest_llmbench.fixtures import _llmbench_server_usable, bench, llm_server  # noqa: F401  (registered by import)
 from pytest_llmbench.launchers.base import install_cleanup, stop_all
 from pytest_llmbench.registry import Registry
-from pytest_llmbench.report.results import ResultsWriter
+from pytest_llmbench.report.results import ResultsWriter, new_session_id
 from pytest_llmbench.scheduling import server_config_name, start_id, start_param
 
 #: The built-ins, each a plugin module implementing the hooks of hookspec.py.
@@ -36,6 +36,7 @@ pytest_plugins = [
 CONFIG_ERROR = pytest.StashKey[ConfigError]()
 SERVER_TESTS = pytest.StashKey[int]()  # test functions that use llm_server (for the no-config hint)
 RESULTS_DIR_KEY = "llmbench_results_dir"
+SESSION_KEY = "llmbench_session"  # (id, controller pid): one session id for the controller and its workers
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -146,7 +147,9 @@ def pytest_configure(config: pytest.Config) -> None:
         configs = []
     config.stash[stash.CONFIGS] = {c.name: c for c in configs}
     _register_secrets(configs, registry)
-    results = ResultsWriter(_results_dir(config), os.environ.get("PYTEST_XDIST_WORKER"))
+    workerinput = getattr(config, "workerinput", None) or {}
+    session_id, owner = workerinput.get(SESSION_KEY) or (new_session_id(), os.getpid())
+    results = ResultsWriter(_results_dir(config), os.environ.get("PYTEST_XDIST_WORKER"), session_id, owner)
     problem = results.unwritable()
     if problem:
         raise pytest.UsageError(f"--results-dir / ini llmbench_results_dir: cannot write results to {problem}")
@@ -167,6 +170,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     maybe_register(config, paths)  # registers "llmbench-compare" when arms or a compare: block are given
     install_cleanup()
+    if not hasattr(config, "workerinput"):
+        interrupts.install()  # SIGTERM as Ctrl-C; a second signal cannot cut the session's end short
 
 
 def _registries(config: pytest.Config) -> Registry:
@@ -207,7 +212,9 @@ def _results_dir(config: pytest.Config) -> Path:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """xdist controller: every worker writes into the controller's results folder."""
-    node.workerinput[RESULTS_DIR_KEY] = str(node.config.stash[stash.RESULTS].dir)
+    results = node.config.stash[stash.RESULTS]
+    node.workerinput[RESULTS_DIR_KEY] = str(results.dir)
+    node.workerinput[SESSION_KEY] = (results.session_id, results.owner_pid)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -296,16 +303,27 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         raise pytest.UsageError("; ".join(problems))
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_keyboard_interrupt(excinfo) -> None:
+    interrupts.ending()
     stop_all()
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    stop_all()
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
+    interrupts.ending()  # from here a Ctrl-C or SIGTERM no longer cuts the verdict and summary short
+    try:
+        return (yield)
+    finally:
+        stop_all()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     stop_all()
+    results = config.stash.get(stash.RESULTS, None)
+    if results is not None and not hasattr(config, "workerinput"):
+        results.close()
+        interrupts.uninstall()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
@@ -317,7 +335,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     results = config.stash.get(stash.RESULTS, None)
     if results is None or not any(results.dir.glob("results*.jsonl")):
         return
-    table = scenario_table(results.dir)
+    table = scenario_table(results.dir, session=results.session_id)  # this session's, in a shared folder too
     if table:
         terminalreporter.write_sep("=", "llmbench scenarios")
         for line in table.splitlines():

@@ -3,16 +3,23 @@
 ``start_server`` picks a free port on 127.0.0.1, launches, and polls the engine's health endpoint
 until ready; a failed or timed-out start raises :class:`ServerStartError` with the last 40 lines of
 the server log, which stays in ``<results>/<config>/server.log``.
+
+Control-plane calls (tokenize, flush, metrics, props) that get no answer in time mark the server "not
+responding" and raise :class:`ServerNotResponding` naming the server and the call, so later tests fail
+at once instead of each waiting again; inside :meth:`LLMServer.stall_budget` they wait no longer than
+the scenario's stall budget.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -26,6 +33,7 @@ from pytest_llmbench.transport.http import bearer
 
 HOST = "127.0.0.1"
 LOG_TAIL_LINES = 40
+T = TypeVar("T")
 
 
 class ServerStartError(LlmbenchError, RuntimeError):
@@ -33,6 +41,30 @@ class ServerStartError(LlmbenchError, RuntimeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(redact.scrub(message))
+
+
+class ServerNotResponding(LlmbenchError):
+    """A control-plane call got no answer in time; the server is marked not responding."""
+
+
+class _ControlClient(httpx.Client):
+    """The control-plane client: waits at most ``cap_s`` for any byte (the scenario's stall budget, when
+    one is running) and remembers the last call that timed out, even where an engine swallows the error."""
+
+    cap_s: float | None = None
+    timed_out: tuple[str, float] | None = None  # ("POST /tokenize", seconds waited)
+
+    def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        limits = dict(request.extensions.get("timeout") or {})
+        if self.cap_s is not None:
+            limits = {k: self.cap_s if v is None else min(v, self.cap_s) for k, v in limits.items()}
+            request.extensions["timeout"] = limits
+        try:
+            return super().send(request, **kwargs)
+        except httpx.TimeoutException:
+            waited = max((v for v in limits.values() if v is not None), default=0.0)
+            self.timed_out = (f"{request.method} {request.url.path}", waited)
+            raise
 
 
 def free_port(host: str = HOST) -> int:
@@ -63,7 +95,7 @@ class LLMServer:
     info: dict[str, Any] = field(default_factory=dict)
     #: Set when a scenario found the server alive but silent (paused, deadlocked): later tests fail fast.
     not_responding: str | None = None
-    _client: httpx.Client | None = None
+    _client: _ControlClient | None = None
 
     @property
     def name(self) -> str:
@@ -82,9 +114,49 @@ class LLMServer:
     @property
     def client(self) -> httpx.Client:
         """A control-plane client (health, tokenize, flush, metrics); not for the load itself."""
+        return self._control_client()
+
+    def _control_client(self) -> _ControlClient:
         if self._client is None:
-            self._client = httpx.Client(base_url=self.base_url, timeout=60.0, headers=bearer(self.config.api_key))
+            self._client = _ControlClient(base_url=self.base_url, timeout=60.0, headers=bearer(self.config.api_key))
         return self._client
+
+    @contextlib.contextmanager
+    def stall_budget(self, seconds: float) -> Iterator[None]:
+        """Control calls made meanwhile wait no longer than ``seconds`` for a byte (a scenario's
+        ``stall_timeout_s``: a paused server ends the scenario in one budget, tokenizing included)."""
+        client = self._control_client()
+        before, client.cap_s = client.cap_s, seconds
+        try:
+            yield
+        finally:
+            client.cap_s = before
+
+    def _control(self, call: Callable[[httpx.Client], T], *, informative: bool = False) -> T:
+        """Run one engine control call. A timeout in it (raised, or swallowed by the engine) marks this
+        server not responding and raises ServerNotResponding naming the server and the call; for an
+        ``informative`` call whose engine swallowed it, the engine's empty answer is returned instead
+        (the scenario's records are kept and ``bench.run`` fails the test on the mark)."""
+        if self.not_responding:  # hung earlier: do not wait out another timeout
+            raise ServerNotResponding(f"server {self.name} {self.not_responding}")
+        client = self._control_client()
+        client.timed_out = None
+        try:
+            out = call(client)
+        except httpx.TimeoutException:
+            if client.timed_out is None:
+                raise
+            swallowed = False
+        else:
+            if client.timed_out is None:
+                return out
+            swallowed = True
+        what, waited = client.timed_out
+        budget = f" (stall_timeout_s={client.cap_s:g})" if client.cap_s is not None and waited >= client.cap_s else ""
+        self.not_responding = f"not responding: {what} got no answer in {waited:g} s{budget}"
+        if informative and swallowed:
+            return out
+        raise ServerNotResponding(f"server {self.name} {self.not_responding}")
 
     def alive(self) -> bool:
         return self.handle.alive()
@@ -116,16 +188,16 @@ class LLMServer:
 
     # Engine operations bound to this server --------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
-        return self.engine.tokenize(self.client, text)
+        return self._control(lambda c: self.engine.tokenize(c, text))
 
     def detokenize(self, ids: list[int]) -> str:
-        return self.engine.detokenize(self.client, ids)
+        return self._control(lambda c: self.engine.detokenize(c, ids))
 
     def flush_cache(self) -> str | None:
-        return self.engine.flush_cache(self.client)
+        return self._control(self.engine.flush_cache)
 
     def spec_counters(self) -> dict[str, float] | None:
-        return self.engine.spec_counters(self.client)
+        return self._control(self.engine.spec_counters, informative=True)
 
     def spec_between(self, before: dict[str, float] | None, after: dict[str, float] | None) -> SpecStats | None:
         if before is None or after is None:
@@ -133,12 +205,13 @@ class LLMServer:
         return self.engine.spec_from_counters(before, after)
 
     def server_info(self) -> dict[str, Any]:
-        return self.engine.server_info(self.client)
+        return self._control(self.engine.server_info, informative=True)
 
     def facts(self) -> dict[str, Any]:
         """Startup time and the sizes the server chose (resources.json)."""
         facts = {"startup_s": round(self.startup_s, 3)}
-        facts.update(self.engine.server_facts(self.client, self.log_path.read_text(errors="replace")))
+        log_text = self.log_path.read_text(errors="replace")
+        facts.update(self._control(lambda c: self.engine.server_facts(c, log_text)))
         return facts
 
     def stop(self, grace: float = 15.0) -> None:
