@@ -144,3 +144,67 @@ def test_x(llm_server, bench):
     lines = [line for line in result.stdout.lines if line.startswith("[llmbench] steady: ")]
     assert lines, "a scenario of several seconds shows progress"
     assert lines[-1].startswith("[llmbench] steady: 16/16 requests"), lines
+
+
+def test_an_interrupted_comparison_keeps_its_row_from_the_rounds_played(pytester: pytest.Pytester):
+    """Ctrl-C after 4 rounds of a reference-vs-candidate comparison (the same llama-server build on both
+    arms): each metric is judged on the rounds both arms finished and written with stop "interrupted", so
+    summary.md has its comparison rows. There used to be none, although the rounds had been played."""
+    from pytest_llmbench.engines.llamacpp import llamacpp_binary
+
+    from ..conftest import short_context
+
+    pytester.makeconftest(
+        """
+import os, signal
+import pytest
+
+JUDGED = []
+
+@pytest.hookimpl
+def pytest_llmbench_record(config, record, item):
+    if record["record"] == "comparison_block" and not record["warmup"]:
+        JUDGED.append(record)
+        if len(JUDGED) == 8:  # 4 rounds, both arms: Ctrl-C in the middle of the comparison
+            os.kill(os.getpid(), signal.SIGINT)
+"""
+    )
+    pytester.makepyfile(
+        test_bench="""
+from pytest_llmbench import Scenario
+
+def test_serving(llm_server, bench):
+    bench.run(Scenario("tiny", dataset="random", input_len=16, output_len=8, num_prompts=2, concurrency=1, warmup=1,
+                       seed=1))
+"""
+    )
+    folder = str(llamacpp_binary().parent)
+    out = pytester.path / "out"
+    result = run_as_terminal(
+        pytester,
+        "-p",
+        "no:cacheprovider",
+        f"--llmbench-configs={short_context()}",
+        f"--results-dir={out}",
+        "-k",
+        "smol-nospec",
+        f"--llmbench-reference-bin={folder}",
+        f"--llmbench-candidate-bin={folder}",
+        "--llmbench-max-rounds=16",
+        "-o",
+        "llmbench_compare_restart_rounds=0",
+        "--llmbench-report",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()[-2000:] + result.stderr.str()[-2000:]
+    comps = records(out, "comparison")
+    assert comps, "the interrupted comparison keeps its rows"
+    assert {c["metric"] for c in comps} >= {"output_throughput"}
+    for c in comps:
+        assert c["stop"] == "interrupted" and c["rounds"] == 4, c
+        assert c["stop_reason"].startswith("interrupted (KeyboardInterrupt) after 4 rounds"), c
+    summary = (out / "summary.md").read_text()
+    assert (
+        "### Comparisons" in summary
+        and "| interrupted (KeyboardInterrupt) after 4 rounds both arms finished |" in summary
+    )
+    assert_nothing_left_running(out)
