@@ -131,6 +131,7 @@ def test_every_hook_has_a_spec_the_plugin_adds(pytester):
         "pytest_llmbench_bisect_builds",
         "pytest_llmbench_engines",
         "pytest_llmbench_launchers",
+        "pytest_llmbench_nightly_candidates",
         "pytest_llmbench_noise_models",
         "pytest_llmbench_record",
     }

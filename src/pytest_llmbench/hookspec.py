@@ -89,3 +89,16 @@ def pytest_llmbench_bisect_ahead(config: pytest.Config, builds: Sequence[Build])
     that hook listed the builds: a build farm compiles these ahead, as Pinpoint's builders do, instead of
     starting on a build when a step already waits for it. Each call replaces the last.
     """
+
+
+@hookspec(firstresult=True)
+def pytest_llmbench_nightly_candidates(config: pytest.Config, reference: str, candidate: str) -> Sequence[str] | None:
+    """Every build the nightly job may bisect over, oldest first, for ``python -m pytest_llmbench nightly
+    --candidates-from hook``: the place for a registry listing (the tags of ``lmsysorg/sglang`` whose names
+    start ``nightly-``), a build farm's index, a release script's list.
+
+    Return build specs as ``--reference``/``--candidate`` take them (an image ref, ``image:REF``, ``bin:DIR``);
+    the job pins each to its digest or image ID when the store first sees it. Called once, in the nightly
+    job's own process, with a config parsed from the job's pytest arguments (a ``conftest.py`` at the rootdir
+    or a ``-p`` plugin implements it); ``reference``/``candidate`` as typed. First answer wins.
+    """

@@ -207,7 +207,9 @@ def _step_line(step: Step, result: StepResult, labels: list[str]) -> str:
     )
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], builds: list[Build] | None = None) -> int:
+    """``builds``: the ordered builds from a caller that has them (the nightly job's pins), instead of
+    ``--candidates`` or the hook; ``--good``/``--bad`` then only name its ends."""
     own, pytest_args = split_argv(list(argv))
     parser = _parser()
     args, unknown = parser.parse_known_args(own)
@@ -218,7 +220,7 @@ def main(argv: list[str]) -> int:
         if args.budget is not None and args.budget <= 0:
             raise ValueError(f"--budget {args.budget:g}: must be > 0 GPU-seconds")
         check_pytest_args(pytest_args)
-        builds, config = collect_builds(args, pytest_args)
+        builds, config = (list(builds), None) if builds is not None else collect_builds(args, pytest_args)
         cache = BuildCache(builds, args.cache)
         labels = [b.label for b in builds]
         recorded: list[RecordedStep] = recorded_steps(args.resume, labels) if args.resume is not None else []
