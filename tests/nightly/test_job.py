@@ -90,3 +90,15 @@ def test_bad_input_is_a_usage_error_naming_it(tmp_path, capsys):
     assert "git+REMOTE#BRANCH" in capsys.readouterr().err
     assert main(["history", "--store", str(tmp_path / "empty-store")]) == 2
     assert "holds no nights" in capsys.readouterr().err
+
+
+def test_the_night_that_bisected_owns_the_regression_through_its_stored_finding(tmp_path):
+    store = _store(tmp_path, [("n1", "PASSED", None), ("n2", "REGRESSED", None)])
+    job = _job(tmp_path, store)
+    assert job._regression("REGRESSED", REF, store.nights()) is None  # n2 bisected nothing yet: tonight would
+    n2 = store.nights()[-1]
+    finding = tmp_path / "finding"
+    finding.mkdir()
+    (finding / "regression.json").write_text('{"night": "n2", "finding": "culprit n2"}\n')
+    store.add_bisect(n2.id, finding)  # what n2's job stores after its bisect
+    assert job._regression("REGRESSED", REF, store.nights()) == {"night": "n2", "finding": "culprit n2"}

@@ -36,6 +36,7 @@ from pytest_llmbench.report.headline import session_verdict
 #: report stay in the job's --out, the CI artifact; a store grows by every night)
 KEPT = ("results*.jsonl", "summary.md")
 PASSED, REGRESSED, FAILED, INCONCLUSIVE = "PASSED", "REGRESSED", "FAILED", "INCONCLUSIVE"
+REGRESSION_FILE = "regression.json"  # in the store's bisects/<night id>/: what owns a regression
 
 
 @dataclass
@@ -254,8 +255,10 @@ class NightlyJob:
                 continue
             if n.meta.get("state") == PASSED:
                 return None
-            if n.meta.get("state") == REGRESSED and n.meta.get("regression"):
-                return dict(n.meta["regression"])
+            if n.meta.get("state") == REGRESSED:
+                owned = n.meta.get("regression") or self.store.regression(n.id)
+                if owned:
+                    return dict(owned)
         return None
 
     def _last_good(self, reference: Candidate, earlier: list[StoredNight]) -> StoredNight | None:
@@ -297,11 +300,16 @@ class NightlyJob:
             good = Candidate(str(g["tag"]), str(g["kind"]), str(g.get("pinned") or ""))
             record = self.bisect(good, candidate)
             finding = bisect_finding(record)
-            if (self.out / "bisect").is_dir():
-                self.store.add_bisect(str(meta["id"]), self.out / "bisect")
             lines.append(f"bisect: {record.get('message', '')}")
         regression = {"night": label, "night_id": meta["id"], "finding": finding}
-        (self.out / "regression.json").write_text(json.dumps(regression, indent=1) + "\n", encoding="utf-8")
+        # the night's folder is already stored (immutable): the finding goes beside it, with the bisect's
+        # records, so later nights that still regress inherit it instead of bisecting again
+        kept = self.out / "bisect-stored"
+        if (self.out / "bisect").is_dir():
+            _copy_kept(self.out / "bisect", kept)
+        kept.mkdir(parents=True, exist_ok=True)
+        (kept / REGRESSION_FILE).write_text(json.dumps(regression, indent=1) + "\n", encoding="utf-8")
+        self.store.add_bisect(str(meta["id"]), kept)
         return JobResult(REGRESSED, f"REGRESSED at night {label} — {finding}", 1, lines=lines)
 
     def _write_summary(self, result: JobResult) -> None:

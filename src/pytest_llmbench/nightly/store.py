@@ -254,6 +254,16 @@ class Store:
         self.files.get_folder(f"{BISECTS}/{night_id}", dest / night_id)
         return dest / night_id
 
+    def regression(self, night_id: str) -> dict[str, Any] | None:
+        """The finding a regressed night's job recorded beside it (``bisects/<id>/regression.json``)."""
+        path = f"{BISECTS}/{night_id}/regression.json"
+        if not self.files.exists(path):
+            return None
+        try:
+            return dict(json.loads(self.files.read_text(path)))
+        except (OSError, ValueError) as e:
+            raise StoreError(f"store {self.url}: {path}: {e}") from None
+
     def pins(self) -> dict[str, dict[str, Any]]:
         """tag → its pin record (``{"tag", "pinned", "kind", "first_seen"}``)."""
         out = {}
