@@ -88,9 +88,26 @@ def test_an_image_is_named_by_the_digest_it_was_pulled_by() -> None:
     client = image(
         {"Id": "sha256:" + "cd" * 32, "RepoDigests": [f"other/x@sha256:{'ef' * 32}", f"lmsysorg/sglang@{digest}"]}
     )
-    assert image_identity(client, "lmsysorg/sglang:nightly") == {"image": "lmsysorg/sglang:nightly", "build": digest}
+    assert image_identity(client, "lmsysorg/sglang:nightly") == {
+        "image": "lmsysorg/sglang:nightly",
+        "build": "sha256:abababababab",
+        "digest": digest,
+        "id": "sha256:" + "cd" * 32,
+    }
     local = image({"Id": "sha256:" + "cd" * 32, "RepoDigests": []})
-    assert image_identity(local, "mine:dev")["build"] == "sha256:" + "cd" * 32
+    assert image_identity(local, "mine:dev")["build"] == "id sha256:cdcdcdcdcdcd"
+
+
+def test_a_local_image_run_by_its_id_is_named_by_its_tag_and_short_id() -> None:
+    """A bisect step runs a locally made image by its id (it has no repo digest): the records and tables
+    still say which tag it was, with the short id (docker images' form)."""
+    local = image({"Id": "sha256:" + "cd" * 32, "RepoDigests": [], "RepoTags": ["llmbench-local/llama-server:n-07"]})
+    ident = image_identity(local, "sha256:" + "cd" * 32)
+    assert (ident["image"], ident["build"], ident["id"]) == (
+        "llmbench-local/llama-server:n-07",
+        "id sha256:cdcdcdcdcdcd",
+        "sha256:" + "cd" * 32,
+    )
 
 
 def test_an_unreadable_image_still_names_the_image() -> None:

@@ -233,21 +233,31 @@ class PipVersion:
         return Path(proc.stdout.strip().splitlines()[-1])
 
 
+def docker_preflight(builds: Sequence[Build]) -> Any:
+    """Before the first step of a bisect over images: the Docker engine answers, else
+    :class:`~pytest_llmbench.launchers.containers.DockerUnavailable` in one line naming the address tried
+    (a stopped daemon is the host's fault, never the good build's). None when no build is an image."""
+    if not any(isinstance(b, ImageTag) for b in builds):
+        return None
+    from pytest_llmbench.launchers.containers import docker_client
+
+    return docker_client()
+
+
 def _docker_client() -> Any:
+    from pytest_llmbench.launchers.containers import DockerUnavailable, docker_client
+
     try:
-        import docker
-    except ImportError:
-        raise BuildError("image builds need the docker SDK: pip install 'pytest-llmbench[gpu]'") from None
-    try:
-        return docker.from_env()
-    except Exception as e:
-        raise BuildError(f"cannot reach the Docker engine: {e}") from None
+        return docker_client()
+    except DockerUnavailable as e:
+        raise BuildError(str(e)) from None
 
 
 @dataclass(frozen=True)
 class ImageTag:
-    """A container image tag, pulled once (an image already present is not pulled again) and run by its
-    digest, so a tag that moves during the bisect cannot change what a step compared."""
+    """A container image tag, pulled once (an image already present is not pulled again, and a pull shows its
+    progress) and run by its repo digest, else (a locally made image has none) by its image id, so a tag
+    that moves during the bisect cannot change what a step compared."""
 
     image: str
     label: str = ""
@@ -268,16 +278,27 @@ class ImageTag:
                 if type(e).__name__ != "ImageNotFound":
                     raise
                 cached = False
-                img = client.images.pull(self.image)
+                img = self._pull(client)
         except Exception as e:
             raise BuildError(f"build {self.label!r}: cannot pull {self.image}: {e}") from None
         attrs = getattr(img, "attrs", {}) or {}
         digests = [str(d) for d in attrs.get("RepoDigests") or []]
         repo = self.image.split("@", 1)[0].rsplit(":", 1)[0] if ":" in self.image.rsplit("/", 1)[-1] else self.image
         digest = next((d for d in digests if d.split("@", 1)[0] == repo), digests[0] if digests else "")
-        identity = {"image": self.image, "digest": digest, "id": str(getattr(img, "id", "") or attrs.get("Id", ""))}
+        image_id = str(getattr(img, "id", "") or attrs.get("Id", ""))
+        identity = {"image": self.image, "digest": digest, "id": image_id}
         seconds = 0.0 if cached else time.monotonic() - t0
-        return Materialized(self.label, image=digest or self.image, identity=identity, seconds=seconds, cached=cached)
+        pinned = digest or image_id or self.image
+        return Materialized(self.label, image=pinned, identity=identity, seconds=seconds, cached=cached)
+
+    def _pull(self, client: Any) -> Any:
+        """Layer progress on stdout as the session's pulls show it (a CI log sees a long pull go)."""
+        if getattr(client, "api", None) is None:  # a client without the low-level API: one call, no progress
+            return client.images.pull(self.image)
+        from pytest_llmbench.launchers.docker import ensure_image
+
+        ensure_image(client, self.image, no_pull=False, log=None, config_name=f"build {self.label}")
+        return client.images.get(self.image)
 
 
 def parse_build(spec: str) -> Build:
@@ -349,5 +370,6 @@ __all__ = [
     "Materialized",
     "PipVersion",
     "default_cache",
+    "docker_preflight",
     "parse_build",
 ]

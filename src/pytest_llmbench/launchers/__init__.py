@@ -1,7 +1,8 @@
 """The built-in launchers, registered through ``pytest_llmbench_launchers`` like any plugin's.
 
-A launcher is registered as an instance built with its options (``--no-pull``, ``--llmbench-image``
-for Docker), so it never reads them from the environment.
+A launcher is registered as an instance built with its options (``--no-pull``,
+``--llmbench-candidate-image`` for Docker), so it never reads them from the environment; the Docker engine
+is checked once the selection is known, before any server starts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pytest_llmbench.launchers.docker import DockerLauncher
 from pytest_llmbench.launchers.docker import add_options as _docker_options
 from pytest_llmbench.launchers.gpus import add_options as _gpu_options
 from pytest_llmbench.launchers.subprocess import SubprocessLauncher
+
+pytest_plugins = ["pytest_llmbench.launchers.preflight"]  # the Docker engine check before any start
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_llmbench import redact
+from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.launchers.base import LaunchRequest
 
 LABEL = "pytest-llmbench"
@@ -145,7 +146,7 @@ def container_spec(
         image=image,
         entrypoint=command[:1],
         command=command[1:],
-        name=f"llmbench-{cfg.name}-{session_id}"[:128],
+        name=f"llmbench-{cfg.name}-{session_id}-{req.port}"[:128],  # two arms of one config run at once
         detach=True,
         environment=env,
         ports={f"{req.port}/tcp": ("127.0.0.1", req.port)},
@@ -167,19 +168,38 @@ def container_spec(
 
 
 # ---- Docker engine access -------------------------------------------------------------------
-def docker_client(config_name: str = "", source: Any = "") -> Any:
-    """A connected client, or a RuntimeError naming the config that needs Docker."""
+DEFAULT_SOCKET = "unix:///var/run/docker.sock"
+
+
+class DockerUnavailable(LlmbenchError, RuntimeError):
+    """No Docker engine answers; one line naming the address tried (DOCKER_HOST or the default socket)."""
+
+
+def engine_address(environ: Mapping[str, str] | None = None) -> str:
+    """Where the SDK looks for the engine, as a user would set it: ``DOCKER_HOST=…`` or the default socket."""
+    environ = os.environ if environ is None else environ
+    host = environ.get("DOCKER_HOST")
+    return f"DOCKER_HOST={host}" if host else f"the socket {DEFAULT_SOCKET[len('unix://') :]}"
+
+
+def docker_client(config_name: str = "", source: Any = "", *, timeout: float = 60.0) -> Any:
+    """A connected client, or :class:`DockerUnavailable` in one line naming the config that needs Docker
+    and the address tried. Called before any server starts (the preflight) and again at each start."""
     who = f"config {config_name} ({source}) uses launcher: docker" if config_name else "the docker launcher"
     try:
         import docker
     except ImportError:
-        raise RuntimeError(f"{who}, but the docker SDK is not installed: pip install 'pytest-llmbench[gpu]'") from None
+        raise DockerUnavailable(
+            f"{who}, but the docker SDK is not installed: pip install 'pytest-llmbench[gpu]'"
+        ) from None
     try:
-        client = docker.from_env()
+        client = docker.from_env(timeout=int(timeout))
         client.ping()
     except Exception as e:
-        raise RuntimeError(
-            f"{who}, but no Docker engine is reachable ({type(e).__name__}: {e}); start Docker or set DOCKER_HOST"
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DockerUnavailable(
+            f"{who}, but no Docker engine answers at {engine_address()} ({type(e).__name__}: {reason[:160]}); "
+            "start dockerd or set DOCKER_HOST"
         ) from None
     return client
 

@@ -2,13 +2,12 @@
 posts did): pull it if missing, start it with the spec ``containers.py`` builds, follow its log into
 server.log, and stop *and remove* it, saying so loudly when a container outlives its stop.
 
-Options (``--llmbench-image``, ``--no-pull``) are declared here and handed to the launcher when the
+Options (``--llmbench-candidate-image``, alias ``--llmbench-image``; ``--no-pull``) are declared here and handed to the launcher when the
 ``pytest_llmbench_launchers`` hook builds it; nothing is read from the environment.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from dataclasses import replace
@@ -27,10 +26,12 @@ from pytest_llmbench.launchers.containers import (  # noqa: F401  (the names tes
     LABEL_SESSION,
     SESSION_ID,
     ContainerSpec,
+    DockerUnavailable,
     container_spec,
     docker_client,
     remove_leftovers,
 )
+from pytest_llmbench.tell import tell
 
 if TYPE_CHECKING:
     import pytest
@@ -42,11 +43,13 @@ def add_options(parser: pytest.Parser) -> None:
     """The docker launcher's command-line options (the launchers' ``pytest_addoption``)."""
     group = parser.getgroup("llmbench")
     group.addoption(
+        "--llmbench-candidate-image",
         "--llmbench-image",
         dest="llmbench_image",
         default=None,
         metavar="IMAGE",
-        help="container image for every docker-launched config (overrides the configs' 'image')",
+        help="container image for every docker-launched config (overrides the configs' 'image'); in a "
+        "comparison the candidate arm, beside --llmbench-reference-image (--llmbench-image: the same option)",
     )
     group.addoption(
         "--no-pull",
@@ -66,8 +69,11 @@ def _split_image(image: str) -> tuple[str, str | None]:
     return repo, tag
 
 
-def ensure_image(client: Any, image: str, *, no_pull: bool, log: TextIO, config_name: str) -> None:
-    """Pull ``image`` if missing, printing layer progress to stderr and the server log."""
+def ensure_image(
+    client: Any, image: str, *, no_pull: bool, log: TextIO | None, config_name: str, config: Any = None
+) -> None:
+    """Pull ``image`` if missing, its layer progress on the terminal past pytest's capture (a CI log shows a
+    30 GB pull as it goes) and in the server log."""
     import docker
 
     try:
@@ -76,11 +82,17 @@ def ensure_image(client: Any, image: str, *, no_pull: bool, log: TextIO, config_
     except docker.errors.ImageNotFound:
         pass
     if no_pull:
-        raise RuntimeError(
+        raise ImageMissing(
             f"config {config_name}: image {image} is not present and --no-pull is set; run `docker pull {image}` first"
         )
     repo, tag = _split_image(image)
-    say = lambda line: (print(line, file=sys.stderr, flush=True), log.write(line + "\n"), log.flush())  # noqa: E731
+
+    def say(line: str) -> None:
+        tell(config, line)
+        if log is not None:
+            log.write(line + "\n")
+            log.flush()
+
     say(f"[llmbench] pulling {image} for config {config_name}")
     last_status: dict[str, str] = {}
     last_print = 0.0
@@ -98,6 +110,10 @@ def ensure_image(client: Any, image: str, *, no_pull: bool, log: TextIO, config_
     except docker.errors.APIError as e:
         raise RuntimeError(f"config {config_name}: pulling {image} failed: {e}") from None
     say(f"[llmbench] pulled {image}")
+
+
+class ImageMissing(LlmbenchError, RuntimeError):
+    """An image is not present and may not be pulled; the message says the ``docker pull`` to run."""
 
 
 class DockerHandle:
@@ -204,20 +220,54 @@ def _follow_logs(container: Any, log_path: Path) -> threading.Thread:
 
 
 def image_identity(client: Any, image: str) -> dict[str, str]:
-    """``{"image": name, "build": digest}``: the repo digest the image was pulled by (else its local id),
-    so two pulls of one tag (a nightly) read as two builds."""
+    """What names the image a container runs: ``image`` (its tag, also when it was run by id or digest),
+    ``build`` (the repo digest it was pulled by, else its local id, short: two pulls of one nightly tag
+    read as two builds), and the full ``digest`` / ``id``. A locally made image has no repo digest."""
     out = {"image": image}
     try:
         attrs = client.images.get(image).attrs
     except Exception:  # identity is informative; the container runs either way
         return out
+    by_ref = image.startswith("sha256:") or "@" in image
+    tags = [str(t) for t in attrs.get("RepoTags") or [] if not str(t).endswith("<none>")]
+    if by_ref and tags:
+        out["image"] = tags[0]
     digests = [str(d) for d in attrs.get("RepoDigests") or []]
-    repo = _split_image(image)[0].split("@", 1)[0]
+    repo = _split_image(out["image"])[0].split("@", 1)[0]
     mine = [d for d in digests if d.split("@", 1)[0] == repo] or digests
-    digest = mine[0].split("@", 1)[1] if mine and "@" in mine[0] else attrs.get("Id")
-    if digest:
-        out["build"] = str(digest)
+    image_id = str(attrs.get("Id") or "")
+    if mine and "@" in mine[0]:
+        out["digest"] = mine[0].split("@", 1)[1]
+        out["build"] = short_ref(out["digest"])
+    elif image_id:
+        out["build"] = f"id {short_ref(image_id)}"
+    if image_id:
+        out["id"] = image_id
     return out
+
+
+def short_ref(ref: str, chars: int = 12) -> str:
+    """``sha256:0123456789ab``: a digest or id as ``docker images`` shows it."""
+    algo, _, hexdigest = ref.rpartition(":")
+    return f"{algo or 'sha256'}:{hexdigest[:chars]}"
+
+
+def _run(client: Any, run_kwargs: dict[str, Any], port: int) -> Any:
+    """``containers.run``; a container created but not started (its port taken, a bad entrypoint) is removed
+    before the error goes on, so a failed start leaves nothing behind."""
+    import docker
+
+    try:
+        return client.containers.run(**run_kwargs)
+    except docker.errors.APIError as e:
+        try:
+            client.containers.get(run_kwargs["name"]).remove(force=True)
+        except Exception:
+            pass  # never created, or already gone
+        text = str(e.explanation or e)
+        if "address already in use" in text or "port is already allocated" in text:
+            raise RuntimeError(f"port {port} on 127.0.0.1 is already in use: address already in use ({text})") from None
+        raise
 
 
 class DockerLauncher:
@@ -225,18 +275,44 @@ class DockerLauncher:
     runs_images = True
     _cleaned = False
 
-    def __init__(self, *, client: Any = None, no_pull: bool = False, image: str | None = None):
+    def __init__(
+        self, *, client: Any = None, no_pull: bool = False, image: str | None = None, config: Any = None
+    ) -> None:
         self._client = client
         self.no_pull = no_pull  # --no-pull
-        self.image = image  # --llmbench-image: replaces the config's image where no start names another
+        self.image = image  # --llmbench-candidate-image: replaces the config's image where no start names another
+        self.config = config  # the session's pytest config: pull progress and clean-up reach its terminal
 
     @classmethod
     def from_options(cls, config: pytest.Config | None) -> DockerLauncher:
         if config is None:
             return cls()
         return cls(
-            no_pull=bool(config.getoption("llmbench_no_pull", False)), image=config.getoption("llmbench_image", None)
+            no_pull=bool(config.getoption("llmbench_no_pull", False)),
+            image=config.getoption("llmbench_image", None),
+            config=config,
         )
+
+    def clean_up(self, client: Any, log: TextIO | None = None) -> list[str]:
+        """Once per process: remove the containers of sessions that died without stopping them (SIGKILL,
+        power loss), said on the terminal as well as in the log: they may have held GPUs until now."""
+        DockerLauncher._cleaned = True
+        removed = remove_leftovers(client, log=log)
+        if removed:
+            tell(
+                self.config,
+                f"[llmbench] removed {len(removed)} container(s) left by dead sessions: {', '.join(removed)}",
+            )
+        return removed
+
+    def preflight(self, configs: list[ServerConfig]) -> None:
+        """Before any server starts: the engine answers (else one line naming the address tried), and the
+        leftovers of dead sessions are gone."""
+        if not configs:
+            return
+        client = self._client or docker_client(configs[0].name, configs[0].source)
+        if not DockerLauncher._cleaned:
+            self.clean_up(client)
 
     def validate(self, cfg: ServerConfig) -> tuple[str, str] | None:
         if not cfg.image:
@@ -252,9 +328,8 @@ class DockerLauncher:
         spec = container_spec(req, command=command)
         with open(req.log_path, "a") as log:
             if not DockerLauncher._cleaned:
-                DockerLauncher._cleaned = True
-                remove_leftovers(client, log=log)
-            ensure_image(client, spec["image"], no_pull=self.no_pull, log=log, config_name=cfg.name)
+                self.clean_up(client, log)
+            ensure_image(client, spec["image"], no_pull=self.no_pull, log=log, config_name=cfg.name, config=self.config)
             for host_dir, m in spec["volumes"].items():
                 if m["mode"] == "rw":
                     Path(host_dir).mkdir(parents=True, exist_ok=True)  # else Docker creates it root-owned
@@ -264,7 +339,7 @@ class DockerLauncher:
             import docker
 
             run_kwargs["device_requests"] = [docker.types.DeviceRequest(**d) for d in run_kwargs["device_requests"]]
-        container = client.containers.run(**run_kwargs)
+        container = _run(client, run_kwargs, req.port)
         handle = DockerHandle(
             container,
             f"container {container.name} ({spec['image']}): {' '.join(command)}",

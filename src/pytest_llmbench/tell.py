@@ -1,0 +1,25 @@
+"""A line that must reach the terminal (and so a CI log) now: pull progress, a comparison's progress, a
+clean-up of leftover containers. Inside a test pytest captures fd 1 and 2, so a plain print waits for a
+failure to be shown; here the capture is suspended for the line, as the comparison's plan line does.
+Imports nothing of the package: launchers, compare and the CLI all use it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def tell(config: Any, line: str) -> None:
+    """Write ``line`` on the terminal past pytest's capture; without a session's terminal reporter (the
+    bisect and image commands, an xdist worker) on stderr."""
+    tr = config.pluginmanager.get_plugin("terminalreporter") if config is not None else None
+    if tr is None:
+        print(line, file=sys.stderr, flush=True)
+        return
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    if capman is None:
+        tr.write_line(line)
+        return
+    with capman.global_and_fixture_disabled():
+        tr.write_line(line)
