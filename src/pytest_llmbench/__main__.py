@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge": ("merge", "merge the results (or --baselines) folders of --llmbench-shard runs into one"),
     "compare-plan": ("compare_plan", "the plan table of a comparison session from a previous one's records (no GPU)"),
     "bisect": ("bisect", "find the first slower build between a good and a bad one (a comparison per step)"),
+    "image": ("image", "build a local llama-server image from a llama.cpp build, flags baked in (no registry)"),
     "nightly": ("nightly", "gate tonight's build against the reference, store the night, bisect a regression"),
 }
 

@@ -136,7 +136,13 @@ def test_arm_args_put_the_builds_on_the_arms(tmp_path):
         str(tmp_path / "b"),
     ]
     i, j = Materialized("i", image="r@sha256:1"), Materialized("j", image="r@sha256:2")
-    assert arm_args(i, j) == ["--llmbench-reference-image", "r@sha256:1", "--llmbench-image", "r@sha256:2", "--no-pull"]
+    assert arm_args(i, j) == [
+        "--llmbench-reference-image",
+        "r@sha256:1",
+        "--llmbench-candidate-image",
+        "r@sha256:2",
+        "--no-pull",
+    ]
     with pytest.raises(RunnerError, match="every build of one bisect is a binary folder, or every one is an image"):
         arm_args(a, j)
 

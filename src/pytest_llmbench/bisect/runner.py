@@ -1,7 +1,7 @@
 """Each bisect step is a real pytest session of the user's bench selection, as they would type it.
 
 The step's two builds become the comparison's arms (``--llmbench-reference-bin`` / ``--llmbench-candidate-bin``,
-or ``--llmbench-reference-image`` / ``--llmbench-image`` for images), the session writes its own results
+or ``--llmbench-reference-image`` / ``--llmbench-candidate-image`` for images), the session writes its own results
 folder (``<out>/steps/NN-…``) and its comparison records decide the step; nothing is judged here twice:
 
 - any comparison ``regressed`` (or regressed at the session's Holm step) → ``different``;
@@ -39,6 +39,7 @@ RESERVED = (
     "--llmbench-reference-bin",
     "--llmbench-candidate-bin",
     "--llmbench-reference-image",
+    "--llmbench-candidate-image",
     "--llmbench-image",
     "--llmbench-reference-args",
     "--llmbench-candidate-args",
@@ -76,7 +77,13 @@ def arm_args(reference: Materialized, candidate: Materialized) -> list[str]:
         return ["--llmbench-reference-bin", str(reference.bin_dir), "--llmbench-candidate-bin", str(candidate.bin_dir)]
     assert reference.image is not None and candidate.image is not None
     # the materializer pulled both: a step never pulls again, and runs exactly the digests it recorded
-    return ["--llmbench-reference-image", reference.image, "--llmbench-image", candidate.image, "--no-pull"]
+    return [
+        "--llmbench-reference-image",
+        reference.image,
+        "--llmbench-candidate-image",
+        candidate.image,
+        "--no-pull",
+    ]
 
 
 def slug(text: str) -> str:

@@ -26,7 +26,14 @@ from typing import Any
 import pytest
 
 from pytest_llmbench import redact
-from pytest_llmbench.bisect.builds import Build, BuildCache, PipVersion, default_cache, parse_build
+from pytest_llmbench.bisect.builds import (
+    Build,
+    BuildCache,
+    PipVersion,
+    default_cache,
+    docker_preflight,
+    parse_build,
+)
 from pytest_llmbench.bisect.record import BisectLog, bisect_line
 from pytest_llmbench.bisect.resume import RecordedStep, Replay, recorded_steps
 from pytest_llmbench.bisect.runner import (
@@ -39,6 +46,7 @@ from pytest_llmbench.bisect.runner import (
 )
 from pytest_llmbench.bisect.search import Search, Step, StepResult, max_comparisons
 from pytest_llmbench.compare.options import DEFAULT_BUDGET_S, DEFAULT_MAX_ROUNDS
+from pytest_llmbench.launchers.containers import DockerUnavailable
 from pytest_llmbench.report.bisect import terminal_lines
 from pytest_llmbench.report.headline import BISECT_FOUND
 
@@ -221,13 +229,14 @@ def main(argv: list[str], builds: list[Build] | None = None) -> int:
             raise ValueError(f"--budget {args.budget:g}: must be > 0 GPU-seconds")
         check_pytest_args(pytest_args)
         builds, config = (list(builds), None) if builds is not None else collect_builds(args, pytest_args)
+        docker_preflight(builds)  # a stopped daemon is the host's fault: said before any build is blamed
         cache = BuildCache(builds, args.cache)
         labels = [b.label for b in builds]
         recorded: list[RecordedStep] = recorded_steps(args.resume, labels) if args.resume is not None else []
         out = _out_folder(args.out)
         cost_from = args.cost_from or args.resume  # a resumed bisect's own record prices its steps
         step_cost = recorded_step_cost(cost_from) if cost_from is not None else None
-    except (ValueError, RunnerError) as e:
+    except (ValueError, RunnerError, DockerUnavailable) as e:
         print(f"bisect: {e}", file=sys.stderr)
         return 2
     redact.register_environ()  # secrets never reach the records, the table or the terminal

@@ -44,6 +44,7 @@ from pytest_llmbench.compare.judging import Judge, compare_metric, family_of, so
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.options import CompareSettings, read_settings
 from pytest_llmbench.compare.plan import ROUND_STEP, Costs
+from pytest_llmbench.compare.progress import UnitProgress
 from pytest_llmbench.compare.power import Plan
 from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.compare.spend import SessionBudget, UnitChoice, choose_unit, pilot_components, target_for
@@ -194,12 +195,16 @@ class CompareSession:
         t_run = time.monotonic()
         chosen: list[UnitChoice] = []
         pilot_blocks: list[Block] = []
+        progress = UnitProgress(
+            f"{pair.config_name} {scenario.name}", lambda line: _say(self.config, line), design.pilot_units
+        )
         played_first: dict[int, str] = {}  # each round's first block, as played (on_block sees play order)
 
         played: list[Block] = []  # every block, for the comparison of an interrupted run
         unit_rounds = [design.unit_rounds(servers.keep_both)]
 
         def on_block(block: Block) -> None:
+            progress.block(block.unit)  # "unit k of n, elapsed, ~remaining" as each unit starts
             played.append(block)
             m = block.result.metrics
             bench.emit(
@@ -271,9 +276,11 @@ class CompareSession:
                 }
             )
             unit_rounds[0] = choice.plan.unit_rounds
+            progress.plan(choice.pilot_units, "pilot")
             return choice.plan.unit_rounds, choice.pilot_units
 
         def on_plan(plan: Plan) -> None:
+            progress.plan(plan.rounds // max(plan.unit_rounds, 1))
             bench.emit(
                 {
                     "record": "comparison_plan",
