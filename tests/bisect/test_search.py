@@ -222,3 +222,32 @@ def test_bad_inputs_are_named():
         StepResult("maybe", 0.0)
     with pytest.raises(ValueError, match="names the build"):
         StepResult("skip", 0.0)
+
+
+def test_a_step_holding_most_of_the_change_is_not_called_same() -> None:
+    """H200 lease 6: ends ×0.970 [0.961, 0.980]; step 6 (b11368 → b11378) read ×0.984 [0.975, 0.994], ruled out
+    3% and was called same. Judged by which end it resembles it is retried (|z| < 1), then bad-like: culprit."""
+    from pytest_llmbench.bisect.search import reading_of
+
+    def shown(r: float, lo: float, hi: float) -> dict[str, float]:
+        return {"ratio": r, "ci_low": lo, "ci_high": hi}
+
+    ends = reading_of(shown(0.9705, 0.9609, 0.9802))
+    step6 = reading_of(shown(0.9844, 0.9747, 0.9942))
+    assert ends is not None and step6 is not None
+
+    def compare(step: Step) -> StepResult:
+        if step.kind == "bisect":  # the one build between: the recorded equivocal read, twice
+            return StepResult("same", 1.0, reading=step6)
+        return StepResult("different", 1.0, reading=ends)
+
+    found = bisect(3, compare, max_attempts=2, size_steps=False)
+    assert [(s.kind, s.attempt, r.outcome) for s, r in found.steps] == [
+        ("ends", 0, "different"),
+        ("bisect", 0, "unknown"),
+        ("bisect", 1, "different"),
+        ("confirm", 0, "different"),
+    ]
+    assert found.culprit == 1
+    old = bisect(3, compare, max_attempts=2, rule="verdict", size_steps=False)
+    assert old.culprit == 2  # the verdict rule called the step same

@@ -4,9 +4,12 @@ campaign's real nights (tests/history/data)."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from pytest_llmbench.cli import history
 
@@ -102,3 +105,52 @@ def test_a_step_in_the_ratio_to_the_pinned_reference_fails_and_a_re_pin_does_not
     assert all(r["first_night"] == "night-13" for r in records)  # the candidate's own values: the same night
     assert "- c: night-09 (pin-1 → pin-2)" in (out / "history.md").read_text()
     assert history.main([*nights[:12], "--out", str(tmp_path / "o2"), *GATE]) == 0  # the re-pin alone
+
+
+def _synthetic_nights(root: Path, values: list[float]) -> list[str]:
+    """One results folder per night: a server record (its build) and the stored gate's verdict."""
+    out = []
+    for i, v in enumerate(values):
+        folder = root / f"night-{i + 1:02d}"
+        folder.mkdir(parents=True)
+        t = f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00+00:00"
+        recs = [
+            {"record": "server", "config": "smol", "time": t, "server_args": ["-t", "2"],
+             "server_info": {"build_info": f"b{1000 + i}"}, "origin": {"profile": "cpu-x"}},
+            {"record": "verdict", "config": "smol", "test_key": "b.py::test_serving[chat]",
+             "metric": "output_throughput", "observed": v, "status": "pass", "direction": "higher", "time": t},
+        ]  # fmt: skip
+        (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        out.append(str(folder))
+    return out
+
+
+def _quiet(n: int) -> list[float]:
+    import random
+
+    rng = random.Random(5)
+    return [100.0 * math.exp(rng.gauss(0.0, 0.01)) for _ in range(n)]
+
+
+def test_a_halving_at_the_last_night_fails_the_gate_and_is_new_only_once(tmp_path: Path) -> None:
+    """The audit's case: a halving at night 60 of 60 was never cut (min_size 2), so --fail-on-new could not fail."""
+    gate = ["--last", "1", "--fail-on-new", "--no-html", "--no-step-summary"]
+    tonight = _synthetic_nights(tmp_path / "a", [*_quiet(59), 50.0])
+    assert history.main([*tonight, "--out", str(tmp_path / "o1"), *gate]) == 1
+    # the night after, the same change is reported again but is not new: first reported means once
+    later = _synthetic_nights(tmp_path / "b", [*_quiet(59), 50.0, 50.2, 49.9])
+    assert history.main([*later, "--out", str(tmp_path / "o2"), *gate]) == 0
+    assert "night-60" in (tmp_path / "o2" / "history.md").read_text()
+
+
+def test_last_below_one_is_refused_by_name(tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        history.main([*_nights(8), "--out", str(tmp_path), "--last", "-1"])
+    assert e.value.code == 2
+    assert "--last" in (err := capsys.readouterr().err) and "-1 nights" in err
+
+
+def test_two_nights_are_not_judged_never_green(tmp_path: Path) -> None:
+    assert history.main([*_nights(2), "--out", str(tmp_path), "--no-html", "--no-step-summary"]) == 0
+    md = (tmp_path / "history.md").read_text()
+    assert md.startswith("## llmbench history: ⚪ NOT JUDGED (") and "of 6 nights)" in md and "✅" not in md

@@ -19,7 +19,7 @@ from pytest_llmbench.bisect.search import Finding, Step, StepResult
 from pytest_llmbench.report.results import ResultsWriter
 
 #: the shown comparison's fields a step line carries flat (resume.py reads them back)
-SHOWN = ("metric", "test_key", "verdict", "ratio", "difference", "ci_low", "ci_high", "higher_is_better")
+SHOWN = ("metric", "test_key", "verdict", "ratio", "difference", "ci_low", "ci_high", "se", "higher_is_better")
 
 
 def step_entry(step: Step, result: StepResult, labels: Sequence[str]) -> dict[str, Any]:
@@ -34,6 +34,11 @@ def step_entry(step: Step, result: StepResult, labels: Sequence[str]) -> dict[st
         "reference_index": step.reference,
         "candidate_index": step.candidate,
         "outcome": result.outcome,
+        #: units against an unsized first attempt (a sized step × 2^attempt) and, for a halving judged by
+        #: which end it resembles, its z and the session's own verdict
+        "units": step.units,
+        "z": d.get("z"),
+        "session_outcome": d.get("session_outcome"),
         "skipped": labels[result.skipped] if result.skipped is not None else None,
         "reason": result.reason,
         **{k: shown.get(k) for k in SHOWN},

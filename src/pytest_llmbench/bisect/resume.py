@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmbench.bisect.record import SHOWN
-from pytest_llmbench.bisect.search import OUTCOMES, Step, StepResult
+from pytest_llmbench.bisect.search import OUTCOMES, Step, StepResult, reading_of
 from pytest_llmbench.jsonl import iter_jsonl
 
 Key = tuple[str, str, str, int]  # kind, reference label, candidate label, attempt
@@ -50,6 +50,8 @@ def recorded_steps(folder: Path, labels: Sequence[str]) -> list[RecordedStep]:
         try:
             kind, ref, cand = str(rec["kind"]), str(rec["reference"]), str(rec["candidate"])
             attempt, outcome = int(rec.get("attempt") or 0), str(rec["outcome"])
+            # a halving judged by which end it resembles keeps the session's own verdict: the search re-judges
+            outcome = str(rec.get("session_outcome") or outcome)
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"--resume {where}: a bisect_step line without {e}") from None
         for label in (ref, cand):
@@ -80,6 +82,7 @@ def recorded_steps(folder: Path, labels: Sequence[str]) -> list[RecordedStep]:
             reason=str(rec.get("reason") or ""),
             details=details,
             replayed=True,
+            reading=reading_of(details["shown"]),
         )
         out.append(RecordedStep((kind, ref, cand, attempt), result, where))
     if not out:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmbench.bisect.builds import BuildCache, BuildError, Materialized
-from pytest_llmbench.bisect.search import Step, StepResult
+from pytest_llmbench.bisect.search import Step, StepResult, reading_of
 from pytest_llmbench.compare.options import DEFAULT_BUDGET_S, DEFAULT_MAX_ROUNDS
 from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.jsonl import iter_jsonl
@@ -112,13 +112,16 @@ class SessionSettings:
     env: Mapping[str, str] | None = None
     timeout_s: float | None = None
 
-    def escalation(self, attempt: int) -> list[str]:
-        factor = 2**attempt
+    def escalation(self, attempt: int, scale: float = 1.0) -> list[str]:
+        """The session's budget and rounds for ``Step.units`` = ``scale`` × 2^attempt (a retry doubles them; a
+        step sized for the ends' change multiplies them). The session stops at the rounds its pilot plans for
+        ``detect``: more units are spent only where the budget or ``max_rounds`` cut that plan short."""
+        factor = scale * 2**attempt
         return [
             "--llmbench-compare-budget",
             f"{self.compare_budget_s * factor:g}",
             "--llmbench-max-rounds",
-            str(self.max_rounds * factor),
+            str(max(1, round(self.max_rounds * factor))),
         ]
 
 
@@ -185,7 +188,17 @@ def decide(
     if shown is not None:
         details["shown"] = {
             k: shown.get(k)
-            for k in ("metric", "test_key", "verdict", "ratio", "difference", "ci_low", "ci_high", "higher_is_better")
+            for k in (
+                "metric",
+                "test_key",
+                "verdict",
+                "ratio",
+                "difference",
+                "ci_low",
+                "ci_high",
+                "se",
+                "higher_is_better",
+            )
         }
     failures = failure_lines(log_text)
     if returncode in SESSION_FAILURES:
@@ -276,7 +289,7 @@ class StepRunner:
             "-rfE",
             *self.settings.pytest_args,
             *arm_args(reference, candidate),
-            *self.settings.escalation(step.attempt),
+            *self.settings.escalation(step.attempt, step.scale),
             "--results-dir",
             str(folder),
         ]
@@ -317,7 +330,13 @@ class StepRunner:
             "returncode": returncode,
         }
         return StepResult(
-            outcome, time.monotonic() - t0, build_seconds=build_s, skipped=skipped, reason=reason, details=details
+            outcome,
+            time.monotonic() - t0,
+            build_seconds=build_s,
+            skipped=skipped,
+            reason=reason,
+            details=details,
+            reading=reading_of(details.get("shown")),
         )
 
 

@@ -1,7 +1,8 @@
 """``python -m pytest_llmbench history RESULTS_DIRS…``: change points over many nights' results folders.
 
 Writes history.md (and $GITHUB_STEP_SUMMARY), history.html (the trend page) and change_points.jsonl into
-``--out``; exits 1 with ``--fail-on-new`` when a change for the worse starts in the last ``--last`` nights.
+``--out``; exits 1 with ``--fail-on-new`` when a change for the worse was first reported in the last ``--last``
+nights (the last night itself is tested on its own, so a step can fail the night it happens).
 """
 
 from __future__ import annotations
@@ -11,12 +12,23 @@ import json
 import sys
 from pathlib import Path
 
-from pytest_llmbench.history.analysis import WEIGHTED, find_changes, new_findings
+from pytest_llmbench.history.analysis import WEIGHTED, history_report
 from pytest_llmbench.history.changepoints import DEFAULT_MAX_P, DEFAULT_WINDOW
 from pytest_llmbench.history.series import HistoryError, build_series, expand, read_nights
 from pytest_llmbench.report import trend_summary
 from pytest_llmbench.report.folder import ResultsFolderError
 from pytest_llmbench.report.summary import append_to_step_summary
+
+
+def nights_count(text: str) -> int:
+    """``--last K``: a whole number of nights, at least 1 (0 or fewer would make no change point new)."""
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of nights") from None
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"{k} nights: give 1 or more (the nights a new change point is looked for in)")
+    return k
 
 
 def main(argv: list[str]) -> int:
@@ -28,10 +40,24 @@ def main(argv: list[str]) -> int:
     parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results folders or globs")
     parser.add_argument("--out", type=Path, default=Path("history"), help="folder for the outputs (./history)")
     parser.add_argument(
-        "--last", type=int, default=1, metavar="K", help="'new' = first night after is one of the last K"
+        "--last",
+        type=nights_count,
+        default=1,
+        metavar="K",
+        help="'new' = first reported in the last K nights (>= 1; default 1: tonight)",
     )
     parser.add_argument("--fail-on-new", action="store_true", help="exit 1 when a new change point is for the worse")
-    parser.add_argument("--max-p", type=float, default=DEFAULT_MAX_P, help=f"t-test p threshold ({DEFAULT_MAX_P:g})")
+    parser.add_argument(
+        "--max-p",
+        type=float,
+        default=DEFAULT_MAX_P,
+        help=f"t-test p threshold per family of series, split evenly over its series ({DEFAULT_MAX_P:g})",
+    )
+    parser.add_argument(
+        "--per-series",
+        action="store_true",
+        help="each series at --max-p itself (no adjustment across series: more false change points per report)",
+    )
     parser.add_argument(
         "--min-change",
         type=float,
@@ -55,12 +81,19 @@ def main(argv: list[str]) -> int:
         print(f"history: {e}", file=sys.stderr)
         return 2
     series = build_series(nights)
-    findings = find_changes(
-        series, max_p=args.max_p, min_magnitude=args.min_change, window=args.window, weighted=args.weighted
+    result = history_report(
+        series,
+        nights,
+        last=args.last,
+        max_p=args.max_p,
+        min_magnitude=args.min_change,
+        window=args.window,
+        weighted=args.weighted,
+        per_family=not args.per_series,
     )
-    new = new_findings(findings, nights, args.last)
+    findings, new = result.findings, result.new
     args.out.mkdir(parents=True, exist_ok=True)
-    md = trend_summary.render(series, nights, findings, new, args.last)
+    md = trend_summary.render(series, nights, findings, new, args.last, families=result.families, max_p=args.max_p)
     (args.out / "history.md").write_text(md, encoding="utf-8")
     with open(args.out / "change_points.jsonl", "w", encoding="utf-8") as f:
         for finding in findings:

@@ -1,9 +1,17 @@
 """Series → findings: each change point with the nights and builds on either side of it.
 
-A finding is what a nightly job acts on: is it worse (by the metric's direction), is it new (its first
-night after is among the last K nights), and what would a bisect take as good and bad (the builds of the
-last night before and the first night after). When the build is the same on both sides but the server
-arguments differ, the change is in the setup and a bisect over builds would find nothing.
+A finding is what a nightly job acts on: is it worse (by the metric's direction), is it new, and what would
+a bisect take as good and bad (the builds of the last night before and the first night after). When the
+build is the same on both sides but the server arguments differ, the change is in the setup and a bisect
+over builds would find nothing.
+
+"New" means first reported: not in the report made before the last K nights (:func:`history_report`). The
+detector needs nights on both sides of a split, so a change is reported a night or more after its first
+night; "its first night is among the last K" could never hold for K = 1 (issue 56). The last night is also
+tested on its own (:func:`~pytest_llmbench.history.changepoints.last_point`), so a step the night it happens
+can fail the gate. False change points are controlled per family of series as the gate's alpha is (timing,
+quality, decisions: gate/judge.py): each series of a family of m is searched at ``max_p / m``
+(experiments/history/simulate_history_gate.out.md measures the false rate per report).
 """
 
 from __future__ import annotations
@@ -14,8 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_llmbench.history.changepoints import DEFAULT_MAX_P, DEFAULT_WINDOW, ChangePoint, edivisive
-from pytest_llmbench.history.series import NOT_COMPARABLE, Night, Point, Series
+from pytest_llmbench.gate.judge import family_of
+from pytest_llmbench.gate.metric import default_hardware_bound
+from pytest_llmbench.history.changepoints import DEFAULT_MAX_P, DEFAULT_WINDOW, ChangePoint, edivisive, last_point
+from pytest_llmbench.history.series import NOT_COMPARABLE, Night, Point, Series, SeriesKey
 
 #: fewer nights than this and no change point is looked for (each side needs a few nights)
 MIN_NIGHTS = 6
@@ -23,6 +33,9 @@ MIN_NIGHTS = 6
 
 #: weight a ratio series' nights by their comparisons' 1/SE² (experiments/history/simulate_history_designs.out.md)
 WEIGHTED = False
+#: a change point reported earlier is the same one reported now when it is of the same series and direction
+#: and its first night after lies within this many nights (a split can move as nights are added)
+MATCH_NIGHTS = 3
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,11 @@ class Finding:
     def worse(self) -> bool:
         lower = self.change.ratio < 1.0
         return lower if self.series.direction == "higher" else not lower
+
+    @property
+    def provisional(self) -> bool:
+        """Found by the last-night test alone: one night after it; the next night confirms or drops it."""
+        return self.change.n_after == 1
 
     @property
     def good_build(self) -> str:
@@ -89,6 +107,8 @@ class Finding:
             "setup_before": self.last_before.setup,
             "setup_after": self.first_after.setup,
             "setup_change": self.setup_change,
+            "nights_after": c.n_after,
+            "family": family(k),
         }
 
 
@@ -124,6 +144,26 @@ def segments(series: Series) -> list[list[int]]:
     return [s for s in out if s]
 
 
+def family(key: SeriesKey) -> str:
+    """The series' error-budget family, as the gate's (gate/judge.py): timing, quality or decisions."""
+    return family_of(key.test, default_hardware_bound(key.metric))
+
+
+def judged_nights(series: Series) -> int:
+    """Judged nights in the series' current stretch (since its last re-pin): what the detector has to go on."""
+    segs = segments(series)
+    return len(segs[-1]) if segs else 0
+
+
+def family_sizes(series: Sequence[Series]) -> dict[str, int]:
+    """How many series of each family the detector can judge (a stretch of ≥ ``MIN_NIGHTS`` nights)."""
+    out: dict[str, int] = {}
+    for s in series:
+        if any(len(seg) >= MIN_NIGHTS for seg in segments(s)):
+            out[family(s.key)] = out.get(family(s.key), 0) + 1
+    return out
+
+
 def find_changes(
     series: Sequence[Series],
     *,
@@ -131,17 +171,24 @@ def find_changes(
     min_magnitude: float = 0.0,
     window: int = DEFAULT_WINDOW,
     weighted: bool = WEIGHTED,
+    per_family: bool = True,
+    last_night: bool = True,
 ) -> list[Finding]:
     """Every series' change points (E-divisive + t-test) over the nights its gate could judge, within each
     stretch of one reference build.
 
-    ``weighted``: a ratio series whose every point has an SE weights its nights by 1/SE² (a night the host
-    made noisy counts less). A series with a value ≤ 0 (a count of failures, a zero-error metric) is
-    skipped: a ratio scale has no room for zero.
+    ``per_family``: ``max_p`` is each family's; a series of a family of m is searched at ``max_p / m``
+    (Bonferroni). ``last_night``: the last night of each series is also tested against the nights since its
+    last change point (a :attr:`Finding.provisional` finding). ``weighted``: a ratio series whose every
+    point has an SE weights its nights by 1/SE² (a night the host made noisy counts less). A series with a
+    value ≤ 0 (a count of failures, a zero-error metric) is skipped: a ratio scale has no room for zero.
     """
+    sizes = family_sizes(series) if per_family else {}
     out = []
     for s in series:
-        for judged in segments(s):
+        p = max_p / max(sizes.get(family(s.key), 1), 1)
+        segs = segments(s)
+        for judged in segs:
             values = [s.points[i].value for i in judged]
             if len(values) < MIN_NIGHTS or any(v <= 0 for v in values):
                 continue
@@ -149,14 +196,84 @@ def find_changes(
             weights = [1.0 / se**2 for se in ses if se] if weighted else []
             found = edivisive(
                 values,
-                max_p=max_p,
+                max_p=p,
                 min_magnitude=min_magnitude,
                 window=window,
                 weights=weights if len(weights) == len(values) else None,
             )
             for cp in found:
                 out.append(Finding(s, replace(cp, index=judged[cp.index]), judged[cp.index - 1]))
+            if last_night and judged is segs[-1] and judged[-1] == len(s.points) - 1:
+                since = found[-1].index if found else 0
+                cp = last_point(values[since:], max_p=p, min_before=MIN_NIGHTS - 1)
+                if cp is not None and abs(math.log(cp.ratio)) >= math.log1p(min_magnitude):
+                    out.append(Finding(s, replace(cp, index=judged[-1]), judged[-2]))
     return out
+
+
+def earlier_series(series: Sequence[Series], nights: Sequence[Night], last: int) -> list[Series]:
+    """The series as they stood before the last ``last`` nights (what the previous report saw)."""
+    recent = {n.name for n in nights[-last:]} if last > 0 else set()
+    return [Series(s.key, s.direction, [p for p in s.points if p.night not in recent]) for s in series]
+
+
+def same_change(a: Finding, b: Finding) -> bool:
+    return a.series.key == b.series.key and a.worse == b.worse and abs(a.change.index - b.change.index) <= MATCH_NIGHTS
+
+
+def first_reported(findings: Sequence[Finding], earlier: Sequence[Finding]) -> list[Finding]:
+    """Findings that no finding of the ``earlier`` report already held (:func:`same_change`)."""
+    return [f for f in findings if not any(same_change(f, e) for e in earlier)]
+
+
+@dataclass(frozen=True)
+class Report:
+    """What ``history`` says over some nights: every finding, the new ones, and what the detector could judge."""
+
+    findings: list[Finding]
+    new: list[Finding]
+    #: series per family and the family's max_p (each series at max_p / its family's size)
+    families: dict[str, int]
+    max_p: float
+    last: int
+
+    @property
+    def new_worse(self) -> list[Finding]:
+        return [f for f in self.new if f.worse]
+
+
+def history_report(
+    series: Sequence[Series],
+    nights: Sequence[Night],
+    *,
+    last: int = 1,
+    max_p: float = DEFAULT_MAX_P,
+    min_magnitude: float = 0.0,
+    window: int = DEFAULT_WINDOW,
+    weighted: bool = WEIGHTED,
+    per_family: bool = True,
+) -> Report:
+    """Change points over all nights, and which of them are new: first reported in the last ``last`` nights
+    (absent from the same analysis over the nights before them). ``last`` must be ≥ 1."""
+    if last < 1:
+        raise ValueError(f"last must be >= 1 night, got {last}")
+    kw: dict[str, Any] = {
+        "max_p": max_p,
+        "min_magnitude": min_magnitude,
+        "window": window,
+        "weighted": weighted,
+        "per_family": per_family,
+    }
+    findings = find_changes(series, **kw)
+    earlier = find_changes(earlier_series(series, nights, last), **kw)
+    sizes = family_sizes(series) if per_family else {}
+    return Report(findings, first_reported(findings, earlier), sizes, max_p, last)
+
+
+def waiting(series: Sequence[Series]) -> list[tuple[Series, int]]:
+    """Series the detector cannot judge yet: fewer than ``MIN_NIGHTS`` judged nights since their last re-pin,
+    each with how many it has."""
+    return [(s, k) for s in series if (k := judged_nights(s)) < MIN_NIGHTS]
 
 
 #: the per-night SD at which a 3% step is found by its 5th night in >= 90% of series with <= 5% false change
@@ -184,7 +301,14 @@ def night_sd(series: Series, findings: Sequence[Finding]) -> float | None:
     return math.sqrt(ss / df) if df >= 2 else None
 
 
-def new_findings(findings: Sequence[Finding], nights: Sequence[Night], last: int) -> list[Finding]:
-    """Findings whose first night after the change is one of the ``last`` most recent nights."""
+def new_findings(
+    findings: Sequence[Finding], nights: Sequence[Night], last: int, earlier: Sequence[Finding] | None = None
+) -> list[Finding]:
+    """With ``earlier`` (the findings over the nights before the last ``last``): the findings first reported
+    since, as :func:`history_report` says. Without: those whose first night after the change is one of the
+    ``last`` most recent nights, which misses every change the detector reports a night or more late; the
+    nightly gate uses :func:`history_report`."""
+    if earlier is not None:
+        return first_reported(findings, earlier)
     recent = {n.name for n in nights[-last:]} if last > 0 else set()
     return [f for f in findings if f.first_after.night in recent]

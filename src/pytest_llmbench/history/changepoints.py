@@ -253,4 +253,40 @@ def perfherder(
     return [_measure(x, cuts, k) for k in range(len(cuts))]
 
 
+def last_point(values: Sequence[float], *, max_p: float = DEFAULT_MAX_P, min_before: int = 5) -> ChangePoint | None:
+    """The last night as a change point of its own, when it lies outside the nights before it.
+
+    E-divisive needs ``min_size`` nights on each side, so a step at the last night is never cut; this is
+    the test that can fail the night it happens: the last log value against the prediction interval of the
+    ``values`` before it (Student's t, ``n − 1`` df, two-sided p). Give it the nights since the series' last
+    change point. None when there are fewer than ``min_before`` of them or p > ``max_p``.
+    """
+    x = log_values(values)
+    before, last = x[:-1], float(x[-1])
+    n = len(before)
+    if n < max(min_before, 2):
+        return None
+    mean, sd = float(before.mean()), float(before.std(ddof=1))
+    diff = last - mean
+    if sd == 0.0:
+        p, half = (1.0 if diff == 0.0 else 0.0), 0.0
+    else:
+        se = sd * math.sqrt(1.0 + 1.0 / n)
+        p = float(2.0 * stats.t.sf(abs(diff) / se, n - 1))
+        half = float(stats.t.ppf(0.975, n - 1)) * se
+    if p > max_p:
+        return None
+    return ChangePoint(
+        index=len(x) - 1,
+        before=math.exp(mean),
+        after=math.exp(last),
+        ratio=math.exp(diff),
+        ratio_low=math.exp(diff - half),
+        ratio_high=math.exp(diff + half),
+        p=p,
+        n_before=n,
+        n_after=1,
+    )
+
+
 DETECTORS = {"edivisive": edivisive, "perfherder": perfherder}

@@ -77,14 +77,16 @@ def render_page(
     configs: list[str],
     n_records: int,
     baselines: str | None = None,
+    heading: str = "llmbench report",
 ) -> str:
-    """The page shell shared by ``report`` and ``compare --html``; ``tone`` colours the banner (bad, warn,
-    neutral, good: report/headline.py)."""
+    """The page shell shared by ``report``, ``compare --html`` and ``history``; ``tone`` colours the banner (bad,
+    warn, neutral, good: report/headline.py); ``heading`` is the page's title and first heading."""
     from pytest_llmbench import __version__
 
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=title,
+        heading=heading,
         folder=folder_label,
         sections=[s for s in sections if s.table or s.plots],
         banner=banner,

@@ -15,12 +15,35 @@ from itertools import pairwise
 from pathlib import Path
 
 from pytest_llmbench.history.analysis import Finding, repinned
-from pytest_llmbench.history.series import NOT_COMPARABLE, Night, Series
+from pytest_llmbench.history.series import NOT_COMPARABLE, RATIO, Night, Series
 from pytest_llmbench.report import html
 from pytest_llmbench.report.plots import STATUS_COLOR, Plot, _figure, _slug, _svg
-from pytest_llmbench.report.trend_summary import findings_table
+from pytest_llmbench.report.trend_summary import findings_table, headline
 
 COMPARISON_COLOR = {"regressed": "#d62728", "improved": "#2ca02c", "equivalent": "#1f77b4"}
+
+
+#: a metric name's last word → its unit (sglang bench_serving names: median_tpot_ms, output_throughput, …)
+UNITS = (
+    (("_ms",), "ms"),
+    (("_s", "_seconds"), "s"),
+    (("_gb",), "GB"),
+    (("request_throughput",), "requests/s"),
+    (("throughput", "tokens_per_s", "_tps"), "tokens/s"),
+    (("accept_length",), "tokens per step"),
+    (("pass_rate", "accuracy", "correct"), "fraction"),
+)
+
+
+def y_label(s: Series) -> str:
+    """A ratio series is a ratio (tonight / the pinned reference, no unit); a value series says its unit."""
+    if s.key.kind == RATIO:
+        return f"{s.key.metric}: ratio to reference (×)"
+    name = s.key.metric.lower()
+    for ends, unit in UNITS:
+        if any(name.endswith(e) or (not e.startswith("_") and e in name) for e in ends):
+            return f"{s.key.metric} ({unit})"
+    return f"{s.key.metric} (as measured)"
 
 
 def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], index: int) -> Plot:
@@ -59,8 +82,10 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
     step = max(1, len(xs) // 12)
     ax.set_xticks(xs[::step], [s.points[x].night for x in xs[::step]], fontsize=6, rotation=30, ha="right")
     ax.tick_params(axis="y", labelsize=7)
-    ax.set_ylabel(s.key.metric, fontsize=7)
-    ax.legend(fontsize=6, loc="lower left", frameon=False, ncol=4)
+    ax.set_ylabel(y_label(s), fontsize=7)
+    ax.set_xlabel("night (results folder)", fontsize=7)
+    # beside the axes, never over the nights
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0.0)
     pid = f"plot-trend-{index}-{_slug(s.key.metric)}"
     caption = (
         "Dots: each night's value, coloured by its stored-gate verdict (not comparable: the host was busy, left "
@@ -89,24 +114,23 @@ def render(
     )
     plots = [series_plot(s, by_series.get(id(s), []), new, i) for i, s in enumerate(ordered)]
     table = findings_table(findings, "Change points")
-    worse_new = sum(f.worse for f in new)
+    head, tone = headline(series, new, last)
     banner = (
-        f"{worse_new} new change point(s) for the worse in the last {last} night(s)"
-        if worse_new
-        else f"No new change point for the worse in the last {last} night(s)"
-    ) + f"; {len(findings)} change point(s) over {len(nights)} nights and {len(series)} series."
+        head.split(" ", 1)[1] + f"; {len(findings)} change point(s) over {len(nights)} nights and {len(series)} series."
+    )
     span = f"{nights[0].name} … {nights[-1].name}" if nights else "no nights"
     return html.render_page(
-        "history",
+        f"history of {len(nights)} nights",
         f"{len(nights)} nights: {span}",
         [
             html.Section("changes", "Change points", table if table.rows else None),
             html.Section("trends", "Trends, one per series", None, plots),
         ],
         banner=banner,
-        tone="bad" if worse_new else ("good" if series else "neutral"),  # nothing read is never green
+        tone=tone if series else "neutral",  # nothing read is never green
         configs=sorted({s.key.config for s in series}),
         n_records=sum(len(n.folder.records) for n in nights),
+        heading="llmbench history",
     )
 
 

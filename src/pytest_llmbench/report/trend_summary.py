@@ -5,10 +5,19 @@ No plots, so a nightly job without the plotting stack still gets its summary and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pytest_llmbench.gate.types import fmt
-from pytest_llmbench.history.analysis import RESOLVES_3PCT_SD, Finding, night_sd, repinned
+from pytest_llmbench.history.analysis import (
+    MIN_NIGHTS,
+    RESOLVES_3PCT_SD,
+    Finding,
+    judged_nights,
+    night_sd,
+    repinned,
+    waiting,
+)
+from pytest_llmbench.history.changepoints import DEFAULT_MAX_P
 from pytest_llmbench.history.series import RATIO, VALUE, Night, Series
 from pytest_llmbench.report import rows as R
 from pytest_llmbench.report.summary import markdown_table
@@ -20,6 +29,8 @@ def _builds(f: Finding) -> str:
     text = f"{f.good_build} → {f.bad_build}"
     if f.good_build == f.bad_build and f.setup_changed:
         text += f" (same build; server args {f.setup_change})"
+    if f.provisional:
+        text += " (the last night alone: the next night confirms or drops it)"
     return text
 
 
@@ -45,17 +56,50 @@ def findings_table(findings: Sequence[Finding], title: str) -> R.Table:
     return R.Table(title, HEADER, rows, kinds)
 
 
-def render(
-    series: Sequence[Series], nights: Sequence[Night], findings: Sequence[Finding], new: Sequence[Finding], last: int
-) -> str:
+def headline(series: Sequence[Series], new: Sequence[Finding], last: int) -> tuple[str, str]:
+    """(the one line, its tone: bad, neutral or good). Never green before the detector can judge: until some
+    series has ``MIN_NIGHTS`` judged nights it says NOT JUDGED with how many it has."""
     worse = sum(f.worse for f in new)
-    head = f"❌ {worse} new change point(s) for the worse" if worse else "✅ no new change point for the worse"
+    if worse:
+        return f"❌ {worse} new change point(s) for the worse in the last {last} night(s)", "bad"
+    if not any(judged_nights(s) >= MIN_NIGHTS for s in series):
+        k = max((judged_nights(s) for s in series), default=0)
+        return (
+            f"⚪ NOT JUDGED ({k} of {MIN_NIGHTS} nights): the detector looks for change points from "
+            f"{MIN_NIGHTS} judged nights on",
+            "neutral",
+        )
+    return f"✅ no new change point for the worse in the last {last} night(s)", "good"
+
+
+def render(
+    series: Sequence[Series],
+    nights: Sequence[Night],
+    findings: Sequence[Finding],
+    new: Sequence[Finding],
+    last: int,
+    *,
+    families: Mapping[str, int] | None = None,
+    max_p: float = DEFAULT_MAX_P,
+) -> str:
+    head, _ = headline(series, new, last)
     span = f"{nights[0].name} … {nights[-1].name}" if nights else "no nights"
     parts = [
-        f"## llmbench history: {head} in the last {last} night(s)",
+        f"## llmbench history: {head}",
         "",
         f"{len(nights)} nights ({span}), {len(series)} series, {len(findings)} change point(s) in all.",
     ]
+    if families:
+        each = ", ".join(f"{fam} {m} series (each at p ≤ {max_p / m:.2g})" for fam, m in sorted(families.items()))
+        parts += [
+            "",
+            f"False change points are held per family at p {max_p:g}, split over its series (Bonferroni): {each}.",
+        ]
+    pending = waiting(series)
+    if pending and len(pending) < len(series):
+        named = ", ".join(f"{s.key.label()} ({k} of {MIN_NIGHTS})" for s, k in pending[:5])
+        more = f" and {len(pending) - 5} more" if len(pending) > 5 else ""
+        parts += ["", f"Not judged yet (fewer than {MIN_NIGHTS} judged nights since the last re-pin): {named}{more}."]
     parts += _resolution(series, findings)
     if new:
         parts += ["", markdown_table(findings_table(new, f"New in the last {last} night(s)"))]
