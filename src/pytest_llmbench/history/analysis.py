@@ -205,9 +205,9 @@ def find_changes(
                 out.append(Finding(s, replace(cp, index=judged[cp.index]), judged[cp.index - 1]))
             if last_night and judged is segs[-1] and judged[-1] == len(s.points) - 1:
                 since = found[-1].index if found else 0
-                cp = last_point(values[since:], max_p=p, min_before=MIN_NIGHTS - 1)
-                if cp is not None and abs(math.log(cp.ratio)) >= math.log1p(min_magnitude):
-                    out.append(Finding(s, replace(cp, index=judged[-1]), judged[-2]))
+                tail = last_point(values[since:], max_p=p, min_before=MIN_NIGHTS - 1)
+                if tail is not None and abs(math.log(tail.ratio)) >= math.log1p(min_magnitude):
+                    out.append(Finding(s, replace(tail, index=judged[-1]), judged[-2]))
     return out
 
 
