@@ -52,6 +52,6 @@ def test_bench_sink_stamps_every_line_and_prefixes_every_scenario(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--results-dir={results}", "--junitxml=j.xml")
     result.assert_outcomes(passed=1)
     kinds = [json.loads(line)["record"] for line in (results / "results.jsonl").read_text().splitlines()]
-    assert kinds == ["scenario", "scenario", "my_eval", "test", "session"]  # the run's verdict last
+    assert kinds == ["session_start", "scenario", "scenario", "my_eval", "test", "session"]  # the run's verdict last
     junit = (pytester.path / "j.xml").read_text()
     assert 'name="llmbench.a.completed" value="2"' in junit and 'name="llmbench.score" value="0.5"' in junit

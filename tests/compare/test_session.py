@@ -191,7 +191,7 @@ def test_cases_on_both_arms_are_paired_by_case_id(tmp_path):
     rng = np.random.default_rng(3)
     q_ref = {f"q{i}": float(rng.integers(0, 2)) for i in range(400)}
     d = s.check_cases(bench, "accuracy", q_ref, q_ref, noise=PairedBootstrap(), family="decisions")
-    assert d.verdict == "equivalent" and d.method.startswith("paired bootstrap over 400")
+    assert d.verdict == "equivalent" and d.method.startswith("paired") and d.method.endswith("over 400 questions")
     acc = {f"p{i}": 3.0 + 0.01 * i for i in range(30)}
     lower = {k: v - 0.4 for k, v in acc.items()}
     t = s.check_cases(bench, "accept_length", lower, acc, noise=PairedT(alpha=0.01))

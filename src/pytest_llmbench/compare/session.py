@@ -44,8 +44,8 @@ from pytest_llmbench.compare.judging import Judge, compare_metric, family_of, so
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.options import CompareSettings, read_settings
 from pytest_llmbench.compare.plan import ROUND_STEP, Costs
-from pytest_llmbench.compare.progress import UnitProgress
 from pytest_llmbench.compare.power import Plan
+from pytest_llmbench.compare.progress import UnitProgress
 from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.compare.spend import SessionBudget, UnitChoice, choose_unit, pilot_components, target_for
 from pytest_llmbench.compare.stats import compare_decisions, compare_paired, compare_pass_fail
@@ -204,8 +204,8 @@ class CompareSession:
         unit_rounds = [design.unit_rounds(servers.keep_both)]
 
         def on_block(block: Block) -> None:
-            progress.block(block.unit)  # "unit k of n, elapsed, ~remaining" as each unit starts
             played.append(block)
+            progress.block(block.unit)  # "unit k of n, elapsed, ~remaining" as each unit starts
             m = block.result.metrics
             bench.emit(
                 {
@@ -275,8 +275,8 @@ class CompareSession:
                     "table": choice.table,
                 }
             )
-            unit_rounds[0] = choice.plan.unit_rounds
             progress.plan(choice.pilot_units, "pilot")
+            unit_rounds[0] = choice.plan.unit_rounds
             return choice.plan.unit_rounds, choice.pilot_units
 
         def on_plan(plan: Plan) -> None:

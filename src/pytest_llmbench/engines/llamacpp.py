@@ -83,7 +83,7 @@ def help_options(program: str, mtime_ns: int) -> tuple[CliOption, ...]:
             capture_output=True,
             text=True,
             errors="replace",
-            timeout=30,
+            timeout=5,  # a real llama-server answers in ~35 ms; a wrapper that sleeps before exec must not hold a start
             env={**os.environ, **own_libraries_first(Path(program).parent)},
         )
     except (OSError, subprocess.SubprocessError):
