@@ -139,7 +139,11 @@ class LlamaCppEngine(Engine):
         try:
             program = Path(shutil.which(str(named)) or named) if named else llamacpp_binary()
             mtime = program.stat().st_mtime_ns
+            with program.open("rb") as f:
+                compiled = f.read(4) == b"\x7fELF"
         except (FileNotFoundError, OSError):
+            return []
+        if not compiled:  # a wrapper script (a slow start, a start that fails once) is not run for its help
             return []
         return list(help_options(str(program), mtime))
 

@@ -11,7 +11,7 @@ night; "its first night is among the last K" could never hold for K = 1 (issue 5
 tested on its own (:func:`~pytest_llmbench.history.changepoints.last_point`), so a step the night it happens
 can fail the gate. False change points are controlled per family of series as the gate's alpha is (timing,
 quality, decisions: gate/judge.py): each series of a family of m is searched at ``max_p / m``
-(experiments/history/simulate_history_gate.out.md measures the false rate per report).
+(the false rate per report over many series is not simulated yet: issue 56).
 """
 
 from __future__ import annotations

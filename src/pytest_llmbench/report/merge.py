@@ -22,7 +22,7 @@ from pytest_llmbench.jsonl import iter_jsonl
 
 NO_SERVER = "(tests without a server)"  # the owner of records with no config, for the overlap check
 #: Records about a whole session, not a config or a test: every shard writes its own, all are kept.
-SESSION_RECORDS = frozenset({"gate_budget", "comparison_budget", "session", "session_error"})
+SESSION_RECORDS = frozenset({"gate_budget", "comparison_budget", "session", "session_start", "session_error"})
 _NO_SERVER_NAMES = (None, "_noserver_")
 MANIFEST = "merged_from.json"
 
