@@ -10,16 +10,17 @@ import sys
 from typing import Any
 
 
-def tell(config: Any, line: str) -> None:
-    """Write ``line`` on the terminal past pytest's capture; without a session's terminal reporter (the
-    bisect and image commands, an xdist worker) on stderr."""
+def tell(config: Any, line: str, **markup: bool) -> None:
+    """Write ``line`` on the terminal past pytest's capture (``markup``: the terminal writer's, e.g.
+    ``yellow=True``); without a session's terminal reporter (the bisect and image commands, an xdist worker)
+    on stderr."""
     tr = config.pluginmanager.get_plugin("terminalreporter") if config is not None else None
     if tr is None:
         print(line, file=sys.stderr, flush=True)
         return
     capman = config.pluginmanager.get_plugin("capturemanager")
     if capman is None:
-        tr.write_line(line)
+        tr.write_line(line, **markup)
         return
     with capman.global_and_fixture_disabled():
-        tr.write_line(line)
+        tr.write_line(line, **markup)

@@ -54,6 +54,7 @@ from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
 from pytest_llmbench.gate.verdict import fail_at_end
 from pytest_llmbench.report.results import server_line
 from pytest_llmbench.scheduling import server_config_name
+from pytest_llmbench.tell import tell
 from pytest_llmbench.workload.scenario import WorkloadError
 
 if TYPE_CHECKING:
@@ -732,14 +733,7 @@ def _message(r: dict[str, Any]) -> str:
 
 
 def _say(config: pytest.Config, line: str) -> None:
-    """A line on the terminal now (the plan table, the pilot's plan), not only in the table at the end: the
-    test's output capture is suspended for it (inside a test, fd capture would hold it until a failure)."""
-    tr = config.pluginmanager.get_plugin("terminalreporter")
-    if tr is None:
-        return
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    if capman is None:
-        tr.write_line(line, yellow=True)
-        return
-    with capman.global_and_fixture_disabled():
-        tr.write_line(line, yellow=True)
+    """A line on the terminal now (the plan table, the pilot's plan, progress), not only in the table at the
+    end; a session without a terminal (an xdist worker) keeps it for the table."""
+    if config.pluginmanager.get_plugin("terminalreporter") is not None:
+        tell(config, line, yellow=True)
