@@ -8,8 +8,10 @@ and its shell scripts run with a stand-in ``python`` that records its arguments.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,20 @@ def test_k8s_scripts_map_index_to_shard_and_merge_every_shard(tmp_path, stub):
         f"-m pytest_llmbench merge {results}/merged " + " ".join(f"{results}/shard-{k}" for k in range(1, n + 1)),
         f"-m pytest_llmbench report {results}/merged",
     ]
+
+
+def _extras(install: str) -> set[str]:
+    """The extras a ``pip install -e '.[a,b]'`` line names (none for a bare ``.``)."""
+    m = re.search(r"-e\s+'?\.(?:\[([^\]]*)\])?", install)
+    assert m, install
+    return {e.strip() for e in (m.group(1) or "").split(",") if e.strip()}
+
+
+def test_merge_job_installs_the_report_extra_it_needs_for_report_html():
+    """Issue 54: the merge job installed bare ``.``, so ``report merged`` had no matplotlib/jinja2 and wrote
+    no report.html, against the workflow's own comment."""
+    merge = yaml.safe_load(WORKFLOW.read_text())["jobs"]["merge"]
+    install = next(s["run"] for s in merge["steps"] if "pip install" in s.get("run", ""))
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "report" in pyproject["project"]["optional-dependencies"]
+    assert "report" in _extras(install), install
