@@ -3,6 +3,10 @@
 Writes history.md (and $GITHUB_STEP_SUMMARY), history.html (the trend page) and change_points.jsonl into
 ``--out``; exits 1 with ``--fail-on-new`` when a change for the worse was first reported in the last ``--last``
 nights (the last night itself is tested on its own, so a step can fail the night it happens).
+
+An argument may also be a nightly store (nightly/store.py): its URL (``file://``, ``s3://``, ``git+…#branch``)
+or the local folder that holds its ``nights/``; its complete nights are read as results folders (a remote
+store's are copied under ``--out``/store-nights first).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 from pytest_llmbench.history.analysis import WEIGHTED, history_report
 from pytest_llmbench.history.changepoints import DEFAULT_MAX_P, DEFAULT_WINDOW
 from pytest_llmbench.history.series import HistoryError, build_series, expand, read_nights
+from pytest_llmbench.nightly.store import NIGHTS, StoreError, open_store
 from pytest_llmbench.report import trend_summary
 from pytest_llmbench.report.folder import ResultsFolderError
 from pytest_llmbench.report.summary import append_to_step_summary
@@ -31,13 +36,41 @@ def nights_count(text: str) -> int:
     return k
 
 
+def is_store(text: str) -> bool:
+    """A store URL, or a folder laid out as a store (``nights/`` and no results.jsonl of its own)."""
+    if "://" in text or text.startswith("git+"):
+        return True
+    p = Path(text)
+    return (p / NIGHTS).is_dir() and not (p / "results.jsonl").exists()
+
+
+def night_folders(args: list[str], fetch_to: Path) -> list[Path]:
+    """Results folders from the arguments: folders and globs as they are, each store's nights in their order."""
+    out: list[Path] = []
+    for text in args:
+        if is_store(text):
+            store = open_store(text)
+            folders = store.fetch_nights(fetch_to)
+            if not folders:
+                raise HistoryError(f"store {text}: no complete night in {NIGHTS}/")
+            out += folders
+        else:
+            out += expand([text])
+    return list(dict.fromkeys(out))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_llmbench history",
         description="Change points over the results folders of many nights (one series per runner, config, "
         "test and metric; E-divisive means with a t-test, as Apache Otava).",
     )
-    parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results folders or globs")
+    parser.add_argument(
+        "results_dirs",
+        nargs="+",
+        metavar="RESULTS_DIR",
+        help="results folders or globs, or a nightly store (its URL or folder: every night in it)",
+    )
     parser.add_argument("--out", type=Path, default=Path("history"), help="folder for the outputs (./history)")
     parser.add_argument(
         "--last",
@@ -76,8 +109,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY")
     args = parser.parse_args(argv)
     try:
-        nights = read_nights(expand(args.results_dirs))
-    except (HistoryError, ResultsFolderError) as e:
+        nights = read_nights(night_folders(args.results_dirs, args.out / "store-nights"))
+    except (HistoryError, ResultsFolderError, StoreError) as e:
         print(f"history: {e}", file=sys.stderr)
         return 2
     series = build_series(nights)
