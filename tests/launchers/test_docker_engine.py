@@ -5,6 +5,7 @@ no engine answers; after every test no container of this session is left."""
 from __future__ import annotations
 
 import socket
+import time
 from pathlib import Path
 
 import httpx
@@ -14,7 +15,7 @@ from pytest_llmbench.bisect.builds import ImageTag
 from pytest_llmbench.config import load_config_file
 from pytest_llmbench.images import Recipe, build_image, installed_bin_dir
 from pytest_llmbench.launchers import docker as dl
-from pytest_llmbench.launchers.base import LaunchRequest
+from pytest_llmbench.launchers.base import _SIGNAL_HINTS, LaunchRequest
 from pytest_llmbench.registry import Registry
 from pytest_llmbench.server import ServerStartError, start_server
 
@@ -110,3 +111,19 @@ def test_a_stopped_daemon_is_one_line_naming_docker_host(monkeypatch):
     with pytest.raises(dl.DockerUnavailable) as e:
         dl.docker_client()
     assert "DOCKER_HOST=unix:///nonexistent/docker.sock" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_docker_kill_of_the_server_is_named_as_sigkill_not_as_code_137(docker_cfg, tmp_path, client):
+    """`docker kill` (or the OOM killer) ends the container's llama-server with SIGKILL, which docker reports
+    as exit code 137: the message said "exited (code 137)" where a subprocess's said "code -9, SIGKILL: killed
+    from outside…" (issue 53's fault battery, experiments/faults/battery.py)."""
+    server = start_server(docker_cfg, tmp_path / "s")
+    try:
+        client.containers.get(server.handle.container.name).kill()
+        deadline = time.monotonic() + 30
+        while server.handle.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert server.problem() == "exited (code -9, SIGKILL: " + _SIGNAL_HINTS["SIGKILL"] + ")"
+        assert "server smol-nospec-docker exited (code -9, SIGKILL" in server.gone_message("during scenario s")
+    finally:
+        server.stop(grace=2)

@@ -8,6 +8,7 @@ Options (``--llmbench-candidate-image``, alias ``--llmbench-image``; ``--no-pull
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from dataclasses import replace
@@ -139,8 +140,11 @@ class DockerHandle:
         return self._state().get("Status") in ("created", "running", "restarting")
 
     def exit_code(self) -> int | None:
+        """As a subprocess's: ``-N`` for a death by signal N. Docker reports it as 128 + N (``docker kill``,
+        the OOM killer: 137), which read as "code 137" named no signal."""
         state = self._state()
-        return None if not state or state.get("Running") else state.get("ExitCode")
+        code = None if not state or state.get("Running") else state.get("ExitCode")
+        return 128 - code if isinstance(code, int) and 128 < code < 128 + signal.NSIG else code
 
     def pids(self) -> list[int]:
         """Host pids of the container's processes (``docker top``); empty when unavailable."""
