@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_llmbench.compare.arms import ROLES, Arm, ArmPair
 from pytest_llmbench.compare.plan import Costs
 from pytest_llmbench.compare.rounds import Block, Rounds
-from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, build_prompts, run_scenario
+from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, WorkloadError, build_prompts, run_scenario
 
 if TYPE_CHECKING:
     from pytest_llmbench.compare.judging import Judge
@@ -265,6 +265,8 @@ def run_rounds(
             server = servers.acquire(role)
             t = clock()
             result = run_block(server, warm if fresh else quiet, [prompts[i] for i in ids])
+            if result.metrics.get("failed") and server.problem():  # an arm's server died: no more rounds on it
+                raise WorkloadError(f"{role} arm: server {server.name} {server.problem()} in round {r}")
             block = Block(
                 r,
                 role,
