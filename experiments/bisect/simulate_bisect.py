@@ -17,8 +17,9 @@ called regressed in 9 of 10 (CPU, ×0.90) to 10 of 10 (CPU ``--top-k 0``) and 7 
 
 Issue 56 adds ``--rules``: the steps are no longer drawn from rates but measured. Each step is the project's
 ``compare_rounds`` over ``units`` paired log ratios drawn N(−change, σ) with σ = the step SE × √30 (so 30 units
-read the stated SE), ``ignore`` 1% / ``detect`` 3%, one-sided alpha 0.05; one culprit among 32 builds after the
-good one (33 in all). Rules, each the project's ``Search`` as configured:
+read the stated SE), ``ignore`` 1% / ``detect`` 3%, one-sided ``--alpha`` (default 0.01, the comparison's
+shipped alpha, compare/session.py ``DEFAULT_ALPHA``; the first table ran at 0.05); one culprit among 32 builds
+after the good one (33 in all). Rules, each the project's ``Search`` as configured:
 
 - ``verdict`` (shipped before issue 56): a halving is ``same`` only when it rules out ``detect``;
 - ``resemble``: a halving is judged by which end it resembles, z = (x − D̂/2)/√(se² + se_D²/4), one retry with
@@ -31,6 +32,12 @@ good one (33 in all). Rules, each the project's ``Search`` as configured:
 
     nice -n 10 python experiments/bisect/simulate_bisect.py --rules --reps 2000 \
         > experiments/bisect/simulate_bisect_rules.out.md
+
+At the shipped alpha, with the GPU bisect's cells first (lease 5-6: ends ×0.970, ~2.5-3% per token, step SE
+~0.5% from 95% intervals of ±1%):
+
+    nice -n 10 python experiments/bisect/simulate_bisect.py --rules --alpha 0.01 --reps 2000 \
+        --cells 2.5:0.5,3:0.5,2.5:0.75,3:0.75 > experiments/bisect/simulate_bisect_rules_a01.out.md
 """
 
 from __future__ import annotations
@@ -50,19 +57,21 @@ from pytest_llmbench.compare.stats import compare_rounds
 
 BASE_UNITS = 30
 SIZES = Sizes("ratio", 0.01, 0.03)
-ALPHA = 0.05
+ALPHA = 0.01  # compare/session.py DEFAULT_ALPHA; --alpha overrides
+CELLS = ((3.0, 0.5), (3.0, 0.75), (3.0, 1.0), (2.5, 0.5), (2.5, 0.75))
 OUTCOME = {"regressed": "different", "equivalent": "same", "improved": "same", "inconclusive": "unknown"}
 #: (name, Search keywords)
 RULES: tuple[tuple[str, dict[str, object]], ...] = (
-    ("verdict (shipped)", {"rule": "verdict", "size_steps": False}),
+    ("verdict (old)", {"rule": "verdict", "size_steps": False}),
     ("resemble, 30 units", {"rule": "resemble", "size_steps": False}),
     ("resemble, sized z 2.5", {"rule": "resemble", "size_steps": True, "target_z": 2.5}),
-    ("resemble, sized z 3 (default)", {"rule": "resemble", "size_steps": True, "target_z": 3.0}),
+    ("resemble, sized z 3 (shipped)", {"rule": "resemble", "size_steps": True, "target_z": 3.0}),
+    ("resemble, sized z 3.5", {"rule": "resemble", "size_steps": True, "target_z": 3.5}),
 )
 
 
 def measured(
-    n: int, change: float, se: float, rng: np.random.Generator, kw: dict[str, object]
+    n: int, change: float, se: float, rng: np.random.Generator, kw: dict[str, object], alpha: float = ALPHA
 ) -> tuple[str, int, float]:
     """One bisect over ``n`` builds whose steps are real ``compare_rounds`` comparisons: (answer, comparisons,
     units spent in multiples of 30)."""
@@ -76,7 +85,7 @@ def measured(
         spent[0] += units / BASE_UNITS
         logs = rng.normal(-true, sigma, units)
         c = compare_rounds(
-            "output_throughput", np.ones(units), np.exp(logs), higher_is_better=True, sizes=SIZES, alpha=ALPHA
+            "output_throughput", np.ones(units), np.exp(logs), higher_is_better=True, sizes=SIZES, alpha=alpha
         )
         return StepResult(OUTCOME[c.verdict], 1.0, reading=Reading(-math.log(c.estimate), c.se))
 
@@ -86,25 +95,25 @@ def measured(
     return ("right" if found.culprit == k else "wrong"), found.comparisons, spent[0]
 
 
-def rules_table(reps: int, seed: int) -> None:
+def rules_table(reps: int, seed: int, alpha: float = ALPHA, cells: tuple[tuple[float, float], ...] = CELLS) -> None:
     n = 33
     print("\n## Measured steps: the halving rule, old against new (issue 56)\n")
     print(
         f"{reps} bisects a cell over {n} builds (one culprit among the 32 after the good end, uniform); a step of "
         f"{BASE_UNITS} units reads the stated SE; each retry doubles the units. Units: mean units spent per bisect, "
-        f"in multiples of {BASE_UNITS}.\n"
+        f"in multiples of {BASE_UNITS}. One-sided alpha {alpha:g} per comparison.\n"
     )
     print(
         "| change | step SE | rule | right culprit | wrong culprit | unknown / range | mean comparisons | mean units ×30 |"
     )
     print("|---:|---:|---|---|---|---|---:|---:|")
-    for pct, se_pct in ((3.0, 0.5), (3.0, 0.75), (3.0, 1.0), (2.5, 0.5), (2.5, 0.75)):
+    for pct, se_pct in cells:
         for name, kw in RULES:
             rng = np.random.default_rng([seed, int(pct * 10), int(se_pct * 100)])  # same truths for every rule
             counts = {"right": 0, "wrong": 0, "unknown": 0}
             comps = units = 0.0
             for _ in range(reps):
-                answer, c, u = measured(n, -math.log(1 - pct / 100), se_pct / 100, rng, kw)
+                answer, c, u = measured(n, -math.log(1 - pct / 100), se_pct / 100, rng, kw, alpha)
                 counts[answer] += 1
                 comps += c
                 units += u
@@ -143,6 +152,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=39)
     ap.add_argument("--rules", action="store_true", help="the measured-step table of issue 56 only")
+    ap.add_argument("--alpha", type=float, default=ALPHA, help="one-sided alpha of every comparison (--rules)")
+    ap.add_argument(
+        "--cells", default=None, help="change%%:SE%% pairs for --rules, comma-separated (e.g. 2.5:0.5,3:0.75)"
+    )
     args = ap.parse_args()
     if args.rules:
         print("# The bisect's halving rule on measured steps (simulation)\n")
@@ -150,7 +163,10 @@ def main() -> None:
             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Command: `python experiments/bisect/simulate_bisect.py "
             f"{' '.join(sys.argv[1:])}`, seed {args.seed}; proportions with exact 95% Clopper–Pearson intervals."
         )
-        rules_table(args.reps, args.seed)
+        cells = CELLS
+        if args.cells:
+            cells = tuple((float(a), float(b)) for a, b in (c.split(":") for c in args.cells.split(",")))
+        rules_table(args.reps, args.seed, args.alpha, cells)
         return
     rng = random.Random(args.seed)
     print("# The bisect's answers when its steps err (simulation)\n")
