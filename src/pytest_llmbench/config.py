@@ -67,6 +67,8 @@ class ServerConfig:
     # The environment variable holding the server's API key: only its name is kept, so no repr, record or
     # error message of a config can carry the key itself.
     api_key_env: str | None = None
+    # Service-level objectives in ms by key (workload/slo.py), parsed.
+    slo: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def api_key(self) -> str | None:
@@ -232,7 +234,17 @@ def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict)
         request=m.get("request", {}),
         engine_options=m.get("engine_options", {}),
         api_key_env=api_key_env,
+        slo=_slo(path, name, m.get("slo")),
     )
+
+
+def _slo(path: Path, name: str, value: Any) -> dict[str, float]:
+    from pytest_llmbench.slo_spec import SloError, parse_slo
+
+    try:
+        return parse_slo(value, "slo")
+    except SloError as e:
+        raise ConfigError(path, str(e).removeprefix("slo: "), name, "slo") from None
 
 
 def config_files(paths: Sequence[Path], named_by: str = "--llmbench-configs or ini llmbench_configs") -> list[Path]:

@@ -140,6 +140,12 @@ class ServerKeys:
         pattern=ENV_NAME,
         pattern_words="{item!r} is not an environment variable name (letters, digits and '_')",
     )
+    slo: dict[str, float] = key(
+        "service-level objectives in ms (ttft, tpot, itl, e2el; vLLM --goodput semantics): scenarios report "
+        "slo_attainment, request_goodput and output_token_goodput (docs/SLO.md); --llmbench-slo and a "
+        "Scenario's slo win over it",
+        words="a mapping of SLO name → ms",
+    )
 
 
 @dataclass(frozen=True)

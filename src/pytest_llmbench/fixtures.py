@@ -156,6 +156,7 @@ class Bench:
 
         if self.server is None:
             raise RuntimeError("bench.run needs the test to use the llm_server fixture")
+        scenario = _with_slo(scenario, self.item.config.getoption("llmbench_slo", None), self.server)
         compare = _comparison(self)  # a compared config runs the scenario on both arms, interleaved
         if compare is not None:
             return compare.run(self, scenario, prompts=prompts)
@@ -285,6 +286,16 @@ class Bench:
         )
         self.verdicts.append(verdict)
         return verdict
+
+
+def _with_slo(scenario: Scenario, cli: str | None, server: LLMServer) -> Scenario:
+    """The scenario with the SLO it is judged by (workload/slo.py ``resolve_slo``: CLI, test, config)."""
+    import dataclasses
+
+    from pytest_llmbench.workload.slo import resolve_slo
+
+    slo = resolve_slo(cli, scenario.slo if isinstance(scenario.slo, Mapping) else None, server.config)
+    return dataclasses.replace(scenario, slo=slo or None) if slo != (scenario.slo or {}) else scenario
 
 
 def _server_pids(server: LLMServer) -> list[int]:

@@ -45,6 +45,19 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
+def _slo_option(text: str) -> str:
+    """Read --llmbench-slo when the command line is parsed: a bad spec is a usage error naming it."""
+    import argparse
+
+    from pytest_llmbench.slo_spec import SloError, parse_slo
+
+    try:
+        parse_slo(text, "--llmbench-slo")
+    except SloError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("llmbench", "LLM-serving benchmarks (pytest-llmbench)")
     group.addoption(
@@ -69,6 +82,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "speed-bench/, typed-decisions/ …); default: ini llmbench_data, $LLMBENCH_DATA_DIR",
     )
     parser.addini("llmbench_data", default="", help="default --llmbench-data")
+    group.addoption(
+        "--llmbench-slo",
+        default=None,
+        metavar="NAME:MS,…",
+        dest="llmbench_slo",
+        type=_slo_option,
+        help="SLOs every scenario is judged by, over the configs' and tests' (ttft, tpot, itl, e2el in ms, "
+        "vLLM --goodput semantics): adds slo_attainment, request_goodput, output_token_goodput (docs/SLO.md)",
+    )
     parser.addini(
         "llmbench_configs",
         type="paths",

@@ -26,6 +26,8 @@ _HIGHER = frozenset(
         "agreement",
         "hits",
         "speedup",
+        "attainment",
+        "goodput",
     }
 )
 _LOWER = frozenset(
@@ -68,6 +70,8 @@ _HARDWARE = frozenset(
         "duration",
         "ms",
         "speedup",
+        "goodput",
+        "attainment",
     }
 )
 

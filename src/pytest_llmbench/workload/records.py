@@ -40,6 +40,10 @@ class RequestRecord:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     spec: SpecStats | None = None
     final: dict[str, Any] = field(default_factory=dict)
+    # Open-loop runs only: when the schedule said to send it (s from the run's start), and how late the
+    # client actually sent it (the load generator's lag, not the server's queueing).
+    scheduled_s: float | None = None
+    send_lag_s: float | None = None
 
     @property
     def tpot_s(self) -> float | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench.launchers.base import describe_exit
@@ -40,13 +41,18 @@ async def run_requests_async(
     timeout_s: float = 600.0,
     stall_timeout_s: float = 120.0,
     on_done: Callable[[RequestRecord], None] | None = None,
+    send_at: Sequence[float] | None = None,
 ) -> list[RequestRecord]:
     """Every body gets a record, in order. ``kind`` is a streamed request kind (``chat``, ``completions``:
     :mod:`pytest_llmbench.transport.kinds`) and picks the engine's route unless ``path`` overrides it.
 
     A request that fails is recorded with its reason; a server that exits, or sends nothing on any
     connection for ``stall_timeout_s``, ends the whole run at once: the requests in flight and those not
-    yet sent are recorded with that reason (one stall budget per run, not one per request)."""
+    yet sent are recorded with that reason (one stall budget per run, not one per request).
+
+    ``send_at`` (open loop, workload/arrivals.py): body i is sent at that offset (s) from the start
+    whatever else is in flight, at most ``concurrency`` at once; each record carries its scheduled
+    offset and the client's send lag (from the later of its slot and the schedule to the send)."""
     request_kind = get_kind(kind)
     if not request_kind.stream:
         raise ValueError(f"run_requests streams; request kind {kind!r} does not (use transport.kinds.send_json)")
@@ -66,32 +72,65 @@ async def run_requests_async(
         if on_done is not None:
             on_done(rec)
 
+    async def one(i: int, due: float | None = None) -> None:
+        sent = perf_counter()
+        try:
+            # The per-request stall limit sits just past the scenario's, so that when every connection
+            # is silent the scenario-level watch (which ends the whole run) fires first.
+            raw = await send(
+                client,
+                path,
+                payloads[i],
+                timeout_s=timeout_s,
+                stall_timeout_s=stall_timeout_s + 4 * WATCH_INTERVAL_S,
+            )
+            rec = record_from_response(i, raw, server.engine)
+        except asyncio.CancelledError:
+            if not gone:
+                raise
+            rec = RequestRecord(index=i, error=gone[0])
+        except StreamError as e:
+            rec = RequestRecord(index=i, error=str(e))
+        except OSError as e:
+            rec = RequestRecord(index=i, error=f"connection error: {e}")
+        if due is not None and send_at is not None:
+            rec.scheduled_s = send_at[i]
+            rec.send_lag_s = max(0.0, sent - due)
+        finish(rec)
+
     async def worker() -> None:
         while not gone:
             try:
                 i = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            try:
-                # The per-request stall limit sits just past the scenario's, so that when every connection
-                # is silent the scenario-level watch (which ends the whole run) fires first.
-                raw = await send(
-                    client,
-                    path,
-                    payloads[i],
-                    timeout_s=timeout_s,
-                    stall_timeout_s=stall_timeout_s + 4 * WATCH_INTERVAL_S,
-                )
-                rec = record_from_response(i, raw, server.engine)
-            except asyncio.CancelledError:
-                if not gone:
-                    raise
-                rec = RequestRecord(index=i, error=gone[0])
-            except StreamError as e:
-                rec = RequestRecord(index=i, error=str(e))
-            except OSError as e:
-                rec = RequestRecord(index=i, error=f"connection error: {e}")
-            finish(rec)
+            await one(i)
+
+    async def opener() -> None:
+        """Open loop: start each request at its scheduled time; the semaphore caps requests in flight."""
+        assert send_at is not None
+        slots = asyncio.Semaphore(max(1, concurrency))
+        t0 = perf_counter()
+        started: list[asyncio.Task] = []
+
+        async def timed(i: int) -> None:
+            async with slots:
+                await one(i, max(t0 + send_at[i], perf_counter()))
+
+        try:
+            for i in range(len(payloads)):
+                delay = t0 + send_at[i] - perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if gone:
+                    break
+                started.append(asyncio.ensure_future(timed(i)))
+            await asyncio.gather(*started)
+        except asyncio.CancelledError:
+            for t in started:
+                t.cancel()
+            await asyncio.gather(*started, return_exceptions=True)
+            raise
 
     async def watch(tasks: list[asyncio.Task]) -> None:
         while True:
@@ -108,7 +147,12 @@ async def run_requests_async(
                     t.cancel()
                 return
 
-    tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(payloads))))]
+    if send_at is not None:
+        if len(send_at) != len(payloads):
+            raise ValueError(f"send_at has {len(send_at)} times for {len(payloads)} requests")
+        tasks = [asyncio.ensure_future(opener())]
+    else:
+        tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(payloads))))]
     watcher = asyncio.ensure_future(watch(tasks))
     try:
         await asyncio.gather(*tasks, return_exceptions=bool(gone))
@@ -137,6 +181,7 @@ def run_requests(
     timeout_s: float = 600.0,
     stall_timeout_s: float = 120.0,
     on_done: Callable[[RequestRecord], None] | None = None,
+    send_at: Sequence[float] | None = None,
 ) -> list[RequestRecord]:
     """Blocking wrapper: stream every body at ``concurrency`` and return their records in order."""
     return asyncio.run(
@@ -149,5 +194,6 @@ def run_requests(
             timeout_s=timeout_s,
             stall_timeout_s=stall_timeout_s,
             on_done=on_done,
+            send_at=send_at,
         )
     )

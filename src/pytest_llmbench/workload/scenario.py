@@ -12,20 +12,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_llmbench import host_load
 from pytest_llmbench.datasets.prompt import Prompt
 from pytest_llmbench.datasets.sharegpt import sharegpt_prompts
 from pytest_llmbench.engines.base import SpecStats
+from pytest_llmbench.host_load import HostLoad
 from pytest_llmbench.launchers.base import describe_exit
 from pytest_llmbench.metrics import scenario_metrics
+from pytest_llmbench.slo_spec import parse_slo
+from pytest_llmbench.telemetry.scraper import for_server
+from pytest_llmbench.telemetry.timeline import Timeline
+from pytest_llmbench.workload.arrivals import lag_metrics, lag_note, schedule
 from pytest_llmbench.workload.progress import Progress
 from pytest_llmbench.workload.prompts import exact_length_prompts
 from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.requests import run_requests
+from pytest_llmbench.workload.slo import slo_metrics
 
 if TYPE_CHECKING:
     import httpx
 
-    from pytest_llmbench.host_load import HostLoad
     from pytest_llmbench.server import LLMServer
 
 DATASETS = ("sharegpt", "random", "prompts")
@@ -60,6 +66,17 @@ class Scenario:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     timeout_s: float = 600.0
     stall_timeout_s: float = 120.0
+    # The server's /metrics (and the GPUs') read every this many seconds during the measured requests
+    # (telemetry/); 0 reads nothing. Its cost on TPOT: experiments/telemetry/scrape_cost.out.md.
+    scrape_interval_s: float = 1.0
+    # SLOs in ms by key (workload/slo.py: ttft, tpot, itl, e2el); "ttft:500,tpot:50" is read too.
+    slo: Mapping[str, float] | str | None = None
+    # Open loop (workload/arrivals.py): requests per second, gamma gaps of shape ``burstiness`` (1 =
+    # Poisson) from ``seed``, the rate ramping up linearly over ``ramp_up_s``; ``concurrency`` then caps
+    # the requests in flight (bench_serving's --max-concurrency). None: closed loop at ``concurrency``.
+    request_rate: float | None = None
+    burstiness: float = 1.0
+    ramp_up_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.dataset not in DATASETS:
@@ -69,10 +86,23 @@ class Scenario:
         for key in ("num_prompts", "concurrency", "output_len"):
             if getattr(self, key) < 1:
                 raise ValueError(f"scenario {self.name!r}: {key} must be ≥ 1")
+        if self.request_rate is not None and not self.request_rate > 0:
+            raise ValueError(f"scenario {self.name!r}: request_rate must be > 0, got {self.request_rate!r}")
+        if not self.burstiness > 0 or self.ramp_up_s < 0:
+            raise ValueError(f"scenario {self.name!r}: burstiness must be > 0 and ramp_up_s ≥ 0")
+        if self.slo is not None:  # a frozen field normalised once: an SLO spec error names the scenario
+            object.__setattr__(self, "slo", parse_slo(self.slo, f"scenario {self.name!r}, key 'slo'"))
+
+    def send_times(self, n: int) -> list[float] | None:
+        """The open-loop schedule for ``n`` requests (the same for every arm and round), or None."""
+        if self.request_rate is None:
+            return None
+        return schedule(n, self.request_rate, burstiness=self.burstiness, seed=self.seed, ramp_up_s=self.ramp_up_s)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["extra_body"] = dict(self.extra_body)
+        d["slo"] = dict(self.slo) if isinstance(self.slo, Mapping) else self.slo
         return d
 
     def body(self, prompt: Prompt, max_tokens: int | None = None) -> dict[str, Any]:
@@ -96,7 +126,10 @@ class ScenarioResult:
     notes: list[str] = field(default_factory=list)
     server_info: dict[str, Any] = field(default_factory=dict)
     spec_server: SpecStats | None = None
-    host_load: HostLoad | None = None  # what else ran on the host meanwhile (set by bench.run)
+    host_load: HostLoad | None = (
+        None  # other processes over the measured requests
+    )
+    telemetry: Timeline | None = None  # the server's /metrics (and GPUs) over the measured requests
 
     @property
     def errors(self) -> list[str]:
@@ -185,6 +218,8 @@ def run_scenario(
         done.append(rec)
         progress.update(rec)
 
+    scrape = for_server(server, sc.scrape_interval_s).start()
+    load_before = host_load.snapshot()
     t0 = time.perf_counter()
     try:
         records = run_requests(
@@ -194,9 +229,11 @@ def run_scenario(
             timeout_s=sc.timeout_s,
             stall_timeout_s=sc.stall_timeout_s,
             on_done=on_done,
+            send_at=sc.send_times(len(plist)),
         )
     except BaseException as exc:
         progress.close()
+        scrape.stop()
         kept = sorted(done, key=lambda r: r.index)
         partial = _result(
             sc,
@@ -212,6 +249,8 @@ def run_scenario(
         raise
     duration = time.perf_counter() - t0
     progress.close()
+    timeline = scrape.stop()
+    load = host_load.between(load_before, host_load.snapshot(), server_pids(server))
     # A dying process resets its sockets before it can be reaped: failed requests wait for it to settle.
     alive = server.settled_alive() if any(not r.ok for r in records) else server.alive()
     hung = alive and any(
@@ -223,7 +262,21 @@ def run_scenario(
         notes.append("server stopped responding during the scenario")
     responding = alive and not hung  # a hung server would hang each control-plane call too
     spec_server = server.spec_between(before, server.spec_counters()) if responding else None
-    return _result(sc, records, plist, duration, spec_server, notes, server.server_info() if responding else {})
+    result = _result(sc, records, plist, duration, spec_server, notes, server.server_info() if responding else {})
+    result.host_load, result.telemetry = load, timeline if sc.scrape_interval_s > 0 else None
+    read = getattr(server.engine, "cached_tokens", lambda final: None)
+    cached = [c for c in (read(r.final) for r in records if r.ok) if c is not None]
+    if cached and sum(t for _, t in cached):  # the share of prompt tokens the server did not compute again
+        result.metrics["prefix_cache_hit_rate"] = sum(c for c, _ in cached) / sum(t for _, t in cached)
+    return result
+
+
+def server_pids(server: LLMServer) -> list[int]:
+    """The server's own processes (a container's are not pytest's children), for the host load."""
+    try:
+        return list(server.handle.pids())
+    except Exception:  # a handle that cannot list them: pytest's descendants still count as ours
+        return []
 
 
 def _result(
@@ -240,4 +293,12 @@ def _result(
         if r.prompt_tokens is None and p is not None and p.input_tokens is not None:
             r.prompt_tokens = p.input_tokens
     metrics: dict[str, Any] = {**scenario_metrics(records, duration, spec_server)}  # open to more keys
+    if sc.slo:
+        metrics.update(slo_metrics(records, duration, sc.slo))  # type: ignore[arg-type]  # parsed in __post_init__
+    if sc.request_rate is not None:
+        metrics["request_rate"] = sc.request_rate
+        metrics.update(lag_metrics(records, sc.request_rate))
+        note = lag_note(metrics, sc.request_rate)
+        if note:
+            notes = [*notes, note]
     return ScenarioResult(sc, records, metrics, notes, info, spec_server)
