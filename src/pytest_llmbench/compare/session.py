@@ -208,6 +208,7 @@ class CompareSession:
             played.append(block)
             progress.block(block.unit)  # "unit k of n, elapsed, ~remaining" as each unit starts
             m = block.result.metrics
+            load = block.result.host_load
             bench.emit(
                 {
                     "record": "comparison_block",
@@ -227,8 +228,16 @@ class CompareSession:
                     "warmup": block.warmup,
                     "prompt_ids": list(block.prompt_ids),
                     "metrics": {k: v for k, v in m.items() if isinstance(v, (int, float))},
+                    "host_load": load.as_dict() if load else None,
+                    "telemetry": block.result.telemetry.as_dict() if block.result.telemetry else None,
                 }
             )
+            if load is not None and load.contended:  # the busy host named where the block is played
+                _say(
+                    self.config,
+                    f"llmbench compare: {pair.config_name} {scenario.name} round {block.round} "
+                    f"({block.role}): host busy: {load.describe()}",
+                )
             if not block.warmup:
                 pilot_blocks.append(block)
 

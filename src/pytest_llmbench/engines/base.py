@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import httpx
 
@@ -56,6 +56,9 @@ class Engine:
     #: The Docker launcher gives the container the host's IPC namespace (engines whose processes share
     #: tensors through /dev/shm) instead of a private /dev/shm of a fixed size.
     docker_host_ipc: ClassVar[bool] = False
+    #: The engine's Prometheus names in the telemetry vocabulary (``telemetry/timeline.py`` VOCABULARY):
+    #: word → (series name, "gauge" or "counter"). A new engine fills this in; nothing else changes.
+    metric_names: ClassVar[Mapping[str, tuple[str, Literal["gauge", "counter"]]]] = {}
 
     # ---- configuration ----------------------------------------------------------------------
     #: Flags the plugin sets itself (model, host, port); a config that passes one is an error.
@@ -130,6 +133,16 @@ class Engine:
     def request_fields(self, cfg: ServerConfig) -> dict[str, Any]:
         """Fields every chat request to this engine carries (e.g. SGLang's return_meta_info)."""
         return {}
+
+    def cached_tokens(self, final: dict[str, Any]) -> tuple[int, int] | None:
+        """(prompt tokens served from the prefix cache, prompt tokens) of one request from its last
+        chunk, or None where the response does not say (OpenAI ``usage.prompt_tokens_details``)."""
+        usage = final.get("usage") or {}
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+        total = usage.get("prompt_tokens")
+        if not isinstance(cached, int) or not isinstance(total, int) or total <= 0:
+            return None
+        return cached, total
 
     def request_spec(self, final: dict[str, Any], completion_tokens: int | None) -> SpecStats | None:
         """Per-request speculative stats from the last chunk(s) of a streamed response."""

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import httpx
 
@@ -106,6 +106,19 @@ class LlamaCppEngine(Engine):
     uncached_fields: ClassVar[Mapping[str, Any]] = {"cache_prompt": False}
     cached_fields: ClassVar[Mapping[str, Any]] = {"cache_prompt": True}
     speculative = False  # set by configure(): does this server draft at all?
+    # ``--metrics`` (always passed): tools/server/server.cpp's names. No prefix-cache counter: the hit rate
+    # comes from each response's ``timings.cache_n`` (cached_tokens below).
+    metric_names: ClassVar[Mapping[str, tuple[str, Literal["gauge", "counter"]]]] = {
+        "running_requests": ("llamacpp:requests_processing", "gauge"),
+        "queued_requests": ("llamacpp:requests_deferred", "gauge"),
+        "kv_cache_usage": ("llamacpp:kv_cache_usage_ratio", "gauge"),
+        "prompt_tokens": ("llamacpp:prompt_tokens_total", "counter"),
+        "generated_tokens": ("llamacpp:tokens_predicted_total", "counter"),
+        "decode_steps": ("llamacpp:n_decode_total", "counter"),
+        "spec_drafts": ("llamacpp:spec_decode_num_drafts_total", "counter"),
+        "spec_draft_tokens": ("llamacpp:spec_decode_num_draft_tokens_total", "counter"),
+        "spec_accepted_tokens": ("llamacpp:spec_decode_num_accepted_tokens_total", "counter"),
+    }
 
     @classmethod
     def validate(cls, cfg: ServerConfig) -> tuple[str, str] | None:
@@ -246,6 +259,14 @@ class LlamaCppEngine(Engine):
     def server_facts(self, client: httpx.Client, log_text: str) -> dict[str, Any]:
         info = self.server_info(client)
         return {"n_ctx": info.get("n_ctx"), "slots": info.get("total_slots")}
+
+    def cached_tokens(self, final: dict[str, Any]) -> tuple[int, int] | None:
+        """llama-server's final ``timings``: ``cache_n`` tokens reused, ``prompt_n`` evaluated afresh."""
+        t = final.get("timings") or {}
+        cached, fresh = t.get("cache_n"), t.get("prompt_n")
+        if not isinstance(cached, int) or not isinstance(fresh, int) or cached + fresh <= 0:
+            return super().cached_tokens(final)
+        return cached, cached + fresh
 
     def request_spec(self, final: dict[str, Any], completion_tokens: int | None) -> SpecStats | None:
         t = final.get("timings") or {}

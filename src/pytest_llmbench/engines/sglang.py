@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import httpx
 
@@ -67,6 +68,19 @@ class SGLangEngine(Engine):
     reserved_flags = ("--model-path", "--model", "--host", "--port")
     decision_route = "/v1/systemone"
     docker_host_ipc = True
+    # ``--enable-metrics``: python/sglang/srt/metrics/collector.py's names.
+    metric_names: ClassVar[Mapping[str, tuple[str, Literal["gauge", "counter"]]]] = {
+        "running_requests": ("sglang:num_running_reqs", "gauge"),
+        "queued_requests": ("sglang:num_queue_reqs", "gauge"),
+        "kv_cache_usage": ("sglang:token_usage", "gauge"),
+        "cache_hit_rate": ("sglang:cache_hit_rate", "gauge"),
+        "retracted_requests": ("sglang:num_retracted_reqs", "gauge"),
+        "gen_throughput": ("sglang:gen_throughput", "gauge"),
+        "spec_accept_length": ("sglang:spec_accept_length", "gauge"),
+        "prompt_tokens": ("sglang:prompt_tokens_total", "counter"),
+        "generated_tokens": ("sglang:generation_tokens_total", "counter"),
+        "prefix_cache_hits": ("sglang:cached_tokens_total", "counter"),
+    }
     health_timeout_s = 30.0
     flush_timeout_s = 60.0
     #: The wait between /flush_cache tries while SGLang answers 400 (requests still running); a test sets it small.

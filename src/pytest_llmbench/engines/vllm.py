@@ -12,7 +12,8 @@ vLLM reports no per-request speculative stats.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import httpx
 
@@ -37,6 +38,20 @@ class VLLMEngine(Engine):
     name = "vllm"
     reserved_flags = ("--host", "--port", "--model")
     docker_host_ipc = True
+    # vllm/v1/metrics/loggers.py's names (V1 engine).
+    metric_names: ClassVar[Mapping[str, tuple[str, Literal["gauge", "counter"]]]] = {
+        "running_requests": ("vllm:num_requests_running", "gauge"),
+        "queued_requests": ("vllm:num_requests_waiting", "gauge"),
+        "kv_cache_usage": ("vllm:kv_cache_usage_perc", "gauge"),
+        "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "counter"),
+        "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "counter"),
+        "preemptions": ("vllm:num_preemptions_total", "counter"),
+        "prompt_tokens": ("vllm:prompt_tokens_total", "counter"),
+        "generated_tokens": ("vllm:generation_tokens_total", "counter"),
+        "spec_drafts": ("vllm:spec_decode_num_drafts_total", "counter"),
+        "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total", "counter"),
+        "spec_accepted_tokens": ("vllm:spec_decode_num_accepted_tokens_total", "counter"),
+    }
 
     def command(self, cfg: ServerConfig, host: str, port: int) -> list[str]:
         binary = cfg.engine_options.get("binary") or "vllm"

@@ -217,6 +217,7 @@ def scenario_line(result: ScenarioResult, cfg: ServerConfig | None) -> dict[str,
         "metrics": result.metrics,
         "time": _now(),
         "host_load": result.host_load.as_dict() if result.host_load else None,
+        "telemetry": result.telemetry.as_dict() if result.telemetry else None,  # /metrics and GPUs over time
         "requests": [
             {
                 "index": r.index,
