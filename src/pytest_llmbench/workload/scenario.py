@@ -19,12 +19,15 @@ from pytest_llmbench.engines.base import SpecStats
 from pytest_llmbench.host_load import HostLoad
 from pytest_llmbench.launchers.base import describe_exit
 from pytest_llmbench.metrics import scenario_metrics
+from pytest_llmbench.slo_spec import parse_slo
 from pytest_llmbench.telemetry.scraper import for_server
 from pytest_llmbench.telemetry.timeline import Timeline
+from pytest_llmbench.workload.arrivals import lag_metrics, lag_note, schedule
 from pytest_llmbench.workload.progress import Progress
 from pytest_llmbench.workload.prompts import exact_length_prompts
 from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.requests import run_requests
+from pytest_llmbench.workload.slo import slo_metrics
 
 if TYPE_CHECKING:
     import httpx
@@ -66,6 +69,14 @@ class Scenario:
     # The server's /metrics (and the GPUs') read every this many seconds during the measured requests
     # (telemetry/); 0 reads nothing. Its cost on TPOT: experiments/telemetry/scrape_cost.out.md.
     scrape_interval_s: float = 1.0
+    # SLOs in ms by key (workload/slo.py: ttft, tpot, itl, e2el); "ttft:500,tpot:50" is read too.
+    slo: Mapping[str, float] | str | None = None
+    # Open loop (workload/arrivals.py): requests per second, gamma gaps of shape ``burstiness`` (1 =
+    # Poisson) from ``seed``, the rate ramping up linearly over ``ramp_up_s``; ``concurrency`` then caps
+    # the requests in flight (bench_serving's --max-concurrency). None: closed loop at ``concurrency``.
+    request_rate: float | None = None
+    burstiness: float = 1.0
+    ramp_up_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.dataset not in DATASETS:
@@ -75,10 +86,23 @@ class Scenario:
         for key in ("num_prompts", "concurrency", "output_len"):
             if getattr(self, key) < 1:
                 raise ValueError(f"scenario {self.name!r}: {key} must be ≥ 1")
+        if self.request_rate is not None and not self.request_rate > 0:
+            raise ValueError(f"scenario {self.name!r}: request_rate must be > 0, got {self.request_rate!r}")
+        if not self.burstiness > 0 or self.ramp_up_s < 0:
+            raise ValueError(f"scenario {self.name!r}: burstiness must be > 0 and ramp_up_s ≥ 0")
+        if self.slo is not None:  # a frozen field normalised once: an SLO spec error names the scenario
+            object.__setattr__(self, "slo", parse_slo(self.slo, f"scenario {self.name!r}, key 'slo'"))
+
+    def send_times(self, n: int) -> list[float] | None:
+        """The open-loop schedule for ``n`` requests (the same for every arm and round), or None."""
+        if self.request_rate is None:
+            return None
+        return schedule(n, self.request_rate, burstiness=self.burstiness, seed=self.seed, ramp_up_s=self.ramp_up_s)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["extra_body"] = dict(self.extra_body)
+        d["slo"] = dict(self.slo) if isinstance(self.slo, Mapping) else self.slo
         return d
 
     def body(self, prompt: Prompt, max_tokens: int | None = None) -> dict[str, Any]:
@@ -203,6 +227,7 @@ def run_scenario(
             timeout_s=sc.timeout_s,
             stall_timeout_s=sc.stall_timeout_s,
             on_done=on_done,
+            send_at=sc.send_times(len(plist)),
         )
     except BaseException as exc:
         progress.close()
@@ -266,4 +291,12 @@ def _result(
         if r.prompt_tokens is None and p is not None and p.input_tokens is not None:
             r.prompt_tokens = p.input_tokens
     metrics: dict[str, Any] = {**scenario_metrics(records, duration, spec_server)}  # open to more keys
+    if sc.slo:
+        metrics.update(slo_metrics(records, duration, sc.slo))  # type: ignore[arg-type]  # parsed in __post_init__
+    if sc.request_rate is not None:
+        metrics["request_rate"] = sc.request_rate
+        metrics.update(lag_metrics(records, sc.request_rate))
+        note = lag_note(metrics, sc.request_rate)
+        if note:
+            notes = [*notes, note]
     return ScenarioResult(sc, records, metrics, notes, info, spec_server)
