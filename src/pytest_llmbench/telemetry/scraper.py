@@ -4,7 +4,7 @@ A reading once per scenario (server facts) cannot show a queue that built up and
 that filled mid-run; a timeline can. The thread has its own HTTP client (the control-plane client is not
 shared across threads) and reads one sample at the start, one every ``interval_s`` and one at the end,
 so even a scenario shorter than the interval has a window. Its cost on the timing it explains is measured
-in experiments/telemetry/scrape_cost.py (docs/TELEMETRY.md).
+nowhere yet (docs/TELEMETRY.md, "Not yet").
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ class Scenario:
     timeout_s: float = 600.0
     stall_timeout_s: float = 120.0
     # The server's /metrics (and the GPUs') read every this many seconds during the measured requests
-    # (telemetry/); 0 reads nothing. Its cost on TPOT: experiments/telemetry/scrape_cost.out.md.
+    # (telemetry/); 0 reads nothing. Its cost on TPOT is not measured yet (docs/TELEMETRY.md).
     scrape_interval_s: float = 1.0
     # SLOs in ms by key (workload/slo.py: ttft, tpot, itl, e2el); "ttft:500,tpot:50" is read too.
     slo: Mapping[str, float] | str | None = None
