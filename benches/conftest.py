@@ -11,6 +11,11 @@ length at temperature 0) stay tight: k standard errors.
 import pytest
 
 from pytest_llmbench.gate import History, StdErr
+from pytest_llmbench.snapshots import keep_shipped_snapshots
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    keep_shipped_snapshots(config)  # --collect-only must not end with a hint that deletes the BFCL snapshot
 
 
 @pytest.fixture
