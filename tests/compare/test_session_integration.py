@@ -10,7 +10,9 @@ import json
 import shlex
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from pytest_llmbench.engines.llamacpp import llamacpp_binary
 
@@ -154,7 +156,13 @@ def test_same_build_on_both_arms_does_not_regress(pytester: pytest.Pytester):
     assert all(c["verdict"] in ("equivalent", "inconclusive") for c in comps), comps
     for c in comps:  # what an undecided comparison could have caught, and what its 95% interval rules out
         assert c["rules_out"] >= 0 and c["detectable"] > c["ignore"] and c["stop_reason"], c
-        assert c["confidence"] == 0.95 and c["ci_low"] <= c["ratio"] <= c["ci_high"] < 2 * c["ci_low"], c
+        assert c["confidence"] == 0.95 and c["ci_low"] <= c["ratio"] <= c["ci_high"], c
+        # issue 54: the width is what the spread measured here gives, not one machine's (an Intel VM read
+        # [0.54, 3.64]): the 95% t interval on the log ratio, centred on the estimate, at least as wide as
+        # the recorded test's own (a pilot's Stein t may widen it, never narrow it)
+        low, high, est = np.log([c["ci_low"], c["ci_high"], c["ratio"]])
+        assert (low + high) / 2 == pytest.approx(est, abs=1e-9), c
+        assert (high - low) / 2 >= stats.t.isf(0.025, c["df"]) * c["se"] * (1 - 1e-9) > 0, c
     starts = _records(out, "arm_start")
     assert {s["role"] for s in starts} == {"reference", "candidate"}
     # the reference's first start (warm-up, whose pair unit 0 keeps) and a fresh pair for units 1-3; the

@@ -90,31 +90,51 @@ def _entry(pytester: pytest.Pytester) -> dict | None:
 
 
 def test_record_n_starts_the_server_n_times_and_leaves_n_values(pytester: pytest.Pytester):
-    """Issue 21: three recording runs left two values (a REGRESSED one restarted the history) and failed."""
+    """Issue 21: three recording runs left two values (a REGRESSED one restarted the history) and failed.
+
+    Issue 54: on a shared or slower host a start can be measured beside a neighbour; host_load.py then names
+    it and leaves its value out (by design: that number is the neighbour's). So every start is accounted for
+    (a value written or a named busy host) rather than three values promised whatever the host does."""
     result = _run(pytester, "--llmbench-record", "3", "-v")
     assert result.ret == 0, result.stdout.str()[-3000:]
     result.assert_outcomes(passed=3)
     servers = _records(pytester, "server")
     assert len(servers) == 3 and len({tuple(s["pids"]) for s in servers}) == 3  # three starts
+    verdicts = _records(pytester, "verdict")
+    assert len(verdicts) == 3, verdicts
+    busy = [v for v in verdicts if v["status"] == "not comparable"]
+    assert all("host busy during tiny" in v["rule"] and not v["recorded"] for v in busy), busy
+    kept = [v for v in verdicts if v["recorded"]]
+    assert len(kept) + len(busy) == 3, verdicts  # no start lost without a reason
     entry = _entry(pytester)
-    assert entry is not None and len(entry["history"]) == 3, entry
-    assert entry["provenance"]["machine"]["cores"] >= 1 and entry["noise"] == {"name": "History", "k": 3, "min_runs": 6}
+    if kept:
+        assert entry is not None and len(entry["history"]) == len(kept), entry
+        assert entry["provenance"]["machine"]["cores"] >= 1
+        assert entry["noise"] == {"name": "History", "k": 3, "min_runs": 6}
+        result.stdout.fnmatch_lines([f"baselines written: baselines/smol-nospec.yaml (1 entries, {len(kept)} values)"])
+    else:
+        assert entry is None
+    if busy:
+        result.stdout.fnmatch_lines([f"{len(busy)} value(s) not recorded (measured on a busy host):"])
     result.stdout.fnmatch_lines(
-        [
-            "*test_serving?smol-nospec-start1of3? PASSED*",
-            "*test_serving?smol-nospec-start3of3? PASSED*",
-            "baselines written: baselines/smol-nospec.yaml (1 entries, 3 values)",
-        ]
+        ["*test_serving?smol-nospec-start1of3? PASSED*", "*test_serving?smol-nospec-start3of3? PASSED*"]
     )
-    # a plain run now: learning (3 of 6), shown with the history's mean, never failing
+    # the last line counts what was written, never the busy starts
+    (headline,) = [line for line in result.stdout.lines if line.startswith("llmbench: NOTHING JUDGED")]
+    assert (f"{len(kept)} value{'s' if len(kept) != 1 else ''} recorded" in headline) == bool(kept), headline
+    # a plain run now: learning (k of 6) with the history's mean, never failing; or itself beside a neighbour
     plain = _run(pytester)
     assert plain.ret == 0
-    plain.stdout.fnmatch_lines(
-        [
-            "*smol-nospec*test_bench.py::test_serving*output_throughput*learning (3 of 6)",
-            "llmbench: 0 of 1 checks judged; not judged: 1 learning",
-        ]
-    )
+    check = _records(pytester, "verdict")[-1]  # the plain run's, whether its results replaced the first's or not
+    if kept and check["status"] != "not comparable":
+        plain.stdout.fnmatch_lines(
+            [
+                f"*smol-nospec*test_bench.py::test_serving*output_throughput*learning ({len(kept)} of 6)",
+                "llmbench: 0 of 1 checks judged; not judged: 1 learning",
+            ]
+        )
+    else:
+        plain.stdout.fnmatch_lines(["llmbench: 0 of 1 checks judged; not judged: 1 *"])
 
 
 def test_a_busy_neighbour_mid_scenario_is_named_and_not_recorded(
@@ -163,3 +183,7 @@ def test_a_busy_neighbour_mid_scenario_is_named_and_not_recorded(
     scenario = _records(pytester, "scenario")[0]
     assert scenario["host_load"]["contended"] and scenario["host_load"]["others"] >= 0.25
     assert _entry(pytester) is None  # nothing learned from the neighbour's number
+    # issue 54: and nothing claims it was: the verdict is not marked recorded, the last line counts no value
+    (verdict,) = _records(pytester, "verdict")
+    assert verdict["status"] == "not comparable" and verdict["recorded"] is False, verdict
+    result.stdout.no_fnmatch_line("llmbench: *value* recorded*")

@@ -189,7 +189,7 @@ class GateSession:
             test_key=test_key,
             runner=runner,
             family=fam,
-            recorded=self.recording and reference is None,
+            recorded=self.recording and reference is None and not busy,  # a busy host's value is not written
         )
         self._record(bench, v)
         if self.update and reference is None:
