@@ -249,21 +249,46 @@ def test_the_budget_caps_the_rounds_and_the_outcome_says_underpowered():
     assert outcome.describe().startswith("underpowered: needs ~") and "the budget allows 14" in outcome.describe()
 
 
-def test_a_budget_shorter_than_the_pilot_never_cuts_it_below_the_floor_of_server_pairs():
+def test_with_the_floor_asked_for_a_short_budget_never_cuts_the_pilot_below_it():
     """Issue 37 finding 2: the budget cut a pilot of server pairs to 2 units (df 1), and 2 units said
-    "regressed". The pilot now runs MIN_UNITS units whatever the budget, and the test has MIN_DF df."""
+    "regressed". With ``force_floor`` (--llmbench-compare-floor) the pilot runs MIN_UNITS units whatever
+    the budget, and the test has MIN_DF df."""
     servers, _, _ = _servers(keep_both=True)
-    design = Design(restart_rounds=2, warmup_rounds=1, pilot_units=12, budget_s=5)
+    design = Design(restart_rounds=2, warmup_rounds=1, pilot_units=12, budget_s=5, force_floor=True)
     rounds, comps, _, outcome = _run(servers, design=design, clock=Clock(block_s=1.0))
     assert len(rounds.complete) == 2 * MIN_UNITS and comps[0].n == MIN_UNITS and comps[0].df == MIN_DF
     assert outcome.stop == "underpowered" or outcome.rounds == 2 * MIN_UNITS
 
 
-def test_a_budget_shorter_than_the_pilot_still_judges_two_abba_pairs():
+def test_the_budget_is_a_cap_below_the_floor_of_server_pairs():
+    """Issue 57: the same budget without the floor asked for stops one unit past it, says what the floor
+    would cost, and judges nothing (never "regressed" on one unit)."""
     servers, _, _ = _servers(keep_both=True)
-    design = Design(restart_rounds=0, warmup_rounds=1, pilot_units=8, budget_s=5)
+    design = Design(restart_rounds=2, warmup_rounds=1, pilot_units=12, budget_s=5)
+    clock = Clock(block_s=1.0)
+    rounds, comps, _, outcome = _run(servers, design=design, clock=clock)
+    assert outcome.stop == "too-small" and len(rounds.complete) < 2 * MIN_UNITS
+    assert clock.now <= 5 + 2 * 2  # the budget and at most one unit (2 rounds of 2 one-second blocks)
+    assert outcome.describe().startswith(f"budget too small to judge: the {MIN_UNITS}-unit floor would cost ~")
+    assert all(c.verdict == "inconclusive" for c in comps)
+
+
+def test_with_the_floor_asked_for_a_short_budget_still_judges_two_abba_pairs():
+    servers, _, _ = _servers(keep_both=True)
+    design = Design(restart_rounds=0, warmup_rounds=1, pilot_units=8, budget_s=5, force_floor=True)
     rounds, comps, _, _outcome = _run(servers, design=design, clock=Clock(block_s=1.0))
     assert len(rounds.complete) == 4 and comps[0].n == 4
+
+
+def test_the_budget_is_a_cap_below_the_floor_of_rounds():
+    """Issue 57, the pair kept up (the round is the unit): the same budget without the floor asked for stops
+    within one unit of it and judges nothing."""
+    servers, _, _ = _servers(keep_both=True)
+    design = Design(restart_rounds=0, warmup_rounds=1, pilot_units=8, budget_s=5)
+    clock = Clock(block_s=1.0)
+    rounds, comps, _, outcome = _run(servers, design=design, clock=clock)
+    assert outcome.stop == "too-small" and len(rounds.complete) < 4 and clock.now <= 5 + 2
+    assert "budget too small to judge" in outcome.describe() and all(c.verdict == "inconclusive" for c in comps)
 
 
 def test_rounds_come_in_whole_abba_pairs():

@@ -333,3 +333,22 @@ def test_detectable_in_is_what_the_best_plan_within_the_budget_detects():
     costs, noise = h200(60.0), Noise(0.01, H200_SD_WITHIN)
     assert detectable_in(3600.0, costs, noise, TARGET) == best_within("x", 3600.0, costs, noise, TARGET).detectable
     assert math.isinf(detectable_in(100.0, costs, noise, TARGET))
+
+
+def test_the_session_unit_is_capped_by_the_budget_below_the_floor():
+    """Issue 57: a running comparison whose budget cannot hold MIN_UNITS units plans none, and says what the
+    floor would cost (4 units of 2 rounds at a 60-s start: 4 x (60 + 2 x 2) s = 256 s); with the floor
+    asked for it plans the floor, over budget, and says that."""
+    from pytest_llmbench.compare.plan import unit_for_session
+
+    costs, noise = Costs(60.0, 2.0), Noise(0.01, 0.035)
+    target = Target(Sizes("ratio", 0.01, 0.03), 0.01)
+    capped = unit_for_session("s", costs, noise, target, budget_s=180.0)
+    assert capped.units == 0 and not capped.reached and capped.seconds == 0
+    assert capped.note == "budget too small to judge: the 4-unit floor would cost ~4 min"
+    assert capped.describe() == "s: not judged (budget too small to judge: the 4-unit floor would cost ~4 min)"
+    forced = unit_for_session("s", costs, noise, target, budget_s=180.0, force_floor=True)
+    assert (forced.units, forced.unit_rounds, forced.seconds) == (MIN_UNITS, 2, 256.0)
+    assert "over budget" in forced.note and "--llmbench-compare-floor" in forced.note
+    fits = unit_for_session("s", costs, noise, target, budget_s=256.0)
+    assert fits.units >= MIN_UNITS and fits.seconds <= 256.0

@@ -92,10 +92,22 @@ def test_a_session_budget_is_split_and_said_up_front():
     assert math.isfinite(choice.plan.detectable) and choice.plan.detectable < 0.05
 
 
-def test_a_budget_below_the_floor_says_so():
+def test_a_budget_below_the_floor_is_a_cap_and_says_what_the_floor_costs():
+    """Issue 57: 100 s cannot hold 4 units at a 120-s start: no unit is planned, the pilot is 0 (the runner
+    stops), and the table says "budget too small to judge" with the floor's cost (4 x (120 + 2 x 1.5) s)."""
     design = Design(restart_rounds=None, budget_s=100.0)
     choice = choose_unit("chat-1u", Costs(120.0, 1.5), TPUT, design, SessionBudget(None, 100.0, 1), elapsed_s=0)
-    assert (choice.plan.units, choice.plan.unit_rounds) == (MIN_UNITS, 2) and "over budget" in choice.plan.note
+    assert choice.plan.units == 0 and choice.pilot_units == 0 and not choice.plan.reached
+    assert choice.table[1].startswith(
+        "  chat-1u: not judged (budget too small to judge: the 4-unit floor would cost ~8 min) [start 120 s"
+    )
+
+
+def test_the_floor_asked_for_is_played_over_budget_and_said():
+    design = Design(restart_rounds=None, budget_s=100.0, force_floor=True)
+    choice = choose_unit("chat-1u", Costs(120.0, 1.5), TPUT, design, SessionBudget(None, 100.0, 1), elapsed_s=0)
+    assert (choice.plan.units, choice.plan.unit_rounds, choice.pilot_units) == (MIN_UNITS, 2, MIN_UNITS)
+    assert "over budget: the 4-unit floor, ~8 min (--llmbench-compare-floor)" in choice.plan.note
 
 
 def test_max_rounds_bounds_the_unit_so_that_min_units_fit():

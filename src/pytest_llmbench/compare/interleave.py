@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench.compare.arms import ROLES, Arm, ArmPair
-from pytest_llmbench.compare.plan import Costs
+from pytest_llmbench.compare.plan import Costs, duration
+from pytest_llmbench.compare.power import MIN_UNITS
 from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, WorkloadError, build_prompts, run_scenario
 
@@ -210,9 +211,12 @@ class Outcome:
     plan: Plan
     rounds: int
     stop: str  # planned (the power is reached) | underpowered (the limit is below the need) | budget (out of time)
-    elapsed_s: float
+    elapsed_s: float  # | too-small (the budget, a cap, holds fewer than MIN_UNITS units: nothing judged)
+    note: str = ""  # too-small: what the floor would have cost
 
     def describe(self) -> str:
+        if self.note:
+            return self.note
         if self.stop == "budget" and self.rounds < self.plan.rounds:
             return f"budget: stopped after {self.rounds} of {self.plan.rounds} planned rounds; " + self.plan.describe()
         return self.plan.describe()
@@ -257,6 +261,7 @@ def run_rounds(
     choosing = restarting and design.planned_unit and choose_unit is not None
     step = max(2, unit)  # rounds played at a time: a whole unit, and whole ABBA pairs
     t0 = clock()
+    too_small = ""  # set where the budget (a cap) cannot hold the floor: the rounds stop, nothing is judged
 
     def play(r: int, *, fresh: bool = False) -> float:
         began = clock()
@@ -303,14 +308,20 @@ def run_rounds(
 
     def timed_first_unit() -> int:
         """Unit 0 when its length is chosen by cost: one ABBA pair timed, the choice, then the rest."""
-        nonlocal unit, step, design
+        nonlocal unit, step, design, too_small
         began = clock()
         fresh = begin_unit(0)
         start_s = clock() - began if fresh else sum(servers.last_start_s.values())
         first = play(0, fresh=fresh)
         second = play(1)
         assert choose_unit is not None
-        unit, pilot_units = choose_unit(Costs(start_s, second, max(0.0, first - second) if fresh else 0.0))
+        costs = Costs(start_s, second, max(0.0, first - second) if fresh else 0.0)
+        unit, pilot_units = choose_unit(costs)
+        if pilot_units == 0:  # the floor does not fit the budget: the two timed rounds are all that runs
+            floor_s = clock() - t0 + costs.seconds(MIN_UNITS, max(unit, 2)) - (clock() - began)
+            too_small = f"budget too small to judge: the {MIN_UNITS}-unit floor would cost ~{duration(floor_s)}"
+            rounds.unit_rounds = 2
+            return 2
         step = unit
         rounds.unit_rounds = unit
         # max_rounds was written for units of 2 rounds: with a unit chosen by cost it caps the units at
@@ -331,9 +342,14 @@ def run_rounds(
         t_pilot = clock()
         r = timed_first_unit() if choosing else 0
         pilot, floor = design.pilot(unit), design.floor(unit)
-        while r < pilot:  # whole units; the budget never stops it below the floor (power.MIN_UNITS)
+        # whole units; the budget is a cap: below the floor (power.MIN_UNITS) it stops the pilot too, and
+        # nothing is judged, unless design.force_floor (--llmbench-compare-floor) plays the floor anyway
+        while r < pilot and not too_small:
             per = (clock() - t_pilot) / r if r else 0.0
-            if r >= floor and over_budget(step * per):
+            if r and over_budget(step * per) and (r >= floor or not design.force_floor):
+                if r < floor:
+                    floor_s = t_pilot - t0 + floor * per
+                    too_small = f"budget too small to judge: the {MIN_UNITS}-unit floor would cost ~{duration(floor_s)}"
                 break
             play_unit(r)
             r += step
@@ -341,8 +357,8 @@ def run_rounds(
         plan = judge.plan(rounds, seconds_per_round=per_round, elapsed_s=clock() - t0)
         if on_plan is not None:
             on_plan(plan)
-        stop = "underpowered" if plan.underpowered else "planned"
-        while r < plan.rounds:
+        stop = "too-small" if too_small else "underpowered" if plan.underpowered else "planned"
+        while r < plan.rounds and not too_small:
             if over_budget(step * per_round):
                 stop = "budget"
                 break
@@ -351,7 +367,7 @@ def run_rounds(
             per_round = (clock() - t_pilot) / r
     finally:
         servers.finish()
-    return rounds, judge.judge(rounds, plan), Outcome(plan, r, stop, clock() - t0)
+    return rounds, judge.judge(rounds, plan), Outcome(plan, r, stop, clock() - t0, too_small)
 
 
 def _build_of(server: LLMServer) -> str | None:

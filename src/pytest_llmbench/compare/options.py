@@ -75,6 +75,13 @@ def add_options(parser: pytest.Parser) -> None:
         "within it, and says 'underpowered' when it cannot",
     )
     add(
+        "--llmbench-compare-floor",
+        action="store_true",
+        default=False,
+        help=f"play the {MIN_UNITS}-unit floor even where the budget cannot hold it (default: the budget is a "
+        "cap: such a comparison ends 'budget too small to judge' with what the floor would cost)",
+    )
+    add(
         "--llmbench-block-prompts",
         metavar="N",
         type=int,
@@ -291,6 +298,7 @@ def read_settings(config: pytest.Config) -> CompareSettings:
         budget_s=scenario_budget,
         prior_sd_between=offset_sd,
         prior_sd_within=round_sd,
+        force_floor=bool(config.getoption("llmbench_compare_floor", False)),
     )
     detect = parse_sizes(config.getini("llmbench_compare_detect"), "llmbench_compare_detect")
     ignore = parse_sizes(config.getini("llmbench_compare_ignore"), "llmbench_compare_ignore")

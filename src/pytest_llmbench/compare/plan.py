@@ -732,11 +732,13 @@ def unit_for_session(
     *,
     budget_s: float | None = None,
     max_rounds: int | None = None,
+    force_floor: bool = False,
 ) -> UnitPlan:
     """The unit a comparison plays, chosen once its first pair of servers is timed: the cheapest plan
     reaching the target, among those within the budget left and ``max_rounds``; where none reaches it, the
-    one that detects the smallest change within them. Never fewer than ``target.min_units`` units (the
-    floor the runner plays whatever the budget, so a plan below it says so in its note)."""
+    one that detects the smallest change within them. Where not even ``target.min_units`` units fit, the
+    budget is a cap (issue 57): a plan of 0 units whose note says "budget too small to judge" and what the
+    floor would cost; ``force_floor`` (``--llmbench-compare-floor``) plays the floor anyway, over budget."""
     least = target.min_units
     cap = MAX_UNIT_ROUNDS if max_rounds is None else max(ROUND_STEP, max_rounds // least // ROUND_STEP * ROUND_STEP)
     choices = list(range(ROUND_STEP, min(cap, MAX_UNIT_ROUNDS) + 1, ROUND_STEP))
@@ -755,6 +757,19 @@ def unit_for_session(
         return _plan_of(name, best[1], best[2], costs, noise, target)
     fits = [(gap_at(room(m), m, noise, target), room(m), m) for m in choices if room(m) >= least]
     if not fits:
+        floor_s = costs.seconds(least, ROUND_STEP)
+        if not force_floor:
+            return UnitPlan(
+                name,
+                0,
+                ROUND_STEP,
+                0.0,
+                math.inf,
+                0.0,
+                target,
+                reached=False,
+                note=f"budget too small to judge: the {least}-unit floor would cost ~{duration(floor_s)}",
+            )
         return _plan_of(
             name,
             least,
@@ -763,7 +778,7 @@ def unit_for_session(
             noise,
             target,
             reached=False,
-            note=f"over budget: the {least}-unit floor",
+            note=f"over budget: the {least}-unit floor, ~{duration(floor_s)} (--llmbench-compare-floor)",
         )
     _, n, m = min(fits)
     p = _plan_of(name, n, m, costs, noise, target)

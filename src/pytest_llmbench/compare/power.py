@@ -79,6 +79,9 @@ class Design:
     #: SD on the log scale. Only the unit's length and the up-front table use them; the pilot's units decide.
     prior_sd_between: float = 0.01
     prior_sd_within: float = 0.035
+    #: The budget is a cap: a pilot that cannot reach ``MIN_UNITS`` units within it stops and says "budget too
+    #: small to judge". True (``--llmbench-compare-floor``): the floor is played whatever the budget.
+    force_floor: bool = False
 
     def __post_init__(self) -> None:
         if self.warmup_rounds < 0:

@@ -47,7 +47,14 @@ from pytest_llmbench.compare.plan import ROUND_STEP, Costs
 from pytest_llmbench.compare.power import Plan
 from pytest_llmbench.compare.progress import UnitProgress
 from pytest_llmbench.compare.rounds import Block, Rounds
-from pytest_llmbench.compare.spend import SessionBudget, UnitChoice, choose_unit, pilot_components, target_for
+from pytest_llmbench.compare.spend import (
+    SessionBudget,
+    UnitChoice,
+    choose_unit,
+    floor_warning,
+    pilot_components,
+    target_for,
+)
 from pytest_llmbench.compare.stats import compare_decisions, compare_paired, compare_pass_fail
 from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
@@ -203,6 +210,14 @@ class CompareSession:
 
         played: list[Block] = []  # every block, for the comparison of an interrupted run
         unit_rounds = [design.unit_rounds(servers.keep_both)]
+        start_s = getattr(bench.server, "startup_s", None)
+        warning = (
+            floor_warning(f"{pair.config_name} {scenario.name}", float(start_s), design, servers.keep_both)
+            if isinstance(start_s, (int, float))
+            else None
+        )
+        if warning:  # before the first start of the comparison: the budget is a cap (issue 57)
+            _say(self.config, warning)
 
         def on_block(block: Block) -> None:
             played.append(block)
@@ -342,6 +357,8 @@ class CompareSession:
         finally:
             self._write_starts(pair, servers)
             self.budget.finished(time.monotonic() - t_run)
+        if outcome.note:  # the budget (a cap) could not hold the floor: nothing was judged
+            _say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {outcome.note}")
         for role in ("reference", "candidate"):
             failed = [b for b in rounds.blocks if b.role == role and b.result.metrics.get("failed")]
             server = servers.reference if role == "reference" else servers.candidate

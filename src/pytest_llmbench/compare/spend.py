@@ -133,8 +133,11 @@ def choose_unit(
         others = [Scenario(f"{i}", costs, noise, target) for i in range(1, budget.left)]
         alloc = allocate(max(scenario_s * budget.left, 1.0), [Scenario(name, costs, noise, target), *others])
     within = None if scenario_s is None else max(scenario_s - elapsed_s, 0.0)
-    plan = unit_for_session(name, costs, noise, target, budget_s=within, max_rounds=design.max_rounds)
-    pilot_units = min(max(plan.units, MIN_UNITS), design.pilot_units)
+    plan = unit_for_session(
+        name, costs, noise, target, budget_s=within, max_rounds=design.max_rounds, force_floor=design.force_floor
+    )
+    # 0 pilot units: the floor does not fit the budget (a cap) and the runner stops after the timed pair
+    pilot_units = min(max(plan.units, MIN_UNITS), design.pilot_units) if plan.units else 0
     table = plan_table(plan, assumed, budget, alloc, scenario_s)
     return UnitChoice(plan, pilot_units, scenario_s, table)
 
@@ -180,3 +183,31 @@ def pilot_components(blocks: Iterable[Block], unit_rounds: int, metric: str = "o
         return {}
     c = components(units)
     return {"metric_sd": metric, "sd_between": c.sd_between, "sd_within": c.sd_within, "df_between": c.df_between}
+
+
+def floor_starts(design: Design, keep_both: bool) -> int:
+    """The server starts the ``MIN_UNITS``-unit floor needs at least, the test's running candidate not
+    counted: the reference once and a fresh pair for every unit after the first (units restarted), the
+    reference once (a pair kept up), or one start per block (per-block servers, warm-up rounds included)."""
+    if not keep_both:
+        return 2 * (design.warmup_rounds + MIN_UNITS)
+    if design.restart_rounds == 0:
+        return 1
+    return 1 + 2 * (MIN_UNITS - 1)
+
+
+def floor_warning(name: str, start_s: float, design: Design, keep_both: bool) -> str | None:
+    """Before the first start (issue 57): where the floor's starts alone, at the running candidate's start,
+    cost more than the scenario's budget, the line that says so; None where they may fit (the first timed
+    pair decides) or the budget has no limit or the floor was asked for."""
+    if design.budget_s is None or design.force_floor:
+        return None
+    starts = floor_starts(design, keep_both)
+    least = starts * start_s
+    if least <= design.budget_s:
+        return None
+    return (
+        f"llmbench compare: {name}: budget too small to judge: the {MIN_UNITS}-unit floor needs at least {starts} "
+        f"starts of ~{start_s:.0f} s (~{duration(least)}), the budget is {duration(design.budget_s)}; the "
+        "comparison stops after its first timed rounds (--llmbench-compare-floor plays the floor anyway)"
+    )
