@@ -233,7 +233,7 @@ def test_bootstrap_clusters_resample_whole_cases():
     """Eight questions of one state move together: resampled as one unit, the interval is wider."""
     rng = np.random.default_rng(0)
     base, new = {}, {}
-    for case in range(14):
+    for case in range(40):
         moved = rng.random() < 0.35
         for q in range(8):
             key = f"case{case:02d}/q{q}"
@@ -242,8 +242,8 @@ def test_bootstrap_clusters_resample_whole_cases():
     e, obs = entry_of(base), Observation.of(None, cases=new)
     flat = PairedBootstrap(alpha=0.01).verdict(e, obs, "higher")
     clustered = PairedBootstrap(alpha=0.01, cluster="/").verdict(e, obs, "higher")
-    assert clustered.p_value > flat.p_value
-    assert "in 14 clusters" in clustered.rule
+    assert clustered.tolerance > 2 * flat.tolerance  # both p at the resamples' floor: compare the bounds
+    assert "in 40 clusters" in clustered.rule
 
 
 def test_bootstrap_identical_runs_pass_with_p_one():
@@ -368,13 +368,11 @@ def test_default_models_read_back_the_same_from_a_written_baseline_file(tmp_path
 
 def test_paired_bootstrap_holds_its_level_over_few_clusters():
     """Issue 55 finding 3: over 5 cases the percentile bootstrap failed 4 lost answers of 5 at alpha 0.5%
-    (p 0.0005), where the paired t's p is 0.008; at exactly no change it failed 5.1% of runs at alpha 1%.
-    Below 30 clusters it is now the t on clusters (the same stats/clustered.py as the comparisons), and
-    below 4 it is refused for the unpaired rule."""
+    (p 0.0005); the cluster t after it called 7% of skewed exactly-ignore runs regressed over 5 clusters.
+    Below 30 clusters it now refuses, says why, and the unpaired rule judges."""
     base = keyed([1.0] * 5)
     model = PairedBootstrap(alpha=0.005)
     v = model.verdict(entry_of(base), Observation.of(cases=keyed([0.0, 0.0, 0.0, 0.0, 1.0])), "higher")
-    assert v.status == "pass" and v.paired and "cluster t (4 df)" in v.rule, v
-    assert v.p_value == pytest.approx(stats.ttest_1samp([-1, -1, -1, -1, 0], 0.0, alternative="less").pvalue)
+    assert not v.paired and "too few units for a bootstrap on skewed data" in v.rule, v
     few = model.verdict(entry_of(keyed([1.0] * 3)), Observation.of(cases=keyed([0.0, 0.0, 1.0])), "higher")
     assert not few.paired and "at least 4" in few.rule

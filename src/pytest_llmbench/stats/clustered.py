@@ -1,18 +1,25 @@
 """The mean of paired per-case differences, Σdiff / Σcount over clusters, with one-sided bounds that hold
-their level at few clusters.
+their level at few clusters, or a refusal where nothing can.
 
 Cases of one cluster (the questions about one state) are not independent, so every method here treats a
 cluster as the unit. The percentile bootstrap this replaces was liberal when the clusters were few: at
 alpha 1% it called an exactly-ignore change regressed 5.1% of the time over 5 clusters, 2.4% over 10,
-1.8% over 20 (issue 55; experiments/stats/audit_comparisons.out.md). So:
+1.8% over 20 (issue 55; experiments/stats/audit_comparisons.out.md). A t on the clusters fixed that for
+symmetric differences but not for skewed ones (log loss, a few large gains): 7.2% over 5 clusters, 6.1%
+over 10, 4.7% over 20 at alpha 1%, and no check of the sample's skewness at that n tells those runs apart
+(a mean test of a skewed population has no valid small-sample form). So:
 
-- fewer than ``MIN_CLUSTERS`` clusters: refused (:class:`TooFewClusters`), as a t on fewer than
-  compare/stats.py's ``MIN_DF`` degrees of freedom is;
+- fewer than ``min_clusters`` clusters: refused (:class:`TooFewClusters`, its message says what to use).
+  The verdicts (compare/stats.py ``compare_decisions``, gate/noise/paired.py ``PairedBootstrap``) ask for
+  ``SKEW_SAFE_FROM`` (30); a reported interval may ask for ``MIN_CLUSTERS`` (4, 3 degrees of freedom);
 - fewer than ``BOOTSTRAP_FROM``: a t with ``clusters − 1`` df on the ratio estimator's cluster-robust
   standard error (the linearized residuals ``sum_i − estimate·count_i``; with one case per cluster it is
   the paired t);
 - from ``BOOTSTRAP_FROM`` on: the studentized bootstrap (bootstrap-t) of the same statistic, clusters
   resampled whole, which is second-order accurate where the percentile bootstrap is first-order.
+
+Clusters that all moved alike (no spread) give the point as their interval at any count from
+``MIN_CLUSTERS``: there is no distribution to get wrong.
 """
 
 from __future__ import annotations
@@ -28,6 +35,12 @@ FloatArray = npt.NDArray[np.float64]
 
 MIN_CLUSTERS = 4  # 3 degrees of freedom, the floor compare/stats.py's t-based verdicts stand on
 BOOTSTRAP_FROM = 30  # fewer clusters: the cluster t; more: the studentized bootstrap
+SKEW_SAFE_FROM = BOOTSTRAP_FROM  # the fewest clusters a verdict is taken on (skewed data: see above)
+SKEWED_ADVICE = (
+    "too few units for a bootstrap on skewed data (a t or bootstrap over fewer than {need} clusters calls an "
+    "exactly-ignore change regressed up to 7% of the time at alpha 1% on skewed scores); use at least {need} "
+    "questions (clusters), or noise=PairedT where the per-case differences are known to be symmetric"
+)
 RESAMPLES = 9999
 _CHUNK = 2_000_000  # resampled values held at once (resamples × clusters)
 
@@ -107,8 +120,10 @@ def cluster_mean(
     resamples: int = RESAMPLES,
     seed: int = 0,
     bootstrap_from: int = BOOTSTRAP_FROM,
+    min_clusters: int = MIN_CLUSTERS,
 ) -> ClusterMean:
-    """Σsums / Σcounts over clusters (each cluster's sum of differences and its number of cases)."""
+    """Σsums / Σcounts over clusters (each cluster's sum of differences and its number of cases); refused
+    below ``min_clusters`` (a verdict passes ``SKEW_SAFE_FROM``) unless the clusters have no spread."""
     s, c = np.asarray(sums, dtype=np.float64), np.asarray(counts, dtype=np.float64)
     if s.ndim != 1 or s.shape != c.shape or np.any(c <= 0):
         raise ValueError(f"per-cluster sums and positive counts of one length needed, got {s.shape}, {c.shape}")
@@ -121,6 +136,8 @@ def cluster_mean(
     estimate = float(s.sum() / c.sum())
     se = float(_robust_se(s, c, np.asarray(estimate)))
     cases = int(c.sum())
+    if k < min_clusters and se != 0:
+        raise TooFewClusters(f"{k} clusters of paired cases: " + SKEWED_ADVICE.format(need=min_clusters))
     if se == 0 or not math.isfinite(se) or k < bootstrap_from:
         return ClusterMean(estimate, se, k, cases, float(k - 1))
     rng = np.random.default_rng(seed)

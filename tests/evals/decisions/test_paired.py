@@ -100,7 +100,7 @@ def test_bootstrap_p_agrees_with_the_interval_and_the_per_question_gate():
     from pytest_llmbench.gate.types import BaselineEntry, Observation
 
     rng = np.random.default_rng(3)
-    per_case = rng.integers(1, 9, size=20)
+    per_case = rng.integers(1, 9, size=30)  # a verdict needs 30 clusters (issue 55)
     ref = rng.uniform(size=per_case.sum()) < 0.8
     worse = ref & (rng.uniform(size=ref.size) > 0.3)  # drops 30% of the right answers
     gap = paired_gap(answers(worse, per_case), answers(ref, per_case), "correct")
@@ -109,7 +109,7 @@ def test_bootstrap_p_agrees_with_the_interval_and_the_per_question_gate():
     entry = BaselineEntry(float(np.mean(list(base.values()))), "higher", {}, cases=base)
     model = PairedBootstrap(alpha=0.01, cluster=CASE_SEP)
     v = model.verdict(entry, Observation.of(cases=gate_cases(answers(worse, per_case))), "higher")
-    assert v.status == "REGRESSED" and v.paired and "in 20 clusters" in v.rule
+    assert v.status == "REGRESSED" and v.paired and "in 30 clusters" in v.rule
     assert v.p_value == pytest.approx(gap.p_value, abs=0.01)
     same = model.verdict(entry, Observation.of(cases=base), "higher")
     assert (
