@@ -44,12 +44,19 @@ def stream_reply(conn):
     )
 
 
+class UnscrapedLlamaCpp(LlamaCppEngine):
+    """llama.cpp's parsing, no /metrics names: a scripted server answers every request as a completion,
+    so a scrape would eat the request counts these tests script (tests/telemetry covers the scrape)."""
+
+    metric_names = {}
+
+
 class FakeServer:
     """What run_scenario uses of an LLMServer, with calls counted."""
 
     def __init__(self, port, *, flush_note=None, exits=False):
-        self.port, self.engine = port, LlamaCppEngine()
-        self.config = SimpleNamespace(name="fake", request={}, source="fake.yaml")
+        self.port, self.engine = port, UnscrapedLlamaCpp()
+        self.config = SimpleNamespace(name="fake", request={}, source="fake.yaml", api_key=None)
         self.name, self.base_url, self.log_path = "fake", f"http://127.0.0.1:{port}", "fake/server.log"
         self.calls: list[str] = []
         self.flush_note, self.exits = flush_note, exits
