@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -48,7 +49,7 @@ class UnscrapedLlamaCpp(LlamaCppEngine):
     """llama.cpp's parsing, no /metrics names: a scripted server answers every request as a completion,
     so a scrape would eat the request counts these tests script (tests/telemetry covers the scrape)."""
 
-    metric_names = {}
+    metric_names: ClassVar[dict] = {}
 
 
 class FakeServer:

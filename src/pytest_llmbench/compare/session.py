@@ -55,7 +55,7 @@ from pytest_llmbench.compare.spend import (
     pilot_components,
     target_for,
 )
-from pytest_llmbench.compare.stats import compare_decisions, compare_paired, compare_pass_fail
+from pytest_llmbench.compare.stats import compare_decisions, compare_paired, compare_pass_fail, not_judged
 from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
 from pytest_llmbench.gate.verdict import fail_at_end
@@ -384,6 +384,12 @@ class CompareSession:
                 )
             except ValueError as e:
                 pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
+            if c is None and last.outcome.note:  # the budget held less than the floor: said, not silent
+                sizes = sizes_for(metric, **_check_sizes(metric, self.settings, detect, ignore))
+                hib = source_of(metric).higher_is_better  # type: ignore[union-attr]  # checked above
+                c = not_judged(
+                    metric, sizes, higher_is_better=hib, why=last.outcome.note, alpha=last.judge.alpha(metric)
+                )
             if c is None:
                 return False
             last.comparisons[metric] = c

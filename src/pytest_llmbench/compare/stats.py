@@ -130,6 +130,16 @@ def _bounds(kind: str, size: float) -> tuple[float, float]:
     return (1.0 - size, 1.0 + size) if kind == RATIO else (-size, size)
 
 
+def not_judged(metric: str, sizes: Sizes, *, higher_is_better: bool, why: str, alpha: float = math.nan) -> Comparison:
+    """An inconclusive comparison with no estimate: what was to be judged, and why nothing could be
+    (no case on either arm, a budget below the floor); it is recorded like any other so nothing is silent."""
+    nan = math.nan
+    return Comparison(
+        metric, sizes.kind, nan, nan, nan, nan, nan, sizes.ignore, sizes.detect, higher_is_better,
+        1.0, "inconclusive", 0, why, alpha=alpha,
+    )  # fmt: skip
+
+
 def verdict_of(low: float, high: float, *, sizes: Sizes, higher_is_better: bool) -> str:
     """The verdict of one-sided bounds at the decision's alpha (``low``, ``high``, on the estimate's own
     scale): beyond ± ignore as a whole → regressed/improved; inside ± detect → equivalent."""
@@ -566,23 +576,7 @@ def compare_pass_fail(
     won = int(np.sum((ref == 0) & (cand == 1)))
     method = f"exact McNemar on {n} cases ({lost} lost, {won} won)"
     if n == 0:
-        return Comparison(
-            metric,
-            "difference",
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            sizes.ignore,
-            sizes.detect,
-            True,
-            1.0,
-            "inconclusive",
-            0,
-            method,
-            alpha=alpha,
-        )
+        return not_judged(metric, sizes, higher_is_better=True, why=method, alpha=alpha)
     boxed = sizes.ignore > 0
 
     def gap(a: float, box: bool = True) -> tuple[float, float]:
