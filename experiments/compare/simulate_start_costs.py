@@ -30,23 +30,19 @@ import argparse
 import math
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
 from pytest_llmbench.compare.margins import Sizes
-from pytest_llmbench.compare.plan import (
-    Costs,
-    Noise,
-    Target,
-    best_within,
-    plan,
-    shared_offset_false_alarm,
-    units_needed,
-)
+from pytest_llmbench.compare.plan import Costs, Noise, Target, best_within, plan
 from pytest_llmbench.compare.power import Design
 from pytest_llmbench.compare.spend import SessionBudget, choose_unit
 from pytest_llmbench.compare.stats import POWER, Spread, compare_rounds
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plan_lab import shared_offset_false_alarm, units_needed
 
 TPUT = Sizes("ratio", 0.01, 0.03)
 ALPHA = 0.01

@@ -3,38 +3,38 @@ session budget across scenarios, the nested pilot's components, and the costs re
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from pytest_llmbench.compare.dryrun import costs_from_records, dry_run, read_records
 from pytest_llmbench.compare.margins import Sizes
-from pytest_llmbench.compare.plan import (
-    MIN_UNITS,
-    Costs,
-    Noise,
-    Scenario,
-    Target,
-    allocate,
-    best_within,
-    components,
-    costs_from_records,
-    detectable_at,
-    detectable_in,
-    dry_run,
-    optimal_unit_rounds,
-    plan,
-    power_at,
-    read_records,
-    shared_offset_false_alarm,
-    units_needed,
-    units_of,
-)
+from pytest_llmbench.compare.nested import components, units_of
+from pytest_llmbench.compare.plan import Costs, Noise, Target, best_within, detectable_at, plan, power_at
+from pytest_llmbench.compare.power import MIN_UNITS
+from pytest_llmbench.compare.spend import Scenario, allocate
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _lab() -> Any:
+    """experiments/compare/plan_lab.py: the planner's lab functions (issue 54 moved them out of the package)."""
+    spec = importlib.util.spec_from_file_location("plan_lab", ROOT / "experiments" / "compare" / "plan_lab.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LAB = _lab()
+units_needed, optimal_unit_rounds = LAB.units_needed, LAB.optimal_unit_rounds
+detectable_in, shared_offset_false_alarm = LAB.detectable_in, LAB.shared_offset_false_alarm
 H200_BLOCKS = ROOT / "experiments" / "data" / "compare" / "compare_h200" / "pytest_blocks.jsonl"
 CPU_BUMP = ROOT / "experiments" / "data" / "compare" / "engine_bump_cpu.jsonl"
 TPUT = Sizes("ratio", 0.01, 0.03)

@@ -4,7 +4,7 @@ session, from a previous session's records, without a server or a GPU.
 Why: a nightly job has a GPU-hour; what it buys (units of how many rounds, how many, the smallest change
 each scenario catches) is known before the job starts from what the last one measured: its arm starts
 (``arm_start``), its rounds' wall seconds and log ratios (``comparison_block``, with the unit each round
-counted in), and so the noise between starts and within one (compare/plan.py ``dry_run``).
+counted in), and so the noise between starts and within one (compare/dryrun.py ``dry_run``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_llmbench.compare.dryrun import dry_run
 from pytest_llmbench.compare.margins import sizes_for
-from pytest_llmbench.compare.plan import Target, dry_run
+from pytest_llmbench.compare.plan import Target
 from pytest_llmbench.compare.spend import parse_seconds
 from pytest_llmbench.report.results import iter_records
 

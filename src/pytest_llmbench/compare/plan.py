@@ -27,12 +27,14 @@ Other layouts, and why they are not chosen here (docs/COMPARE_STATS.md "The unit
 - **both arms kept up** (one pair for the scenario, the round as the unit): the offset of that one pair is
   in every round and in none of the test's spread, so the test is biased by it; at ``sd_between > 0`` a
   change of exactly ``ignore`` is called regressed more often than alpha, the more so the more rounds
-  (:func:`shared_offset_false_alarm` says by how much). At ``sd_between = 0`` the fresh-pair plan already
+  (experiments/compare/plan_lab.py
+  ``shared_offset_false_alarm`` says by how much). At ``sd_between = 0`` the fresh-pair plan already
   converges to it: few units, many rounds each, but still :data:`MIN_UNITS` units so the test keeps its df
   and stays exact if the offset was not 0 after all.
 - **one arm restarted per unit** (the reference kept up): each unit's offset is ``c_u - r0`` with the
   reference's ``r0`` shared by every unit, so the units are correlated and the same bias comes back at half
-  the variance (a pair's offset variance is the sum of the two arms'): :func:`shared_offset_false_alarm`
+  the variance (a pair's offset variance is the sum of the two arms'): ``shared_offset_false_alarm`` in
+  experiments/compare/plan_lab.py
   with ``shared_sd = sd_between / sqrt(2)``. It saves half the starts, not the bias.
 - **per-block starts** (one arm on the GPU at a time): every block starts its server, so a round costs two
   starts and the round is the unit: the fresh-pair cost with ``m = 1`` (:func:`plan` with
@@ -43,23 +45,17 @@ from __future__ import annotations
 
 import functools
 import math
-import statistics
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from scipy import optimize, stats
 
 from pytest_llmbench.compare.margins import RATIO, Sizes
-from pytest_llmbench.compare.power import distance
+from pytest_llmbench.compare.power import MIN_UNITS, distance
 from pytest_llmbench.compare.stats import POWER, scale, worsening
-from pytest_llmbench.jsonl import iter_jsonl
 
-#: No decision below this many units (df 3). Issue 37 introduces the comparison's own floor of degrees of
-#: freedom; this is the planner's, and it must not be lower than that one.
-MIN_UNITS = 4
 #: Rounds come in ABBA pairs (compare/power.py: an odd count leaves one arm first once more).
 ROUND_STEP = 2
 #: The most rounds one pair of servers plays (the search's end when the offset is 0).
@@ -200,12 +196,6 @@ def detectable_at(units: int, unit_rounds: int, noise: Noise, target: Target) ->
     return worsening(target.sizes.kind, worse, target.higher_is_better)
 
 
-def units_needed(unit_rounds: int, noise: Noise, target: Target, max_units: int = MAX_UNITS) -> int | None:
-    """The fewest units (at least ``target.min_units``) reaching the target at ``unit_rounds`` rounds per
-    unit; None beyond ``max_units``."""
-    return _units_needed([unit_rounds], noise, target, max_units)[0]
-
-
 def _powers(units: np.ndarray, unit_sd: np.ndarray, target: Target) -> np.ndarray:
     df = units - 1.0
     return np.asarray(
@@ -249,14 +239,6 @@ def _units_by_bisection(lo: int, unit_sd: float, target: Target, max_units: int)
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if enough(mid) else (mid, hi)
     return hi
-
-
-def optimal_unit_rounds(costs: Costs, noise: Noise) -> float:
-    """The classic allocation m* = sqrt(C_unit * sd_within² / (c_round * sd_between²)), large-sample (z)
-    and continuous: the start of the exact search. Infinite when the offset is 0 (no reason to restart)."""
-    if noise.sd_between == 0:
-        return math.inf
-    return math.sqrt(costs.unit_overhead_s * noise.sd_within**2 / (costs.round_s * noise.sd_between**2))
 
 
 @dataclass(frozen=True)
@@ -381,344 +363,6 @@ def best_within(
     _, n, m = best
     p = _plan_of(name, n, m, costs, noise, target)
     return replace(p, reached=p.power >= target.power)
-
-
-def detectable_in(budget_s: float, costs: Costs, noise: Noise, target: Target) -> float:
-    """The smallest detectable change a budget buys (the sizes' unit; inf if it cannot judge)."""
-    return best_within("", budget_s, costs, noise, target).detectable
-
-
-# --- a session budget across scenarios ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One scenario to plan: its name, costs, noise and target."""
-
-    name: str
-    costs: Costs
-    noise: Noise
-    target: Target
-
-
-@dataclass(frozen=True)
-class Allocation:
-    """A session budget spent across scenarios: each one's plan, and the rule that set them."""
-
-    budget_s: float
-    plans: tuple[UnitPlan, ...]
-    rule: str
-
-    @property
-    def seconds(self) -> float:
-        return sum(p.seconds for p in self.plans)
-
-    def table(self) -> list[str]:
-        """The plan table printed before the first full unit."""
-        head = f"plan for {duration(self.budget_s)} of budget ({self.rule}):"
-        return [head, *(f"  {p.describe()}" for p in self.plans)]
-
-
-def allocate(budget_s: float, scenarios: Sequence[Scenario], *, tolerance: float = 1e-4) -> Allocation:
-    """Spend a session's budget across scenarios.
-
-    When every scenario's plan for its own detect fits, each gets that plan (the rest is not spent: a gate
-    stops when its power is reached). Otherwise every scenario is planned for one **common** detectable
-    change (relative to its own target: the detect size scaled so that ``detect - ignore`` grows by the same
-    factor everywhere), the smallest whose plans together fit the budget. Why not equal shares of seconds:
-    a cheap scenario would buy more power than asked while an expensive one (a 120k-token prompt) detects
-    nothing; a nightly gate wants one known blind spot across its matrix ("every scenario catches >= 4.5%"),
-    and ``detect`` already says which changes matter equally. Each budget a scenario gets is then spent
-    on its best plan within it (:func:`best_within`), so the shares sum to at most the budget. Scenarios
-    whose :data:`MIN_UNITS` units do not fit are left out, most expensive first, and named.
-    """
-    if budget_s <= 0:
-        raise ValueError(f"allocate: the budget must be > 0 seconds, got {budget_s!r}")
-    names = [s.name for s in scenarios]
-    if len(set(names)) != len(names):
-        raise ValueError(f"allocate: scenario names must be unique, got {names}")
-    own = [plan(s.name, s.costs, s.noise, s.target) for s in scenarios]
-    if all(p.reached for p in own) and sum(p.seconds for p in own) <= budget_s:
-        return Allocation(budget_s, tuple(own), "each scenario's own detect")
-    kept = list(scenarios)
-    dropped: list[UnitPlan] = []
-
-    def floor(s: Scenario) -> float:
-        return s.costs.seconds(s.target.min_units, ROUND_STEP)
-
-    while kept and sum(floor(s) for s in kept) > budget_s:
-        worst = max(kept, key=floor)
-        kept.remove(worst)
-        dropped.append(
-            UnitPlan(
-                worst.name,
-                0,
-                0,
-                0.0,
-                math.inf,
-                0.0,
-                worst.target,
-                reached=False,
-                note=f"budget too small to judge: {worst.target.min_units} units need ~{duration(floor(worst))}",
-            )
-        )
-
-    def scaled(s: Scenario, factor: float) -> Target:
-        t = s.target
-        gap = t.gap * factor
-        start = scale(t.sizes.kind, t.sizes.ignore, True, t.higher_is_better)
-        detect = worsening(t.sizes.kind, start - gap if t.higher_is_better else start + gap, t.higher_is_better)
-        if t.sizes.kind == RATIO:
-            detect = min(detect, 1 - 1e-9)
-        return t.at(detect)
-
-    def cost(factor: float) -> float:
-        return sum(plan(s.name, s.costs, s.noise, scaled(s, factor)).seconds for s in kept)
-
-    lo, hi = 1.0, 2.0
-    while kept and cost(hi) > budget_s:
-        lo, hi = hi, 2 * hi
-        if hi > 1e6:
-            break
-    while kept and hi / lo > 1 + tolerance:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if cost(mid) > budget_s else (lo, mid)
-    shares = [plan(s.name, s.costs, s.noise, scaled(s, hi)) for s in kept]
-    spent = [best_within(s.name, p.seconds, s.costs, s.noise, s.target) for s, p in zip(kept, shares, strict=True)]
-    order = {n: i for i, n in enumerate(names)}
-    plans = sorted([*spent, *dropped], key=lambda p: order[p.name])
-    return Allocation(budget_s, tuple(plans), f"shares that equalize the detectable change (x{hi:.2f} the gap)")
-
-
-# --- how much noise lives between starts: a nested pilot ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class Components:
-    """The nested model's SDs as a pilot measured them, with their degrees of freedom."""
-
-    sd_between: float
-    sd_within: float
-    df_between: int  # units - 1
-    df_within: int  # rounds - units
-
-    @property
-    def noise(self) -> Noise:
-        return Noise(self.sd_between, self.sd_within)
-
-
-def components(units: Sequence[Sequence[float]]) -> Components:
-    """One-way random-effects ANOVA by the method of moments (Searle, Casella & McCulloch, *Variance
-    Components*, ch. 3). ``units`` holds each fresh pair's per-round values (log ratios); sd_within² is the
-    mean square within units, sd_between² = (MSB - MSW) / n0 clipped at 0 (n0 the effective rounds per
-    unit: the rounds, when the units are balanced)."""
-    groups = [np.asarray(u, dtype=float) for u in units]
-    if len(groups) < 2:
-        raise ValueError(f"components: need >= 2 units, got {len(groups)}")
-    if any(g.ndim != 1 or g.size < 1 for g in groups):
-        raise ValueError("components: every unit needs a 1-d sequence of >= 1 round values")
-    if any(not np.all(np.isfinite(g)) for g in groups):
-        raise ValueError("components: round values must be finite")
-    sizes = np.array([g.size for g in groups], dtype=float)
-    total, k = float(sizes.sum()), len(groups)
-    if total - k < 1:
-        raise ValueError("components: need at least one unit with >= 2 rounds (no within-unit spread otherwise)")
-    means = np.array([g.mean() for g in groups])
-    grand = float(np.concatenate(groups).mean())
-    msw = float(sum(((g - g.mean()) ** 2).sum() for g in groups)) / (total - k)
-    msb = float((sizes * (means - grand) ** 2).sum()) / (k - 1)
-    n0 = (total - float((sizes**2).sum()) / total) / (k - 1)
-    between = max(0.0, (msb - msw) / n0)
-    return Components(math.sqrt(between), math.sqrt(msw), k - 1, int(total) - k)
-
-
-# --- the bias of a shared offset ---------------------------------------------------------------------
-
-
-def shared_offset_false_alarm(
-    shared_sd: float, unit_sd: float, units: int, target: Target, *, nodes: int = 80
-) -> float:
-    """The rate of "regressed" at a true change of exactly ``ignore`` when every unit shares one offset of
-    SD ``shared_sd`` that the units' spread (``unit_sd``, the rest of each unit's noise) cannot see: both
-    arms kept up for the scenario (the round as the unit, shared SD = sd_between) or one arm kept up
-    (shared SD = sd_between / sqrt 2). alpha when the shared SD is 0; grows with ``units``. Exact: the
-    noncentral t integrated over the offset (Gauss-Hermite)."""
-    if units < 2:
-        raise ValueError(f"shared_offset_false_alarm: need >= 2 units, got {units}")
-    df = units - 1
-    crit = float(stats.t.isf(target.alpha, df))
-    if shared_sd == 0:
-        return target.alpha
-    x, w = np.polynomial.hermite_e.hermegauss(nodes)  # E[f(Z)] = sum w f(x) / sqrt(2 pi)
-    ncp = x * shared_sd * math.sqrt(units) / unit_sd
-    return float(np.sum(w * stats.nct.sf(crit, df, ncp)) / math.sqrt(2 * math.pi))
-
-
-# --- costs and noise from a session's records ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RecordedCosts:
-    """What a previous session's records say one (config, scenario) costs, and how often each was seen."""
-
-    config: str
-    scenario: str
-    start_s: Mapping[str, float]  # median seconds per start, per role (reference, candidate)
-    starts: Mapping[str, int]
-    round_s: float  # median over judged rounds of both blocks' workload seconds
-    rounds: int
-    wall_round_s: float | None = None  # the pilot's wall seconds per round (comparison_plan), restarts included
-    round_log_ratios: tuple[float, ...] = field(default=(), repr=False)  # per judged round, in round order
-    round_units: tuple[int | None, ...] = field(default=(), repr=False)  # each of those rounds' unit (records')
-
-    def recorded_units(self) -> list[list[float]] | None:
-        """The rounds' log ratios grouped by the unit the records name (``unit`` on comparison_block, since
-        issue 38); None where the records do not say, or every unit has one round (no within spread)."""
-        if len(self.round_units) != len(self.round_log_ratios) or any(u is None for u in self.round_units):
-            return None
-        groups: dict[int, list[float]] = {}
-        for u, v in zip(self.round_units, self.round_log_ratios, strict=True):
-            groups.setdefault(int(u or 0), []).append(v)
-        units = [groups[k] for k in sorted(groups)]
-        return units if len(units) >= 2 and any(len(u) >= 2 for u in units) else None
-
-    def costs(self, *, warmup_s: float = 0.0, concurrent: bool = False) -> Costs:
-        """A unit's costs: both arms' median starts (one after the other unless ``concurrent``) and the
-        round. Block records hold the workload's own seconds; where the pilot's wall seconds per round are
-        known and the pair was not restarted in it (one start per arm), the round is the larger of the two."""
-        ref, cand = self.start_s.get("reference"), self.start_s.get("candidate")
-        if ref is None or cand is None:
-            raise ValueError(f"{self.config}/{self.scenario}: no arm_start record for both roles ({dict(self.starts)})")
-        round_s = self.round_s
-        if self.wall_round_s is not None and max(self.starts.values(), default=0) <= 1:
-            round_s = max(round_s, self.wall_round_s)
-        return Costs.of_arms(ref, cand, round_s, warmup_s=warmup_s, concurrent=concurrent)
-
-
-def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """A results.jsonl's records; a bad line is an error naming the file and line."""
-    return [row for _, row in iter_jsonl(path)]
-
-
-def costs_from_records(
-    records: Iterable[Mapping[str, Any]], *, metric: str = "output_throughput", session: str | None = None
-) -> dict[tuple[str, str], RecordedCosts]:
-    """Per (config, scenario): start seconds per arm from ``arm_start`` records (they name the config, not
-    the scenario: every scenario of a config shares them), the round's seconds from ``comparison_block``
-    records (``metrics.duration`` of both blocks of each judged round), the pilot's wall seconds per round
-    from ``comparison_plan``, and the per-round log ratios of ``metric`` (for :func:`components` once the
-    rounds' units are known). ``session`` keeps one session's records where they carry a ``session`` key."""
-    starts: dict[str, dict[str, list[float]]] = {}
-    blocks: dict[tuple[str, str], dict[int, dict[str, Mapping[str, Any]]]] = {}
-    walls: dict[tuple[str, str], list[float]] = {}
-    for r in records:
-        if session is not None and r.get("compare_session", r.get("session", session)) != session:
-            continue
-        kind, config = r.get("record"), r.get("config")
-        if not isinstance(config, str):
-            continue
-        if kind == "arm_start" and isinstance(r.get("startup_s"), (int, float)):
-            starts.setdefault(config, {}).setdefault(str(r.get("role")), []).append(float(r["startup_s"]))
-        elif kind == "comparison_block" and isinstance(r.get("scenario"), str) and int(r.get("round", -1)) >= 0:
-            per_round = blocks.setdefault((config, r["scenario"]), {}).setdefault(int(r["round"]), {})
-            per_round[str(r.get("role"))] = {
-                **(r.get("metrics") or {}),
-                "unit": r.get("unit"),
-                "wall_s": r.get("wall_s"),
-            }
-        elif kind == "comparison_plan" and isinstance(r.get("seconds_per_round"), (int, float)):
-            walls.setdefault((config, str(r.get("scenario"))), []).append(float(r["seconds_per_round"]))
-    out: dict[tuple[str, str], RecordedCosts] = {}
-    for (config, scenario), by_round in sorted(blocks.items()):
-        seconds: list[float] = []
-        ratios: list[float] = []
-        units: list[int | None] = []
-        for _, pair in sorted(by_round.items()):
-            ref, cand = pair.get("reference"), pair.get("candidate")
-            if ref is None or cand is None:
-                continue
-            d_ref, d_cand = ref.get("wall_s") or ref.get("duration"), cand.get("wall_s") or cand.get("duration")
-            if isinstance(d_ref, (int, float)) and isinstance(d_cand, (int, float)):
-                seconds.append(float(d_ref) + float(d_cand))
-            v_ref, v_cand = ref.get(metric), cand.get(metric)
-            if isinstance(v_ref, (int, float)) and isinstance(v_cand, (int, float)) and v_ref > 0 and v_cand > 0:
-                ratios.append(math.log(v_cand / v_ref))
-                unit = ref.get("unit")
-                units.append(int(unit) if isinstance(unit, int) else None)
-        if not seconds:
-            continue
-        arm = starts.get(config, {})
-        wall = walls.get((config, scenario))
-        out[(config, scenario)] = RecordedCosts(
-            config,
-            scenario,
-            {role: statistics.median(v) for role, v in sorted(arm.items())},
-            {role: len(v) for role, v in sorted(arm.items())},
-            statistics.median(seconds),
-            len(seconds),
-            statistics.median(wall) if wall else None,
-            tuple(ratios),
-            tuple(units),
-        )
-    return out
-
-
-def units_of(values: Sequence[float], unit_rounds: int) -> list[list[float]]:
-    """Consecutive rounds grouped into units of ``unit_rounds`` (a last partial unit is dropped), as the
-    runner groups them (``Rounds.unit_of``)."""
-    if unit_rounds < 1:
-        raise ValueError(f"units_of: unit_rounds must be >= 1, got {unit_rounds}")
-    whole = len(values) - len(values) % unit_rounds
-    return [list(values[i : i + unit_rounds]) for i in range(0, whole, unit_rounds)]
-
-
-def dry_run(
-    records: Iterable[Mapping[str, Any]],
-    budget_s: float,
-    target: Target,
-    *,
-    unit_rounds: int = 1,
-    sd_between: float | None = None,
-    start_s_per_arm: float | None = None,
-    warmup_s: float = 0.0,
-    concurrent: bool = False,
-    session: str | None = None,
-) -> Allocation:
-    """The plan table from a previous session's records, without a server: per (config, scenario) the
-    recorded costs and the noise of its per-round log ratios. ``unit_rounds``: the rounds each recorded
-    pair of servers played (1 when the session kept one pair: then only the within SD is measured, and
-    ``sd_between`` must be given, e.g. from another session's pilot); with units of several rounds the
-    components come from :func:`components` unless ``sd_between`` overrides the between SD.
-    ``start_s_per_arm`` replaces the recorded starts (what would a 60-s start cost?). Records that name
-    each round's ``unit`` (sessions since issue 38) give the components of their own units."""
-    recorded = costs_from_records(records, session=session)
-    if not recorded:
-        raise ValueError("dry run: no comparison_block records with a scenario")
-    scenarios: list[Scenario] = []
-    for (config, scenario), rec in recorded.items():
-        name = f"{config}/{scenario}"
-        if start_s_per_arm is not None:
-            rec = replace(rec, start_s={"reference": start_s_per_arm, "candidate": start_s_per_arm})
-        costs = rec.costs(warmup_s=warmup_s, concurrent=concurrent)
-        if len(rec.round_log_ratios) < 2 * max(unit_rounds, 2):
-            raise ValueError(f"dry run: {name} has {len(rec.round_log_ratios)} rounds, too few to measure its noise")
-        recorded_units = rec.recorded_units()
-        if recorded_units is not None:  # the records name each round's unit (issue 38): the pilot's own nesting
-            comp = components(recorded_units)
-            noise = Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
-        elif unit_rounds == 1:
-            if sd_between is None:
-                raise ValueError(
-                    f"dry run: {name} kept one pair of servers (unit_rounds=1): give sd_between, the SD of a "
-                    "pair's offset, from a session that restarted the pairs"
-                )
-            within = float(np.std(rec.round_log_ratios, ddof=1))
-            noise = Noise(sd_between, within)
-        else:
-            comp = components(units_of(rec.round_log_ratios, unit_rounds))
-            noise = Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
-        scenarios.append(Scenario(name, costs, noise, target))
-    return allocate(budget_s, scenarios)
 
 
 # --- the unit of a running comparison ---------------------------------------------------------------

@@ -2,11 +2,11 @@
 unit of a running comparison chosen by cost (compare/plan.py) once its first pair of servers is timed.
 
 Why here and not in the session plugin: this is arithmetic on seconds and plans, testable without pytest,
-and the dry run (cli/compare_plan.py) prints the same table from recorded costs.
+and the dry run (compare/dryrun.py) prints the same table from recorded costs.
 
 A session budget (``--llmbench-compare-budget 20m``) is known before any scenario runs; what a scenario
 costs is not (its start and rounds are timed on its first pair). Each scenario, when its first pair is
-timed, gets its share of what is left: ``plan.allocate`` over it and the scenarios still to come, these
+timed, gets its share of what is left: :func:`allocate` over it and the scenarios still to come, these
 assumed to cost what it costs (the table says so), so the shares equalize the detectable change and the
 last scenario gets whatever the earlier ones left.
 """
@@ -14,26 +14,128 @@ last scenario gets whatever the earlier ones left.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_llmbench.compare.judging import family_of, per_round, source_of
-from pytest_llmbench.compare.margins import sizes_for
+from pytest_llmbench.compare.margins import RATIO, sizes_for
+from pytest_llmbench.compare.nested import components
 from pytest_llmbench.compare.plan import (
-    Allocation,
+    ROUND_STEP,
     Costs,
     Noise,
-    Scenario,
     Target,
     UnitPlan,
-    allocate,
-    components,
+    best_within,
     duration,
+    plan,
     unit_for_session,
 )
 from pytest_llmbench.compare.power import MIN_UNITS, Design
 from pytest_llmbench.compare.rounds import Block
+from pytest_llmbench.compare.stats import scale, worsening
+
+# --- a session budget across scenarios ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scenario to plan: its name, costs, noise and target."""
+
+    name: str
+    costs: Costs
+    noise: Noise
+    target: Target
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """A session budget spent across scenarios: each one's plan, and the rule that set them."""
+
+    budget_s: float
+    plans: tuple[UnitPlan, ...]
+    rule: str
+
+    @property
+    def seconds(self) -> float:
+        return sum(p.seconds for p in self.plans)
+
+    def table(self) -> list[str]:
+        """The plan table printed before the first full unit."""
+        head = f"plan for {duration(self.budget_s)} of budget ({self.rule}):"
+        return [head, *(f"  {p.describe()}" for p in self.plans)]
+
+
+def allocate(budget_s: float, scenarios: Sequence[Scenario], *, tolerance: float = 1e-4) -> Allocation:
+    """Spend a session's budget across scenarios.
+
+    When every scenario's plan for its own detect fits, each gets that plan (the rest is not spent: a gate
+    stops when its power is reached). Otherwise every scenario is planned for one **common** detectable
+    change (relative to its own target: the detect size scaled so that ``detect - ignore`` grows by the same
+    factor everywhere), the smallest whose plans together fit the budget. Why not equal shares of seconds:
+    a cheap scenario would buy more power than asked while an expensive one (a 120k-token prompt) detects
+    nothing; a nightly gate wants one known blind spot across its matrix ("every scenario catches >= 4.5%"),
+    and ``detect`` already says which changes matter equally. Each budget a scenario gets is then spent
+    on its best plan within it (:func:`best_within`), so the shares sum to at most the budget. Scenarios
+    whose :data:`MIN_UNITS` units do not fit are left out, most expensive first, and named.
+    """
+    if budget_s <= 0:
+        raise ValueError(f"allocate: the budget must be > 0 seconds, got {budget_s!r}")
+    names = [s.name for s in scenarios]
+    if len(set(names)) != len(names):
+        raise ValueError(f"allocate: scenario names must be unique, got {names}")
+    own = [plan(s.name, s.costs, s.noise, s.target) for s in scenarios]
+    if all(p.reached for p in own) and sum(p.seconds for p in own) <= budget_s:
+        return Allocation(budget_s, tuple(own), "each scenario's own detect")
+    kept = list(scenarios)
+    dropped: list[UnitPlan] = []
+
+    def floor(s: Scenario) -> float:
+        return s.costs.seconds(s.target.min_units, ROUND_STEP)
+
+    while kept and sum(floor(s) for s in kept) > budget_s:
+        worst = max(kept, key=floor)
+        kept.remove(worst)
+        dropped.append(
+            UnitPlan(
+                worst.name,
+                0,
+                0,
+                0.0,
+                math.inf,
+                0.0,
+                worst.target,
+                reached=False,
+                note=f"budget too small to judge: {worst.target.min_units} units need ~{duration(floor(worst))}",
+            )
+        )
+
+    def scaled(s: Scenario, factor: float) -> Target:
+        t = s.target
+        gap = t.gap * factor
+        start = scale(t.sizes.kind, t.sizes.ignore, True, t.higher_is_better)
+        detect = worsening(t.sizes.kind, start - gap if t.higher_is_better else start + gap, t.higher_is_better)
+        if t.sizes.kind == RATIO:
+            detect = min(detect, 1 - 1e-9)
+        return t.at(detect)
+
+    def cost(factor: float) -> float:
+        return sum(plan(s.name, s.costs, s.noise, scaled(s, factor)).seconds for s in kept)
+
+    lo, hi = 1.0, 2.0
+    while kept and cost(hi) > budget_s:
+        lo, hi = hi, 2 * hi
+        if hi > 1e6:
+            break
+    while kept and hi / lo > 1 + tolerance:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if cost(mid) > budget_s else (lo, mid)
+    shares = [plan(s.name, s.costs, s.noise, scaled(s, hi)) for s in kept]
+    spent = [best_within(s.name, p.seconds, s.costs, s.noise, s.target) for s, p in zip(kept, shares, strict=True)]
+    order = {n: i for i, n in enumerate(names)}
+    plans = sorted([*spent, *dropped], key=lambda p: order[p.name])
+    return Allocation(budget_s, tuple(plans), f"shares that equalize the detectable change (x{hi:.2f} the gap)")
 
 
 def parse_seconds(text: str, where: str) -> float | None:
