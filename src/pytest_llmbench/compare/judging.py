@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 #: The metrics the pilot plans the rounds for, unless ini ``llmbench_compare_metrics`` names others.
 DEFAULT_DECIDE = ("output_throughput", "median_tpot_ms", "accept_length")
-ROUND_METRICS = ("output_throughput", "request_throughput", "input_throughput", "total_throughput")
+# capacity_rps: one capacity search per block (capacity/probe.py), judged over units like throughput
+ROUND_METRICS = ("output_throughput", "request_throughput", "input_throughput", "total_throughput", "capacity_rps")
 _LATENCY = LATENCY_NAME
 
 

@@ -62,6 +62,8 @@ DEFAULT_SIZES: dict[str, tuple[str, float, float]] = {
     "correct": (DIFFERENCE, 0.01, 0.03),
     "log_loss": (DIFFERENCE, 0.005, 0.02),  # nats per question; reruns at fixed seeds move it ~0.01 (paired)
     "startup_s": (RATIO, 0.03, 0.10),
+    # a search per unit (capacity/): ignore 2%, catch a 10% capacity loss (issue 58; docs/SLO.md)
+    "capacity_rps": (RATIO, 0.02, 0.10),
     "gpu_memory_used_gb": (RATIO, 0.005, 0.02),
     "peak_gpu_memory_gb": (RATIO, 0.005, 0.02),
 }

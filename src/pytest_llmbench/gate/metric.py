@@ -28,6 +28,7 @@ _HIGHER = frozenset(
         "speedup",
         "attainment",
         "goodput",
+        "capacity",
     }
 )
 _LOWER = frozenset(
@@ -72,6 +73,7 @@ _HARDWARE = frozenset(
         "speedup",
         "goodput",
         "attainment",
+        "capacity",
     }
 )
 

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmbench import host_load
+from pytest_llmbench.capacity.probe import run_capacity
+from pytest_llmbench.capacity.search import CapacitySpec
 from pytest_llmbench.datasets.prompt import Prompt
 from pytest_llmbench.datasets.sharegpt import sharegpt_prompts
 from pytest_llmbench.engines.base import SpecStats
@@ -77,6 +79,9 @@ class Scenario:
     request_rate: float | None = None
     burstiness: float = 1.0
     ramp_up_s: float = 0.0
+    # Capacity under the SLO (capacity/): probe open-loop rates for the highest whose attainment's lower
+    # bound clears the target; a mapping of capacity/search.py's CapacitySpec keys (target, start_rps, …).
+    capacity: CapacitySpec | Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.dataset not in DATASETS:
@@ -92,6 +97,10 @@ class Scenario:
             raise ValueError(f"scenario {self.name!r}: burstiness must be > 0 and ramp_up_s ≥ 0")
         if self.slo is not None:  # a frozen field normalised once: an SLO spec error names the scenario
             object.__setattr__(self, "slo", parse_slo(self.slo, f"scenario {self.name!r}, key 'slo'"))
+        if self.capacity is not None:
+            object.__setattr__(
+                self, "capacity", CapacitySpec.of(self.capacity, f"scenario {self.name!r}, key 'capacity'")
+            )
 
     def send_times(self, n: int) -> list[float] | None:
         """The open-loop schedule for ``n`` requests (the same for every arm and round), or None."""
@@ -183,6 +192,13 @@ def run_scenario(
     Interrupted (Ctrl-C, a failing control-plane call), the exception carries the requests that did
     finish as ``exc.llmbench_partial`` (a ScenarioResult), so the caller can still write them.
     """
+    if sc.capacity is not None:  # a search: each probe is this scenario at one rate (capacity/probe.py)
+        if not sc.slo:
+            raise WorkloadError(
+                f"scenario {sc.name!r}: a capacity search needs an SLO (Scenario slo=, the config's slo key "
+                "or --llmbench-slo)"
+            )
+        return run_capacity(sc, lambda probe: run_scenario(server, probe, prompts=prompts, reporter=reporter))
     notes: list[str] = []
     plist = (
         [p if isinstance(p, Prompt) else Prompt(p) for p in prompts]
