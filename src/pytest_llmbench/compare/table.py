@@ -130,6 +130,21 @@ def render(comparisons: Iterable[Mapping[str, Any]]) -> list[str]:
     return lines + [f"  {w}" for w in why] + statistic_lines(rows)
 
 
+def what_changed_lines(records: Iterable[Mapping[str, Any]], top: int = 8) -> list[str]:
+    """After a REGRESSED comparison, what moved between the arms in its blocks' telemetry, ranked
+    (telemetry/what_changed.py says how), and the busy host where a block was contended."""
+    from pytest_llmbench.telemetry import what_changed as W
+
+    out: list[str] = []
+    for w in W.from_records(records):
+        if not w.regressed:
+            continue
+        out += ["", f"llmbench {w.title()}"]
+        out += ["  " + line for line in aligned(W.rows(w, top), W.HEADER, right={0, 2, 3, 5}).split("\n")]
+        out += [f"  host busy: {b}" for b in w.busy]
+    return out
+
+
 def statistic_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     """What the reference, candidate and ratio columns are, per metric (a p99 row is a per-unit p99
     ratio, a throughput row a geometric mean of per-unit ratios, ...)."""

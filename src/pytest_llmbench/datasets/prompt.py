@@ -25,6 +25,9 @@ class Prompt:
     group: Mapping[str, Any] = field(default_factory=dict)
     answer: str | None = None
     system: str | None = None
+    # Messages resent before ``text`` as (role, content): a shared system prompt and the earlier turns of a
+    # conversation (datasets/shared_prefix.py), so a request carries the prefix a server's cache may hold.
+    history: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.turns:
@@ -46,6 +49,10 @@ class Prompt:
             msgs += [{"role": "user", "content": self.turns[i]}, {"role": "assistant", "content": answers[i]}]
         msgs.append({"role": "user", "content": self.turns[turn]})
         return msgs
+
+    def chat(self) -> list[dict[str, str]]:
+        """The request's messages: ``history`` then ``text`` as the user's message."""
+        return [{"role": r, "content": c} for r, c in self.history] + [{"role": "user", "content": self.text}]
 
     def first_turn(self) -> Prompt:
         """A single-turn copy (the DFlash2 card uses MT-Bench's first turn only)."""

@@ -119,6 +119,12 @@ def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
         Section("history", "Baseline history", None, P.history(folder, baselines_dir)),
         Section("servers", "Servers and provenance", R.facts_table(folder)),
     ]
+    # --- why (issue 59): the busy host, what changed between the arms, and their timelines ---
+    from pytest_llmbench.report.timeline_plot import timeline_plots
+    from pytest_llmbench.report.what_changed import tables as why
+
+    timelines = Section("timelines", "Timelines (reference vs candidate)", None, timeline_plots(folder))
+    sections[2:2] = [*(Section(f"why-{i}", t.title, t) for i, t in enumerate(why(folder))), timelines]
     verdict = folder.session_verdict()  # the same line as summary.md's first and the terminal's last
     # --- bisect (issue 39): a bisect folder's steps, builds and step plot (its finding is in the verdict) ---
     from pytest_llmbench.report import bisect as B

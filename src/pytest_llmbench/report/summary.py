@@ -46,7 +46,15 @@ def render(folder: ResultsFolder) -> str:
     parts = [headline(folder), "", f"Results: `{folder.path}`"]
     if verdicts.rows:
         parts += ["", markdown_table(verdicts)]
-    for table in (R.comparison_table(folder), R.scenario_table(folder), R.eval_table(folder), R.facts_table(folder)):
+    from pytest_llmbench.report.what_changed import tables as why  # issue 59: busy host, what changed
+
+    for table in (
+        R.comparison_table(folder),
+        *why(folder),
+        R.scenario_table(folder),
+        R.eval_table(folder),
+        R.facts_table(folder),
+    ):
         if table is not None and table.rows:
             parts += ["", markdown_table(table)]
     # --- bisect (issue 39): a bisect folder's steps and builds ---

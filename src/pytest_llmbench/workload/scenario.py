@@ -116,7 +116,7 @@ class Scenario:
 
     def body(self, prompt: Prompt, max_tokens: int | None = None) -> dict[str, Any]:
         b: dict[str, Any] = {
-            "messages": [{"role": "user", "content": prompt.text}],
+            "messages": prompt.chat(),  # the user's text, after the history a shared-prefix prompt resends
             "max_tokens": max_tokens or self.output_len,
         }
         if self.temperature is not None:
