@@ -159,13 +159,13 @@ class ComparePairKeys:
 
 @dataclass(frozen=True)
 class ConfigFileKeys:
-    """A pytest-llmbench config file: server configs for the benches (README "Writing a config")."""
+    """A pytest-llmbench config file: server configs for the benches (docs/CONFIG.md)."""
 
     flag_sets: dict[str, list[Scalar] | Scalar] | None = key("named flag lists, written once, used by flags:")
     defaults: ServerKeys | None = key("keys every config takes unless it sets them (marks add up)")
     models: dict[str, Model] | None = key("named models for {models.NAME}; one may derive from one before it")
     configs: list[ServerKeys] = key("the server configs", words="a list of configs", required=True)
-    compare: list[ComparePairKeys] | None = key("pairs of configs to compare (README, Reference vs candidate)")
+    compare: list[ComparePairKeys] | None = key("pairs of configs to compare (docs/COMPARE.md)")
 
 
 def keys_of(cls: type) -> dict[str, dataclasses.Field[Any]]:

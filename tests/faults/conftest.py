@@ -1,6 +1,6 @@
 """The fault-injection suite: a real llama-server (SmolLM2) wherever the fault is in the server, run in
 a pytest session of its own (pytester) so that what the user sees — terminal, exit code, results.jsonl,
-server.log, JUnit XML — is what gets checked. Each test asserts the fault row of the README's table:
+server.log, JUnit XML — is what gets checked. Each test asserts the fault row of docs/FAULTS.md's table:
 what the user sees, what is kept, and that nothing is left running."""
 
 from __future__ import annotations

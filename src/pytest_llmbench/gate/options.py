@@ -64,7 +64,7 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="the suite's error budget: alpha per family of gates, e.g. 'timing=0.02,quality=0.02,"
         "decisions=0.01' (the default: 0.05 in all), one number for every family, or 'off' "
-        "(each gate at its own level). Holm per family; see README 'The verdict table'.",
+        "(each gate at its own level). Holm per family; see docs/BENCHES.md 'The verdict table'.",
     )
     parser.addini("llmbench_gate_alpha", "the suite's error budget (as --gate-alpha)", default=None)
     parser.addini("llmbench_baselines_dir", "folder of baseline YAML files (relative to the ini file)", default=None)
