@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-config": ("check_config", "validate config files without starting anything (a CI lint)"),
     "history": ("history", "change points and a trend page over many nights' results folders (--fail-on-new)"),
     "merge": ("merge", "merge the results (or --baselines) folders of --llmbench-shard runs into one"),
+    "bench-serving": ("bench_serving", "write a results folder's scenarios as sglang bench_serving JSONL"),
     "compare-plan": ("compare_plan", "the plan table of a comparison session from a previous one's records (no GPU)"),
     "bisect": ("bisect", "find the first slower build between a good and a bad one (a comparison per step)"),
     "image": ("image", "build a local llama-server image from a llama.cpp build, flags baked in (no registry)"),

@@ -23,6 +23,7 @@ import numpy as np
 from scipy import stats
 
 from pytest_llmbench.errors import LlmbenchError
+from pytest_llmbench.report.bench_serving import is_bench_serving
 from pytest_llmbench.report.folder import ResultsFolder, read_folder
 
 #: server_info / resources.json keys that name the build, most specific first (a distinguishing id or
@@ -94,7 +95,7 @@ def expand(patterns: Sequence[str | Path]) -> list[Path]:
         if not matched:
             raise HistoryError(f"{text}: no results folder matches")
         for m in matched:
-            if Path(m).is_dir():
+            if Path(m).is_dir() or is_bench_serving(Path(m)):  # a bench_serving JSONL file is one night
                 out.setdefault(Path(m), None)
             elif not glob.has_magic(text):
                 raise HistoryError(f"{m}: not a folder (expected a results folder with results.jsonl)")

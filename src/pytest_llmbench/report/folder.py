@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.gate.types import STATUSES
+from pytest_llmbench.report.bench_serving import BenchServingError, is_bench_serving, read_records
 from pytest_llmbench.report.headline import SessionVerdict, comparisons, session_verdict
 from pytest_llmbench.report.results import iter_records
 
@@ -74,8 +75,15 @@ def read_folder(path: Path | str, session: str | None = None) -> ResultsFolder:
     """Read ``results*.jsonl`` and each ``<config>/resources.json`` under ``path`` (with ``session``, only
     that session's records, and its resources as its facts records give them)."""
     root = Path(path)
+    if is_bench_serving(root):  # a bench_serving JSONL file: one session (report/bench_serving.py)
+        try:
+            return ResultsFolder(root, read_records(root))
+        except BenchServingError as e:
+            raise ResultsFolderError(str(e)) from None
     if not root.is_dir():
-        raise ResultsFolderError(f"{root}: not a folder (expected a results folder with results.jsonl)")
+        raise ResultsFolderError(
+            f"{root}: not a folder (expected a results folder with results.jsonl, or a bench_serving JSONL file)"
+        )
     try:
         records = list(iter_records(root, session=session))
     except FileNotFoundError:
