@@ -9,6 +9,7 @@ with the range so far, the step that never finished and how to go on.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,9 @@ from pytest_llmbench.report.rows import Table
 from pytest_llmbench.report.table import render as aligned
 
 OUTCOME_COLOR = {"different": "#d62728", "same": "#1f77b4", "unknown": "#7f7f7f", "skip": "#ff7f0e"}
+MAX_LABELS = 12  # past this many builds only those the steps compared are named
+MAX_WIDTH_IN = 11.0  # the page shows a figure ~1100 px wide: a wider one is scaled down, its text with it
+LABEL_PT = 9  # the build labels' size: 12 px on the page
 STEP_HEADER = ["step", "kind", "reference → candidate", "metric", "ratio [95% CI]", "outcome", "GPU-s"]
 BUILD_HEADER = ["#", "build", "state", "identity"]
 
@@ -190,7 +194,18 @@ def _step_plot(
         return []
     from pytest_llmbench.report.plots import Plot, _figure, _svg
 
-    fig = _figure(max(6.0, 0.5 * size + 2), 3.6)
+    # A label per build made the figure 0.5 in per build: 40 builds drew it 22 in wide, and scaled to the
+    # page its labels were ~5 px high. The width is capped and, past a dozen builds, only the builds the
+    # steps compared (and both ends) are named; the x axis keeps the build order.
+    named = {s.get(f"{end}_index") for s in steps for end in ("reference", "candidate")} | {0, size - 1, *shade}
+    shown = dict(ticks) if len(ticks) <= MAX_LABELS else {i: t for i, t in ticks.items() if i in named}
+    width = min(MAX_WIDTH_IN, max(6.0, 0.3 * size + 2))
+    # labels of near builds (b11368, b11378) stand upright when slanted ones would overlap: two parallel
+    # labels dx apart at angle a are dx·sin(a) apart, and need a font height (with room to spare)
+    places = sorted(shown)
+    gap_pt = min((b - a for a, b in itertools.pairwise(places)), default=size) * (width - 1.6) * 72 / size
+    rotation = 30 if gap_pt * 0.5 >= 1.3 * LABEL_PT else 90
+    fig = _figure(width, 3.8)
     ax = fig.subplots()
     points: dict[int, float] = {}
     for s in steps:
@@ -211,9 +226,18 @@ def _step_plot(
     if isinstance(lo_i, int) and isinstance(hi_i, int):
         ax.axvspan(lo_i + 0.5, hi_i + 0.5, color="#ffd8d8", zorder=-1)  # the first slower build is in (lo, hi]
     ax.axhline(1.0, color="#444", lw=0.6)
-    ax.set_xticks(list(ticks), list(ticks.values()), rotation=30, ha="right", fontsize=7)
+    ax.set_xticks(
+        list(shown),
+        list(shown.values()),
+        rotation=rotation,
+        ha="right" if rotation < 90 else "center",
+        fontsize=LABEL_PT,
+    )
     ax.set_xlim(-0.5, size - 0.5)
-    ax.set_ylabel(f"{metric}: candidate / reference\n(worse is down)", fontsize=8)
+    ax.set_ylabel(f"{metric}: candidate / reference\n(worse is down)", fontsize=9)
+    ax.tick_params(axis="y", labelsize=9)
+    if len(shown) < len(ticks):
+        ax.set_xlabel(f"build order ({size} builds; the {len(shown)} the steps compared are named)", fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     return [
         Plot(

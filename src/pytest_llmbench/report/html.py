@@ -23,6 +23,7 @@ NUMERIC = {
     "reference",
     "candidate",
     "ratio",
+    "estimate",
     "interval",
     "rounds",
     "ok/n",
@@ -67,6 +68,17 @@ def _environment():
     )
 
 
+def _version() -> str:
+    """The installed distribution's version (read from its metadata, so report/ need not import the package
+    root, which imports report/)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pytest-llmbench")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def render_page(
     title: str,
     folder_label: str,
@@ -81,8 +93,6 @@ def render_page(
 ) -> str:
     """The page shell shared by ``report``, ``compare --html`` and ``history``; ``tone`` colours the banner (bad,
     warn, neutral, good: report/headline.py); ``heading`` is the page's title and first heading."""
-    from pytest_llmbench import __version__
-
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=title,
@@ -95,7 +105,7 @@ def render_page(
         n_records=n_records,
         baselines=baselines,
         numeric=NUMERIC,
-        version=__version__,
+        version=_version(),
     )
 
 

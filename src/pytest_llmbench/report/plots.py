@@ -98,9 +98,18 @@ def throughput_vs_prompt(folder: ResultsFolder) -> list[Plot]:
             ys = [p[idx] for p in pts if p[idx] is not None]
             if xs:
                 ax.plot(xs, ys, style, color=colors.get(config), label=label, markersize=5)
+            if len(xs) == 1:  # a lone point has no line to read its value from: write it beside the marker
+                ax.annotate(f"{ys[0]:,.1f}", (xs[0], ys[0]), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    prompts = {p[0] for pts in series.values() for p in pts}
+    # a log axis helps only across a wide range of prompt lengths; over one or two close ones its ticks are
+    # a lone decade label or none at all
+    log_x = len(prompts) > 1 and max(prompts) >= 4 * min(prompts)
     for ax, ylabel in ((ax_tput, "output tok/s"), (ax_tpot, "median TPOT (ms)")):
-        ax.set_xscale("log")
-        ax.set_xlabel("mean prompt tokens")
+        if log_x:
+            ax.set_xscale("log")
+        else:
+            ax.set_xlim(0, 1.15 * max(prompts))
+        ax.set_xlabel("mean prompt tokens" + (" (log scale)" if log_x else ""))
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     ax_tput.set_ylim(bottom=0)
@@ -383,18 +392,23 @@ def _slug(text: str) -> str:
 
 
 def comparison_forest(folder: ResultsFolder) -> list[Plot]:
-    """The in-session comparisons: each ratio with its 95% interval, on the bands of what its metric may
-    ignore (grey) and must catch (the dotted lines at ± detect), worse to the left for every metric."""
+    """The in-session comparisons: each ratio with its 95% interval on both of its metric's bands, labelled,
+    since the verdict reads both (regressed: the interval clears ± ignore; equivalent: it lies inside
+    ± detect), worse to the left for every metric; each row says its verdict and, when inconclusive, why."""
+    from matplotlib.patches import Patch
+
+    from pytest_llmbench.report.reasons import cause, margins
+
     comps = [
         c
-        for c in folder.kind("comparison")
+        for c in folder.comparisons()
         if isinstance(c.get("ratio"), (int, float))
         and isinstance(c.get("ci_low"), (int, float))
         and isinstance(c.get("ci_high"), (int, float))
     ]
     if not comps:
         return []
-    fig = _figure(10, 1.0 + 0.3 * len(comps))
+    fig = _figure(11, 1.3 + 0.42 * len(comps))
     ax = fig.subplots()
     ys = list(range(len(comps)))[::-1]
     colors = {"regressed": "#d62728", "improved": "#2ca02c", "equivalent": "#1f77b4", "inconclusive": "#7f7f7f"}
@@ -403,27 +417,49 @@ def comparison_forest(folder: ResultsFolder) -> list[Plot]:
         ratio, low, high = (
             (1 / c["ratio"], 1 / c["ci_high"], 1 / c["ci_low"]) if flip else (c["ratio"], c["ci_low"], c["ci_high"])
         )
-        color = colors.get(str(c.get("verdict")), "#7f7f7f")
+        verdict = str(c.get("suite_verdict") or c.get("verdict"))
+        color = colors.get(verdict, "#7f7f7f")
+        ignore, detect = float(c.get("ignore") or 0), float(c.get("detect") or 0)
+        ax.fill_betweenx([y - 0.4, y + 0.4], 1 - detect, 1 + detect, color="#cfe2f7", lw=0, zorder=0)
+        ax.fill_betweenx([y - 0.4, y + 0.4], 1 - ignore, 1 + ignore, color="#a8a8a8", lw=0, zorder=0.5)
         ax.plot([low, high], [y, y], color=color, lw=2)
         ax.plot([ratio], [y], "o", color=color, markersize=4)
-        ignore, detect = float(c.get("ignore") or 0), float(c.get("detect") or 0)
-        ax.fill_betweenx([y - 0.4, y + 0.4], 1 - ignore, 1 + ignore, color="#dddddd", zorder=0)
-        for x in (1 - detect, 1 + detect):
-            ax.plot([x, x], [y - 0.4, y + 0.4], color="#444", lw=0.8, ls=":")
+        why = cause(c) if verdict == "inconclusive" else None
+        ax.annotate(
+            f"{verdict}{': ' + why if why else ''}  ({margins(c)})",
+            (1.01, y),
+            xycoords=("axes fraction", "data"),
+            va="center",
+            fontsize=8,
+            color=color,
+        )
     ax.axvline(1.0, color="#444", lw=0.6)
     ax.set_yticks(
         ys,
         [f"{c.get('config')} · {c.get('scenario') or c.get('test_key')} · {c.get('metric')}" for c in comps],
         fontsize=7,
     )
+    ax.set_ylim(-0.6, len(comps) - 0.4)
     ax.set_xlabel("candidate / reference, oriented so that worse is left (latency inverted); 95% interval")
     ax.grid(axis="x", alpha=0.3)
+    fig.legend(
+        handles=[
+            Patch(color="#a8a8a8", label="± ignore: regressed/improved when the interval clears it"),
+            Patch(color="#cfe2f7", label="± detect: equivalent when the interval lies inside it"),
+        ],
+        fontsize=7,
+        loc="outside upper center",
+        ncol=2,
+        frameon=False,
+    )
     return [
         Plot(
             "plot-comparisons",
             "Comparisons (reference vs candidate)",
             "Dot: the estimate; bar: its 95% interval, coloured by verdict (red regressed, blue equivalent, "
-            "grey inconclusive, green improved); grey band: ± ignore; dotted: ± detect.",
+            "grey inconclusive, green improved); dark grey band: ± ignore (the verdict calls a change regressed "
+            "only when the interval clears it); light blue band: ± detect (equivalent only when the interval "
+            "lies inside it); right: each row's verdict, why an inconclusive one is, and its two sizes.",
             _svg(fig, "plot-comparisons"),
         )
     ]

@@ -109,8 +109,11 @@ def counts(verdicts: list[dict[str, Any]]) -> str:
 
 
 def comparison_table(folder: ResultsFolder) -> Table | None:
-    """Arms compared in the run (``comparison`` records): ratio candidate/reference with its interval."""
+    """Arms compared in the run (``comparison`` records): ratio candidate/reference with its interval, and
+    why each verdict is what it is. What repeats per metric (the stop reason of a scenario, the statistic
+    of a metric) goes once into the note, not into every row."""
     from pytest_llmbench.compare import table as T
+    from pytest_llmbench.report.reasons import reason
 
     comps = folder.comparisons()  # q and the suite verdict: comparison_suite records (compare/suite.py)
     if not comps:
@@ -119,6 +122,7 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
     header = [
         "verdict",
         "config",
+        "scenario",
         "metric",
         "reference",
         "candidate",
@@ -129,8 +133,7 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
         "rounds",
         "rules out",
         "could catch",
-        "statistic",
-        "stop",
+        "why",
     ]
     rows, kinds = [], []
     for c in sorted(comps, key=T.sort_key):
@@ -142,6 +145,7 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
             [
                 verdict,
                 str(c.get("config") or "-"),
+                str(c.get("scenario") or "-"),
                 str(c.get("metric") or "-"),
                 _num(c.get("reference")),
                 _num(c.get("candidate")),
@@ -152,16 +156,31 @@ def comparison_table(folder: ResultsFolder) -> Table | None:
                 _num(c.get("rounds")),
                 T.size_text(c, c.get("rules_out")),
                 T.size_text(c, c.get("detectable")),
-                str(c.get("statistic") or "-"),
-                str(c.get("stop_reason") or c.get("stop") or "-"),
+                reason(c),
             ]
         )
         kinds.append(verdict)
-    note = (
-        f"{T.counts(comps)}. Arms: {arms_note(folder, comps)}; could catch: the worsening caught with 95% power"
-        " at the measured SD (an estimate)"
+    note = "\n".join(
+        [
+            f"{T.counts(comps)}. Arms: {arms_note(folder, comps)}; could catch: the worsening caught with 95%"
+            " power at the measured SD (an estimate).",
+            *stop_lines(comps),
+            *(f"Statistic of {line.strip()}" for line in T.statistic_lines(comps)),
+        ]
     )
     return Table("Comparisons (candidate / reference)", header, rows, kinds, note=note)
+
+
+def stop_lines(comps: list[dict[str, Any]]) -> list[str]:
+    """How each scenario's comparison stopped, once per (config, scenario): every metric of a scenario
+    shares its units, so its stop reason is one text (it made each row ~170 px tall, repeated per metric)."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for c in comps:
+        text = str(c.get("stop_reason") or c.get("stop") or "")
+        reasons = seen.setdefault((str(c.get("config") or "-"), str(c.get("scenario") or "-")), [])
+        if text and text not in reasons:
+            reasons.append(text)
+    return [f"Stopped, {config} · {scenario}: {'; '.join(r)}." for (config, scenario), r in seen.items() if r]
 
 
 SCENARIO_COLUMNS = (
