@@ -111,6 +111,7 @@ def render_page(
 
 def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
     from pytest_llmbench.report import plots as P
+    from pytest_llmbench.report.pareto import pareto_plots
 
     _environment()
     verdicts = R.verdict_table(folder)
@@ -118,7 +119,10 @@ def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
         Section("verdicts", "Verdicts (regressions first)", verdicts if verdicts.rows else None),
         Section("comparisons", "Comparisons", R.comparison_table(folder), P.comparison_forest(folder)),
         Section(
-            "serving", "Serving", R.scenario_table(folder), [*P.throughput_vs_prompt(folder), *P.ttft_vs_decode(folder)]
+            "serving",
+            "Serving",
+            R.scenario_table(folder),
+            [*P.throughput_vs_prompt(folder), *P.ttft_vs_decode(folder), *pareto_plots(folder)],
         ),
         Section(
             "quality",
