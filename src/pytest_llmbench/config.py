@@ -109,9 +109,28 @@ def _expand(text: str, models: Mapping[str, ModelRef], file: Path, config: str, 
     return _PLACEHOLDER.sub(sub, text)
 
 
+@dataclass
+class Loaded:
+    """One file read through: the configs without a problem, every problem found (not only the first: a
+    bad ``gpus`` must not hide the rest), every config name the file declares (a broken config is still a
+    name a ``compare:`` entry may use), and each broken config built without its bad keys, so the engine
+    and launcher checks can still speak about what is left."""
+
+    configs: list[ServerConfig] = field(default_factory=list)
+    errors: list[ConfigError] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    broken: list[ServerConfig] = field(default_factory=list)
+
+
 def load_config_file(path: Path) -> list[ServerConfig]:
-    """Parse one YAML file; raise :class:`ConfigError` on the first problem."""
-    path = Path(path)
+    """Parse one YAML file; raise :class:`ConfigError` on its first problem (``read_config_file`` has all)."""
+    loaded = read_config_file(path)
+    if loaded.errors:
+        raise loaded.errors[0]
+    return loaded.configs
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as e:
@@ -128,113 +147,173 @@ def load_config_file(path: Path) -> list[ServerConfig]:
         raise ConfigError(path, "is empty: a config file is a mapping with a 'configs' list")
     if not isinstance(raw, dict):
         raise ConfigError(path, "top level must be a mapping with a 'configs' list")
-    unknown = set(raw) - FILE_KEYS
-    if unknown:
-        raise ConfigError(path, f"unknown top-level key (allowed: {sorted(FILE_KEYS)})", key=sorted(unknown)[0])
+    return raw
 
-    flag_sets = raw.get("flag_sets") or {}
-    if not isinstance(flag_sets, dict):
-        raise ConfigError(path, "must be a mapping of name → list of flags", key="flag_sets")
-    flag_sets = {
-        k: _str_list(path, None, f"flag_sets.{k}", v if isinstance(v, list) else [v]) for k, v in flag_sets.items()
-    }
 
-    defaults = raw.get("defaults") or {}
-    if not isinstance(defaults, dict):
-        raise ConfigError(path, "must be a mapping", key="defaults")
-    for k, v in defaults.items():
-        if k not in CONFIG_KEYS - {"name"}:
-            raise ConfigError(path, "unknown key in defaults", key=f"defaults.{k}")
-        _check(path, None, k, v, prefix="defaults.")
+def _mapping(path: Path, raw: dict[str, Any], key: str, what: str, report: Any) -> dict[str, Any]:
+    value = raw.get(key) or {}
+    if isinstance(value, dict):
+        return value
+    report(ConfigError(path, f"must be a mapping{what}", key=key))
+    return {}
 
-    file_models = raw.get("models") or {}
-    if not isinstance(file_models, dict):
-        raise ConfigError(path, "must be a mapping of name → model", key="models")
+
+def read_config_file(path: Path) -> Loaded:
+    """Parse one YAML file, collecting every problem in it (a file that is not a mapping is one problem)."""
+    path = Path(path)
+    out = Loaded()
+    report = out.errors.append
+    try:
+        raw = _read_yaml(path)
+    except ConfigError as e:
+        report(e)
+        return out
+    for k in sorted(set(raw) - FILE_KEYS):
+        report(ConfigError(path, f"unknown top-level key (allowed: {sorted(FILE_KEYS)})", key=k))
+
+    flag_sets: dict[str, tuple[str, ...]] = {}
+    for k, v in _mapping(path, raw, "flag_sets", " of name → list of flags", report).items():
+        try:
+            flag_sets[k] = _str_list(path, None, f"flag_sets.{k}", v if isinstance(v, list) else [v])
+        except ConfigError as e:
+            report(e)
+
+    defaults: dict[str, Any] = {}
+    given_defaults = _mapping(path, raw, "defaults", "", report)
+    for k, v in given_defaults.items():
+        try:
+            if k not in CONFIG_KEYS - {"name"}:
+                raise ConfigError(path, "unknown key in defaults", key=f"defaults.{k}")
+            _check(path, None, k, v, prefix="defaults.")
+            defaults[k] = v
+        except ConfigError as e:
+            report(e)
+
     shared_models: dict[str, ModelRef] = {}
-    for k, v in file_models.items():  # in order, so a model can derive from one named before it
-        shared_models[k] = parse_model_ref(v, path, f"models.{k}", models=shared_models)
+    for k, v in _mapping(path, raw, "models", " of name → model", report).items():
+        try:  # in order, so a model can derive from one named before it
+            shared_models[k] = parse_model_ref(v, path, f"models.{k}", models=shared_models)
+        except ConfigError as e:
+            report(e)
 
     configs_raw = raw.get("configs")
     if not isinstance(configs_raw, list):
-        raise ConfigError(path, "must be a list of configs", key="configs")
-
-    out: list[ServerConfig] = []
-    seen: set[str] = set()
+        report(ConfigError(path, "must be a list of configs", key="configs"))
+        return out
     for i, entry in enumerate(configs_raw):
-        if not isinstance(entry, dict):
-            raise ConfigError(path, f"configs[{i}] must be a mapping")
-        name = entry.get("name")
-        if not isinstance(name, str) or not name:
-            raise ConfigError(path, f"configs[{i}] needs a string 'name'", key="name")
-        _check(path, name, "name", name)
-        if name in seen:
-            raise ConfigError(path, "duplicate config name", name, "name")
-        seen.add(name)
-        for k, v in entry.items():
-            if k not in CONFIG_KEYS:
-                raise ConfigError(path, f"unknown key (allowed: {sorted(CONFIG_KEYS)})", name, k)
-            _check(path, name, k, v)  # before merging: a string where marks want a list must not merge
-        merged = {**defaults, **entry}
+        before = len(out.errors)
+        try:
+            name, kept = _entry(path, i, entry, out.names, report)
+        except ConfigError as e:
+            report(e)
+            continue
+        out.names.append(name)
+        merged = {**defaults, **kept}
         # Lists and mappings merge rather than replace: marks add up, env/request overlay.
         for k in ("marks",):
-            if k in defaults and k in entry:
-                merged[k] = list(defaults[k]) + [m for m in entry[k] if m not in defaults[k]]
+            if k in defaults and k in kept:
+                merged[k] = list(defaults[k]) + [m for m in kept[k] if m not in defaults[k]]
         for k in ("env", "request", "engine_options", "models"):
-            if k in defaults and k in entry and isinstance(entry[k], dict):
-                merged[k] = {**defaults[k], **entry[k]}
-        out.append(_build(path, name, merged, flag_sets, shared_models))
+            if k in defaults and k in kept and isinstance(kept[k], dict):
+                merged[k] = {**defaults[k], **kept[k]}
+        given = set(given_defaults) | set(entry)  # a key given but bad is reported once, not also as missing
+        cfg = _build(path, name, merged, flag_sets, shared_models, report, given)
+        if cfg is not None:
+            (out.configs if len(out.errors) == before else out.broken).append(cfg)
     return out
 
 
-def _build(path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict) -> ServerConfig:
-    for req in (k for k, f in keys_of(ServerKeys).items() if f.metadata["required_somewhere"]):
-        if req not in m:
-            raise ConfigError(path, "is required (set it on the config or in defaults)", name, req)
-    engine = m["engine"]
-    launcher = m.get("launcher", _DEFAULT["launcher"])
+def _entry(path: Path, i: int, entry: Any, seen: list[str], report: Any) -> tuple[str, dict[str, Any]]:
+    """A config entry's name and its keys that pass their own checks; a key that fails is reported and not
+    kept (a string where marks want a list must not merge with the defaults). Raises when the entry has
+    no usable name."""
+    if not isinstance(entry, dict):
+        raise ConfigError(path, f"configs[{i}] must be a mapping")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(path, f"configs[{i}] needs a string 'name'", key="name")
+    _check(path, name, "name", name)
+    if name in seen:
+        raise ConfigError(path, "duplicate config name", name, "name")
+    kept = {}
+    for k, v in entry.items():
+        try:
+            if k not in CONFIG_KEYS:
+                raise ConfigError(path, f"unknown key (allowed: {sorted(CONFIG_KEYS)})", name, k)
+            _check(path, name, k, v)
+            kept[k] = v
+        except ConfigError as e:
+            report(e)
+    return name, kept
 
+
+def _build(
+    path: Path, name: str, m: dict, flag_sets: dict, shared_models: dict, report: Any, given: set[str]
+) -> ServerConfig | None:
+    """The config from its merged keys, reporting each problem; None when what is left cannot make one."""
+    missing = [k for k, f in keys_of(ServerKeys).items() if f.metadata["required_somewhere"] and k not in m]
+    for req in missing:
+        if req not in given:
+            report(ConfigError(path, "is required (set it on the config or in defaults)", name, req))
     models = dict(shared_models)
     for k, v in (m.get("models") or {}).items():
-        models[k] = parse_model_ref(v, path, f"models.{k}", config=name, models=models)
-    model = parse_model_ref(m["model"], path, "model", config=name, models=models)
+        try:
+            models[k] = parse_model_ref(v, path, f"models.{k}", config=name, models=models)
+        except ConfigError as e:
+            report(e)
+    try:
+        model = parse_model_ref(m["model"], path, "model", config=name, models=models) if "model" in m else None
+    except ConfigError as e:
+        report(e)
+        model = None
+
+    def attempt(fn: Any, *args: Any, default: Any = None) -> Any:
+        try:
+            return fn(*args)
+        except ConfigError as e:
+            report(e)
+            return default
 
     args: list[str] = []
     for fs in m.get("flags", []):
         if not isinstance(fs, str) or fs not in flag_sets:
-            raise ConfigError(path, f"unknown flag set {fs!r} (known: {sorted(flag_sets)})", name, "flags")
+            report(ConfigError(path, f"unknown flag set {fs!r} (known: {sorted(flag_sets)})", name, "flags"))
+            continue
         args.extend(flag_sets[fs])
-    args.extend(_str_list(path, name, "args", m.get("args", [])))
-    args = [_expand(a, models, path, name, "args") for a in args]
+    args.extend(attempt(_str_list, path, name, "args", m.get("args", []), default=()))
+    args = [a for a in (attempt(_expand, a, models, path, name, "args") for a in args) if a is not None]
 
-    env = m.get("env", {})
-    env = {str(k): _expand(str(v), models, path, name, f"env.{k}") for k, v in env.items()}
+    env = {}
+    for k, v in m.get("env", {}).items():
+        value = attempt(_expand, str(v), models, path, name, f"env.{k}")
+        if value is not None:
+            env[str(k)] = value
 
     api_key_env = m.get("api_key_env")
     if api_key_env and not os.environ.get(api_key_env):
-        raise ConfigError(path, f"environment variable {api_key_env} is not set or empty", name, "api_key_env")
-
-    marks = tuple(m.get("marks", []))
-    gpus = m.get("gpus", _DEFAULT["gpus"])
-    timeout = float(m.get("startup_timeout", _DEFAULT["startup_timeout"]))
+        report(ConfigError(path, f"environment variable {api_key_env} is not set or empty", name, "api_key_env"))
+    slo = attempt(_slo, path, name, m.get("slo"), default={})
+    if missing or model is None:
+        return None
 
     return ServerConfig(
         name=name,
-        engine=engine,
-        launcher=launcher,
+        engine=m["engine"],
+        launcher=m.get("launcher", _DEFAULT["launcher"]),
         model=model,
         models=models,
         source=path,
         args=tuple(args),
         env=env,
-        marks=marks,
-        gpus=gpus,
-        startup_timeout=timeout,
+        marks=tuple(m.get("marks", [])),
+        gpus=m.get("gpus", _DEFAULT["gpus"]),
+        startup_timeout=float(m.get("startup_timeout", _DEFAULT["startup_timeout"])),
         image=m.get("image"),
         description=m.get("description", ""),
         request=m.get("request", {}),
         engine_options=m.get("engine_options", {}),
         api_key_env=api_key_env,
-        slo=_slo(path, name, m.get("slo")),
+        slo=slo,
     )
 
 
@@ -290,4 +369,13 @@ def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
     return out
 
 
-__all__ = ["ConfigError", "ServerConfig", "config_files", "load_config_file", "load_configs", "why_no_configs"]
+__all__ = [
+    "ConfigError",
+    "Loaded",
+    "ServerConfig",
+    "config_files",
+    "load_config_file",
+    "load_configs",
+    "read_config_file",
+    "why_no_configs",
+]

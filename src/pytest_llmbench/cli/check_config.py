@@ -5,17 +5,17 @@
 
 The same checks a pytest session makes before its first server starts (config.py's loader, then the
 engine and launcher registries and the ``compare:`` blocks), with the built-in engines and launchers; it
-reports the first error of each file rather than stopping at the first file, so a CI lint shows them all.
+reports every error of every file in one run (a session stops at the first), so a CI lint shows them all.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_llmbench.config import ServerConfig, config_files, load_config_file, why_no_configs
+from pytest_llmbench.config import ServerConfig, config_files, read_config_file, why_no_configs
 from pytest_llmbench.config_schema import schema_text
 from pytest_llmbench.errors import ConfigError
 from pytest_llmbench.registry import Registry
@@ -28,36 +28,74 @@ def builtin_schema_text() -> str:
 
 
 def check_paths(paths: Sequence[Path], registry: Registry) -> tuple[list[ServerConfig], list[ConfigError]]:
-    """Every config that passes, and one error per problem found (at most one per config, plus one per
-    file that cannot be read at all)."""
+    """Every config that passes, and every problem found in every file: each bad key of each config, the
+    engine and launcher checks of what is left of a broken config, and each ``compare:`` entry naming a
+    config no file declares."""
     errors: list[ConfigError] = []
     good: dict[str, ServerConfig] = {}
+    declared: dict[str, Path] = {}
     try:
         files = config_files(paths, named_by="the command line")
     except ConfigError as e:
         return [], [e]
     for f in files:
-        try:
-            configs = load_config_file(f)
-        except ConfigError as e:
-            errors.append(e)
-            continue
-        for cfg in configs:
+        loaded = read_config_file(f)
+        errors.extend(loaded.errors)
+        for name in loaded.names:
+            if name in declared:
+                errors.append(ConfigError(f, f"duplicate config name (also in {declared[name]})", name, "name"))
+            declared.setdefault(name, f)
+        for cfg in loaded.configs:
             try:
-                if cfg.name in good:
-                    raise ConfigError(f, f"duplicate config name (also in {good[cfg.name].source})", cfg.name, "name")
                 registry.check(cfg)
             except ConfigError as e:
                 errors.append(e)
                 continue
-            good[cfg.name] = cfg
-    from pytest_llmbench.compare.arms import block_pairs, read_compare_blocks
+            if declared[cfg.name] == f:
+                good[cfg.name] = cfg
+        for cfg in loaded.broken:  # what a bad key left: its engine may be unknown too
+            told = {e.key for e in loaded.errors if e.config == cfg.name}
+            try:
+                registry.check(cfg)
+            except ConfigError as e:
+                if e.key not in told:
+                    errors.append(e)
+    errors.extend(_compare_errors(files, declared, good, registry))
+    return list(good.values()), errors
+
+
+def _compare_errors(
+    files: Sequence[Path], declared: Mapping[str, Path], good: Mapping[str, ServerConfig], registry: Registry
+) -> list[ConfigError]:
+    """Each ``compare:`` entry's problems: a name no file declares (reference or candidate, each said), then
+    the pairing checks on the entries whose configs both passed (a broken config's error is said already)."""
+    from pytest_llmbench.compare.arms import arms_from_block, block_pairs, read_compare_blocks
 
     try:
-        block_pairs(read_compare_blocks(files), good, registry)
+        pairs = read_compare_blocks(files)
+    except ConfigError as e:
+        return [e]
+    errors, whole = [], []
+    for p in pairs:
+        unknown = [what for what in ("reference", "candidate") if getattr(p, what) not in declared]
+        for what in unknown:
+            name = getattr(p, what)
+            errors.append(
+                ConfigError(p.source, f"unknown config {name!r} (known: {sorted(declared)})", key=p.key(what))
+            )
+        if unknown or p.reference not in good or p.candidate not in good:
+            continue
+        try:
+            arms_from_block(p, good, registry)
+        except ConfigError as e:
+            errors.append(e)
+            continue
+        whole.append(p)
+    try:
+        block_pairs(whole, good, registry)  # one reference per candidate across the entries
     except ConfigError as e:
         errors.append(e)
-    return list(good.values()), errors
+    return errors
 
 
 def main(argv: list[str]) -> int:
