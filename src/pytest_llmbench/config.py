@@ -69,6 +69,8 @@ class ServerConfig:
     api_key_env: str | None = None
     # Service-level objectives in ms by key (workload/slo.py), parsed.
     slo: Mapping[str, float] = field(default_factory=dict)
+    # The scenarios this config runs (shell-style patterns; scenario_select.py); empty: all.
+    scenarios: tuple[str, ...] = ()
 
     @property
     def api_key(self) -> str | None:
@@ -314,6 +316,7 @@ def _build(
         engine_options=m.get("engine_options", {}),
         api_key_env=api_key_env,
         slo=slo,
+        scenarios=tuple(str(p) for p in m.get("scenarios") or ()),
     )
 
 

@@ -146,6 +146,12 @@ class ServerKeys:
         "Scenario's slo win over it",
         words="a mapping of SLO name → ms",
     )
+    scenarios: list[str] = key(
+        "the scenarios this config runs: shell-style patterns matched against each test's Scenario name "
+        "(a parametrized Scenario), else its test name and parameter id; tests that match none are left out "
+        "for this config, and --collect-only says which and why (docs/SLO.md). Empty or absent: all",
+        words="a list of scenario or test name patterns",
+    )
 
 
 @dataclass(frozen=True)

@@ -287,15 +287,35 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     error = config.stash.get(CONFIG_ERROR, None)
     if error is not None and config.stash.get(SERVER_TESTS, 0) and not hasattr(config, "workerinput"):
         raise pytest.UsageError(f"llmbench config error: {error}")
+    from pytest_llmbench import scenario_select
+
     configs = config.stash[stash.CONFIGS]
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
+    left_out: list[tuple[str, str]] = []  # by a config's scenarios key: said at --collect-only
     for item in items:
         name = _server_param(item)
+        if name is not None and _wanted(item, configs[name]) and configs[name].scenarios:
+            names = scenario_select.test_names(item, name)
+            if scenario_select.left_out_by(configs[name].scenarios, names):
+                left_out.append((item.nodeid, scenario_select.reason(name, configs[name].scenarios, names)))
+                drop.append(item)
+                continue
         (keep if name is None or _wanted(item, configs[name]) else drop).append(item)
+    config.stash[LEFT_OUT] = left_out
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+LEFT_OUT = pytest.StashKey[list[tuple[str, str]]]()
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    """After collection (and in --collect-only): the tests a config's ``scenarios`` key left out, and why."""
+    from pytest_llmbench.scenario_select import report_lines
+
+    return report_lines(config.stash.get(LEFT_OUT, []))
 
 
 @pytest.hookimpl(optionalhook=True)
