@@ -89,3 +89,27 @@ def test_a_ratio_series_draws_its_intervals_and_the_re_pin() -> None:
     plot = trend_page.series_plot(Series(key, "higher", points), [], [], 0)
     assert "bars: each night's 95% interval" in plot.caption and "dotted: the reference was re-pinned" in plot.caption
     assert "re-pinned" in plot.svg and plot.title.endswith("output_throughput / reference (cpu-x)")
+
+
+@pytest.mark.parametrize("kind", ["value", RATIO])
+def test_every_text_of_a_trend_plot_lies_inside_its_figure(monkeypatch, kind) -> None:
+    """Issue 54's screenshots: the y label "mean_tpot_ms: ratio to reference (×)" ran past the figure's top
+    and was cut to "…ratio to referen"."""
+    drawn = []
+    monkeypatch.setattr(trend_page, "_svg", lambda fig, pid: drawn.append(fig) or "<svg/>")
+    key = SeriesKey("cpu-x", "c", "t.py::test[s]", "mean_tpot_ms", *([kind] if kind == RATIO else []))
+    points = [Point(f"20261205T10{i:02d}00Z-nightly-{i:02d}-ab12", f"t{i}", 1.0, "b", "", "pass") for i in range(14)]
+    trend_page.series_plot(Series(key, "lower", points), [], [], 0)
+    (fig,) = drawn
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)  # the constrained layout places the labels
+    (ax,) = fig.axes
+    page = fig.bbox
+    for text in [ax.yaxis.label, ax.xaxis.label, *ax.get_xticklabels()]:
+        if not text.get_text():
+            continue
+        box = text.get_window_extent(renderer)
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1, text.get_text()
+        assert page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1, text.get_text()

@@ -10,6 +10,7 @@ reference was re-pinned (a new segment, never a change point).
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -47,7 +48,7 @@ def y_label(s: Series) -> str:
 
 
 def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], index: int) -> Plot:
-    fig = _figure(7.5, 2.3)
+    fig = _figure(9.0, 2.8)
     ax = fig.subplots()
     xs = list(range(len(s.points)))
     ax.plot(xs, s.values, "-", color="#999", lw=0.8)
@@ -82,7 +83,8 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
     step = max(1, len(xs) // 12)
     ax.set_xticks(xs[::step], [s.points[x].night for x in xs[::step]], fontsize=6, rotation=30, ha="right")
     ax.tick_params(axis="y", labelsize=7)
-    ax.set_ylabel(y_label(s), fontsize=7)
+    # on two lines: "mean_tpot_ms: ratio to reference (×)" on one ran past the figure's top and was cut
+    ax.set_ylabel(textwrap.fill(y_label(s), 22), fontsize=7)
     ax.set_xlabel("night (results folder)", fontsize=7)
     # beside the axes, never over the nights
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0.0)
