@@ -166,7 +166,7 @@ def test_auto_server_policy_keeps_both_arms_up_when_the_reference_fits(monkeypat
     """CPU configs always; GPU configs while the candidate leaves more than half of the GPU free (SGLang's
     static memory fraction does not: one arm at a time); unreadable GPU memory: one arm at a time."""
     from pytest_llmbench import server_facts
-    from pytest_llmbench.compare.session import both_fit
+    from pytest_llmbench.compare.servers import both_fit
 
     assert both_fit(SimpleNamespace(gpu_ids=()))
     shares = {"small": 0.02, "sglang": 0.87, "unknown": None}

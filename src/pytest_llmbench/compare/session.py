@@ -28,9 +28,9 @@ import httpx
 import pytest
 
 from pytest_llmbench import sink, stash
-from pytest_llmbench.compare import suite, table
+from pytest_llmbench.compare import records, suite, terminal
+from pytest_llmbench.compare import servers as arm_servers
 from pytest_llmbench.compare.arms import (
-    Arm,
     ArmError,
     ArmPair,
     ComparePair,
@@ -59,13 +59,11 @@ from pytest_llmbench.compare.stats import compare_decisions, compare_paired, com
 from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
 from pytest_llmbench.gate.verdict import fail_at_end
-from pytest_llmbench.report.results import server_line
 from pytest_llmbench.scheduling import server_config_name
-from pytest_llmbench.tell import tell
 from pytest_llmbench.workload.scenario import WorkloadError
 
 if TYPE_CHECKING:
-    from pytest_llmbench.server import LLMServer
+    pass
 
 COMPARE = pytest.StashKey["CompareSession"]()
 DEFAULT_ALPHA = 0.01  # one comparison, when the suite's budget is off
@@ -204,7 +202,7 @@ class CompareSession:
         chosen: list[UnitChoice] = []
         pilot_blocks: list[Block] = []
         progress = UnitProgress(
-            f"{pair.config_name} {scenario.name}", lambda line: _say(self.config, line), design.pilot_units
+            f"{pair.config_name} {scenario.name}", lambda line: terminal.say(self.config, line), design.pilot_units
         )
         played_first: dict[int, str] = {}  # each round's first block, as played (on_block sees play order)
 
@@ -217,38 +215,16 @@ class CompareSession:
             else None
         )
         if warning:  # before the first start of the comparison: the budget is a cap (issue 57)
-            _say(self.config, warning)
+            terminal.say(self.config, warning)
 
         def on_block(block: Block) -> None:
             played.append(block)
             progress.block(block.unit)  # "unit k of n, elapsed, ~remaining" as each unit starts
-            m = block.result.metrics
             load = block.result.host_load
-            bench.emit(
-                {
-                    "record": "comparison_block",
-                    "compare_session": self.session_id,
-                    "config": pair.config_name,
-                    "nodeid": bench.nodeid,
-                    "test_key": bench.test_key,
-                    "scenario": scenario.name,
-                    "round": block.round,
-                    "unit": block.unit,
-                    "wall_s": block.wall_s,
-                    "role": block.role,
-                    "first_in_round": played_first.setdefault(block.round, block.role),  # order effects
-                    "started_first": block.started_first,  # whose server started first for this unit's pair
-                    "arm": pair.arm(block.role).label,
-                    "notes": block.result.notes,
-                    "warmup": block.warmup,
-                    "prompt_ids": list(block.prompt_ids),
-                    "metrics": {k: v for k, v in m.items() if isinstance(v, (int, float))},
-                    "host_load": load.as_dict() if load else None,
-                    "telemetry": block.result.telemetry.as_dict() if block.result.telemetry else None,
-                }
-            )
+            first = played_first.setdefault(block.round, block.role)  # each round's first block, as played
+            bench.emit(records.block(self.session_id, pair, bench, scenario.name, block, first))
             if load is not None and load.contended:  # the busy host named where the block is played
-                _say(
+                terminal.say(
                     self.config,
                     f"llmbench compare: {pair.config_name} {scenario.name} round {block.round} "
                     f"({block.role}): host busy: {load.describe()}",
@@ -272,33 +248,20 @@ class CompareSession:
             choice = choose_unit(name, costs, target, design, self.budget, elapsed_s=time.monotonic() - t_run)
             chosen.append(choice)
             for line in choice.table:
-                _say(self.config, line)
+                terminal.say(self.config, line)
             self._write_starts(pair, servers)
             bench.emit(
-                {
-                    "record": "comparison_unit_plan",
-                    "compare_session": self.session_id,
-                    "config": pair.config_name,
-                    "nodeid": bench.nodeid,
-                    "test_key": bench.test_key,
-                    "scenario": scenario.name,
-                    "metric": metric,
-                    "unit_rounds": choice.plan.unit_rounds,
-                    "units": choice.plan.units,
-                    "pilot_units": choice.pilot_units,
-                    "predicted_s": choice.plan.seconds,
-                    "detectable": choice.plan.detectable,
-                    "power": choice.plan.power,
-                    "reached": choice.plan.reached,
-                    "start_s": costs.start_s,
-                    "round_s": costs.round_s,
-                    "warmup_s": costs.warmup_s,
-                    "prior_sd_between": design.prior_sd_between,
-                    "prior_sd_within": design.prior_sd_within,
-                    "budget_s": choice.budget_s,
-                    "session_budget_s": self.budget.total_s,
-                    "table": choice.table,
-                }
+                records.unit_plan(
+                    self.session_id,
+                    pair,
+                    bench,
+                    scenario.name,
+                    metric=metric,
+                    choice=choice,
+                    costs=costs,
+                    design=design,
+                    session_budget_s=self.budget.total_s,
+                )
             )
             progress.plan(choice.pilot_units, "pilot")
             unit_rounds[0] = choice.plan.unit_rounds
@@ -306,33 +269,15 @@ class CompareSession:
 
         def on_plan(plan: Plan) -> None:
             progress.plan(plan.rounds // max(plan.unit_rounds, 1))
+            predicted_s = time.monotonic() - t_run + (plan.rounds - plan.pilot) * plan.seconds_per_round
+            components = pilot_components(pilot_blocks, plan.unit_rounds)
             bench.emit(
-                {
-                    "record": "comparison_plan",
-                    "compare_session": self.session_id,
-                    "config": pair.config_name,
-                    "nodeid": bench.nodeid,
-                    "test_key": bench.test_key,
-                    "scenario": scenario.name,
-                    "rounds": plan.rounds,
-                    "needed": plan.needed,
-                    "limit": plan.limit,
-                    "pilot": plan.pilot,
-                    "unit_rounds": plan.unit_rounds,
-                    "units": plan.rounds // max(plan.unit_rounds, 1),
-                    "predicted_s": time.monotonic() - t_run + (plan.rounds - plan.pilot) * plan.seconds_per_round,
-                    **pilot_components(pilot_blocks, plan.unit_rounds),
-                    "seconds_per_round": plan.seconds_per_round,
-                    "underpowered": plan.underpowered,
-                    "reason": plan.describe(),
-                    "needs": [
-                        {"metric": n.metric, "sd": n.spread.sd, "df": n.spread.df, "rounds": n.rounds}
-                        for n in plan.needs
-                    ],
-                }
+                records.pilot_plan(
+                    self.session_id, pair, bench, scenario.name, plan, predicted_s=predicted_s, components=components
+                )
             )
             if plan.underpowered:
-                _say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {plan.describe()}")
+                terminal.say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {plan.describe()}")
 
         try:
             rounds, comps, outcome = run_rounds(
@@ -358,7 +303,7 @@ class CompareSession:
             self._write_starts(pair, servers)
             self.budget.finished(time.monotonic() - t_run)
         if outcome.note:  # the budget (a cap) could not hold the floor: nothing was judged
-            _say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {outcome.note}")
+            terminal.say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {outcome.note}")
         for role in ("reference", "candidate"):
             failed = [b for b in rounds.blocks if b.role == role and b.result.metrics.get("failed")]
             server = servers.reference if role == "reference" else servers.candidate
@@ -488,35 +433,26 @@ class CompareSession:
     ) -> Any:
         """The comparison record, the JUnit property, and the test's failure when it regressed."""
         pair = self.pairs[bench.config_name]
-        plan = outcome.plan if outcome is not None else None
-        record = {
-            "record": "comparison",
-            "compare_session": self.session_id,
-            "config": pair.config_name,
-            "nodeid": bench.nodeid,
-            "test_key": bench.test_key,
-            "scenario": scenario,
-            **c.as_record(),
-            "family": family,
-            "rounds": rounds,
-            "prompts": prompts,
-            "stop": "interrupted" if interrupted else outcome.stop if outcome else "cases",
-            "stop_reason": interrupted
-            or (outcome.describe() if outcome else f"every case measured on both arms ({c.n})"),
-            "planned_rounds": plan.rounds if plan else None,
-            "needed_rounds": plan.needed if plan else None,
-            "underpowered": plan.underpowered if plan else False,
-            "max_rounds": self.settings.max_rounds,
-            "reference_arm": pair.reference.label,
-            "candidate_arm": pair.candidate.label,
-            "strict": self.settings.strict,
-        }
+        record = records.comparison(
+            self.session_id,
+            pair,
+            bench,
+            c,
+            family,
+            scenario=scenario,
+            rounds=rounds,
+            prompts=prompts,
+            outcome=outcome,
+            interrupted=interrupted,
+            max_rounds=self.settings.max_rounds,
+            strict=self.settings.strict,
+        )
         bench.emit(record)  # results.jsonl and the JUnit properties (report/junit.py)
         self.records.append(record)
         self.made[family] += 1
         if interrupted:
             return c  # the session is interrupted: the row is kept, the test is not judged by it
-        message = _message(record)
+        message = terminal.message(record)
         if c.verdict == "regressed" or (c.verdict == "inconclusive" and self.settings.strict):
             why = "" if c.verdict == "regressed" else " (--llmbench-strict)"
             self._failing.setdefault(bench.nodeid, []).append(message + why)
@@ -543,69 +479,18 @@ class CompareSession:
             self._servers = None
         if self._servers is None:
             mode = self.settings.server_mode
-            keep_both = mode == "both" or (mode == "auto" and both_fit(candidate))
-            self._servers = ArmServers(pair, candidate, self._starter(candidate), keep_both=keep_both, facts=_facts)
+            keep_both = mode == "both" or (mode == "auto" and arm_servers.both_fit(candidate))
+            start = self._starter(candidate)
+            self._servers = ArmServers(pair, candidate, start, keep_both=keep_both, facts=arm_servers.facts)
         return self._servers
 
     def _starter(self, candidate: Any) -> Starter:
-        from pytest_llmbench.server import ServerStartError, start_server
-
-        results = self.config.stash[stash.RESULTS]
-
-        def start(arm: Arm) -> LLMServer:
-            """One start; a start that fails is retried once (a session that restarts servers dozens of times
-            meets a flaky one: the units already played are kept) and named in the table; a second failure
-            fails the test."""
-            for attempt in (1, 2):
-                try:
-                    server = start_server(
-                        arm.config, results.server_dir(arm.server_name), gpu_ids=candidate.gpu_ids, image=arm.image
-                    )
-                    break
-                except ServerStartError as e:
-                    if attempt == 2:
-                        pytest.fail(
-                            f"{arm.role} arm ({arm.label}), started again after a failed start: {e}", pytrace=False
-                        )
-                    note = (
-                        f"{arm.role} arm ({arm.label}) failed to start once and was started again: "
-                        + (str(e).splitlines() or [""])[0]
-                    )
-                    self.retried.append(note)
-                    _say(self.config, f"llmbench compare: {note}")
-                    sink.emit(
-                        self.config,
-                        {
-                            "record": "arm_start_retry",
-                            "compare_session": self.session_id,
-                            "config": arm.server_name,
-                            "role": arm.role,
-                            "label": arm.label,
-                            "error": str(e)[:2000],
-                        },
-                    )
-            sink.emit(self.config, {**server_line(server), "config": arm.server_name, "role": arm.role})
-            return server
-
-        return start
+        """A start of an arm's server on the test's GPUs (compare/servers.py), retried once."""
+        return arm_servers.starter(self.config, candidate.gpu_ids, self.session_id, self.retried)
 
     def _write_starts(self, pair: ArmPair, servers: ArmServers) -> None:
         for s in servers.starts:
-            sink.emit(
-                self.config,
-                {
-                    "record": "arm_start",
-                    "compare_session": self.session_id,
-                    "config": pair.config_name,
-                    "role": s.role,
-                    "label": pair.arm(s.role).label,
-                    "startup_s": s.startup_s,
-                    "unit": s.unit,
-                    "host_rss_bytes": s.host_rss_bytes,
-                    "gpu_memory_gb": s.gpu_memory_gb,
-                    "build_info": s.build_info,
-                },
-            )
+            sink.emit(self.config, records.arm_start(self.session_id, pair, s))
         servers.starts.clear()
 
     def close_servers(self) -> None:
@@ -646,26 +531,10 @@ class CompareSession:
             return
         budget = suite.family_alphas(self.settings.alpha, self.counted, parse_alpha(self._gate_alpha_spec()))
         self.adjusted = suite.adjust(self._all_records("comparison"), budget)
-        suite_regressed = [r for r in self.adjusted if r.get("suite_verdict") == "regressed"]
         for r in self.adjusted:  # what a report joins onto each comparison record (compare/suite.py: joined)
             sink.emit(self.config, suite.suite_record(r, self.session_id))
         if self.adjusted:
-            sink.emit(
-                self.config,
-                {
-                    "record": "comparison_budget",
-                    "compare_session": self.session_id,
-                    "method": "holm",
-                    "alphas": budget,
-                    "per_comparison_alpha": self.alphas,
-                    "comparisons": len(self.adjusted),
-                    "q_values": [
-                        {"nodeid": r["nodeid"], "metric": r["metric"], "q_value": r.get("q_value")}
-                        for r in self.adjusted
-                    ],
-                    "suite_regressed": [{"nodeid": r["nodeid"], "metric": r["metric"]} for r in suite_regressed],
-                },
-            )
+            sink.emit(self.config, records.budget(self.session_id, budget, self.alphas, self.adjusted))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
@@ -674,55 +543,21 @@ class CompareSession:
         starts = self._all_records("arm_start")
         if not rows and not starts and not self.retried:
             return
-        tr = terminalreporter
-        tr.write_sep("=", "llmbench comparisons (reference vs candidate, interleaved)")
-        for line in table.render(rows):
-            tr.write_line(line)
-        if rows:
-            tr.write_line(table.counts(rows))
-        for line in table.arms_lines(starts):
-            tr.write_line(line)
-        for r in self._all_records("arm_start_retry"):
-            tr.write_line(
-                f"{r.get('config')}: {r.get('role')} arm ({r.get('label')}) failed to start once and was started "
-                "again (the units already played were kept)",
-                yellow=True,
-            )
         made = self._made_everywhere(rows) if self.counted else Counter()  # an xdist controller counts nothing
-        for fam, n in sorted(made.items()):
-            if n > self.counted[fam] and self.settings.alpha is None and parse_alpha(self._gate_alpha_spec()):
-                tr.write_line(
-                    f"llmbench compare: {n} {fam} comparisons made, {self.counted[fam]} counted up front (a check "
-                    f"whose metric is not a literal, or in a loop): each test judged at the family's alpha / "
-                    f"{self.counted[fam]}; Holm above holds the family's budget over all {n}",
-                    yellow=True,
-                )
-        for r in rows:
-            if r.get("suite_verdict") == "regressed":
-                tr.write_line(
-                    f"REGRESSED at suite level (test {r['nodeid']} passed; Holm q={r['q_value']:.3g}): {_message(r)}",
-                    red=True,
-                )
+        budgeted = self.settings.alpha is None and bool(parse_alpha(self._gate_alpha_spec()))
+        terminal.summary(
+            terminalreporter,
+            rows,
+            starts,
+            self._all_records("arm_start_retry"),
+            made=made,
+            counted=self.counted,
+            budgeted=budgeted,
+        )
 
     @staticmethod
     def _made_everywhere(rows: list[dict[str, Any]]) -> Counter[str]:
         return Counter(str(r.get("family")) for r in rows)
-
-
-#: auto mode keeps both arms up when the loaded candidate uses at most this share of its GPUs' memory (the
-#: reference is assumed the same size; engines that reserve most of the GPU, as SGLang does, go per block).
-BOTH_FIT_SHARE = 0.45
-
-
-def both_fit(candidate: Any) -> bool:
-    """Can the reference start beside the running candidate? Always on CPU; on GPUs when the candidate's
-    devices are under half full (unreadable memory: no, one arm at a time is the safe side)."""
-    if not candidate.gpu_ids:
-        return True
-    from pytest_llmbench.server_facts import gpu_used_share
-
-    share = gpu_used_share(candidate.gpu_ids)
-    return share is not None and share <= BOTH_FIT_SHARE
 
 
 _config_of = server_config_name
@@ -745,27 +580,3 @@ def _compared_family(metric: str) -> str | None:
     """The family a ``bench.check(metric)`` counts in when it becomes a comparison (a serving metric), or
     None (it keeps its stored baseline)."""
     return family_of(metric) if source_of(metric) is not None else None
-
-
-def _facts(server: Any) -> dict[str, Any]:
-    from pytest_llmbench.server_facts import collect_facts
-
-    try:
-        return collect_facts(server)
-    except Exception:  # facts are informative; never fail a comparison over them
-        return {}
-
-
-def _message(r: dict[str, Any]) -> str:
-    return (
-        f"{r['config']} {r.get('test_key')} {r['metric']}: {r['verdict']} — "
-        f"candidate/reference {table.estimate(r)}, {table.sizes_text(r)}, p={table.num(r.get('p_value'))}; "
-        f"{table.reach(r)}; {r.get('method')} ({r.get('rounds')} rounds, {r.get('prompts')} prompts)"
-    )
-
-
-def _say(config: pytest.Config, line: str) -> None:
-    """A line on the terminal now (the plan table, the pilot's plan, progress), not only in the table at the
-    end; a session without a terminal (an xdist worker) keeps it for the table."""
-    if config.pluginmanager.get_plugin("terminalreporter") is not None:
-        tell(config, line, yellow=True)

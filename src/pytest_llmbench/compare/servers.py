@@ -1,0 +1,85 @@
+"""The arms' server lifecycle for a comparison session: whether both arms fit, and a start that is
+retried once and recorded.
+
+Why apart from the session plugin: starting servers is the part that fails, retries and costs minutes on a
+GPU; the session only asks for a starter and closes what it got.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_llmbench import sink, stash
+from pytest_llmbench.compare.terminal import say
+from pytest_llmbench.report.results import server_line
+
+if TYPE_CHECKING:
+    from pytest_llmbench.compare.arms import Arm
+    from pytest_llmbench.server import LLMServer
+
+#: auto mode keeps both arms up when the loaded candidate uses at most this share of its GPUs' memory (the
+#: reference is assumed the same size; engines that reserve most of the GPU, as SGLang does, go per block).
+BOTH_FIT_SHARE = 0.45
+
+
+def both_fit(candidate: Any) -> bool:
+    """Can the reference start beside the running candidate? Always on CPU; on GPUs when the candidate's
+    devices are under half full (unreadable memory: no, one arm at a time is the safe side)."""
+    if not candidate.gpu_ids:
+        return True
+    from pytest_llmbench.server_facts import gpu_used_share
+
+    share = gpu_used_share(candidate.gpu_ids)
+    return share is not None and share <= BOTH_FIT_SHARE
+
+
+def facts(server: Any) -> dict[str, Any]:
+    """What a loaded server holds (memory, build); never fails a comparison."""
+    from pytest_llmbench.server_facts import collect_facts
+
+    try:
+        return collect_facts(server)
+    except Exception:  # facts are informative; never fail a comparison over them
+        return {}
+
+
+def starter(config: pytest.Config, gpu_ids: Any, session_id: str, retried: list[str]) -> Callable[[Arm], LLMServer]:
+    """A start of an arm's server on ``gpu_ids``; a start that fails is retried once (a session that
+    restarts servers dozens of times meets a flaky one: the units already played are kept), noted in
+    ``retried`` and recorded; a second failure fails the test."""
+    from pytest_llmbench.server import ServerStartError, start_server
+
+    results = config.stash[stash.RESULTS]
+
+    def start(arm: Arm) -> LLMServer:
+        for attempt in (1, 2):
+            try:
+                server = start_server(arm.config, results.server_dir(arm.server_name), gpu_ids=gpu_ids, image=arm.image)
+                break
+            except ServerStartError as e:
+                if attempt == 2:
+                    pytest.fail(f"{arm.role} arm ({arm.label}), started again after a failed start: {e}", pytrace=False)
+                note = (
+                    f"{arm.role} arm ({arm.label}) failed to start once and was started again: "
+                    + (str(e).splitlines() or [""])[0]
+                )
+                retried.append(note)
+                say(config, f"llmbench compare: {note}")
+                sink.emit(
+                    config,
+                    {
+                        "record": "arm_start_retry",
+                        "compare_session": session_id,
+                        "config": arm.server_name,
+                        "role": arm.role,
+                        "label": arm.label,
+                        "error": str(e)[:2000],
+                    },
+                )
+        sink.emit(config, {**server_line(server), "config": arm.server_name, "role": arm.role})
+        return server
+
+    return start
