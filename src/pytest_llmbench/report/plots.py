@@ -424,9 +424,9 @@ def comparison_forest(folder: ResultsFolder) -> list[Plot]:
         ax.fill_betweenx([y - 0.4, y + 0.4], 1 - ignore, 1 + ignore, color="#a8a8a8", lw=0, zorder=0.5)
         ax.plot([low, high], [y, y], color=color, lw=2)
         ax.plot([ratio], [y], "o", color=color, markersize=4)
-        why = cause(c) if verdict == "inconclusive" else None
+        why = cause(c, detail=False) if verdict == "inconclusive" else None  # the numbers: the table's note
         ax.annotate(
-            f"{verdict}{': ' + why if why else ''}  ({margins(c)})",
+            f"{verdict}{': ' + why if why else ''} · {margins(c)}",
             (1.01, y),
             xycoords=("axes fraction", "data"),
             va="center",
