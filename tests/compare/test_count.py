@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest_llmbench
+from pytest_llmbench.compare.cases import compared_family as _compared_family
 from pytest_llmbench.compare.count import comparisons_by_family, literal_checks
-from pytest_llmbench.compare.session import _compared_family
 from pytest_llmbench.gate.noise.paired import McNemar, PairedBootstrap
 
 

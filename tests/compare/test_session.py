@@ -18,6 +18,7 @@ from pytest_llmbench.compare.judging import Judge
 from pytest_llmbench.compare.options import CompareSettings
 from pytest_llmbench.compare.power import Design, Plan
 from pytest_llmbench.compare.rounds import Block, Rounds
+from pytest_llmbench.compare.servers import SessionServers
 from pytest_llmbench.compare.session import CompareSession, _LastRun
 from pytest_llmbench.config import load_config_file
 from pytest_llmbench.registry import Registry
@@ -86,8 +87,9 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
     s.config, s.settings, s.yaml_pairs = config, settings, []
     s.pairs = {"smol-nospec": arms_from_options(cfg, settings.arms, REGISTRY)}
     s.alphas = {"timing": 0.01, "quality": 0.01, "decisions": 0.01}
-    s._servers, s._last, s._failing, s.records, s.is_worker = None, {}, {}, [], False
-    s.session_id, s.counted, s.made = "session-a", Counter(), Counter()
+    s._last, s._failing, s.records, s.is_worker = {}, {}, [], False
+    s.session_id, s.counted, s.made, s.retried = "session-a", Counter(), Counter(), []
+    s.servers = SessionServers(config, settings.server_mode, s.session_id, s.retried)
     item = SimpleNamespace(user_properties=[], nodeid="b.py::test_serving[smol-nospec]")
     bench = SimpleNamespace(
         item=item,
@@ -224,7 +226,8 @@ def test_arms_yields_the_reference_then_the_candidate_and_leaves_the_candidate_u
         log.append(("start", arm.role))
         return RecordingServer(arm.role, log)
 
-    s._starter = lambda candidate: start
+    s.servers.server_mode = "per-block"
+    s.servers.starter = lambda candidate: start
     roles = []
     for role, server in s.arm_servers(bench):
         roles.append(role)

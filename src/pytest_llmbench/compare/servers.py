@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmbench import sink, stash
+from pytest_llmbench.compare import records
+from pytest_llmbench.compare.interleave import ArmServers
 from pytest_llmbench.compare.terminal import say
 from pytest_llmbench.report.results import server_line
 
 if TYPE_CHECKING:
-    from pytest_llmbench.compare.arms import Arm
+    from pytest_llmbench.compare.arms import Arm, ArmPair
     from pytest_llmbench.server import LLMServer
 
 #: auto mode keeps both arms up when the loaded candidate uses at most this share of its GPUs' memory (the
@@ -83,3 +85,36 @@ def starter(config: pytest.Config, gpu_ids: Any, session_id: str, retried: list[
         return server
 
     return start
+
+
+class SessionServers:
+    """The servers of the config being compared (one :class:`ArmServers` at a time): both arms kept up or one
+    at a time by ``server_mode`` (``auto``: both where they fit), each start recorded as ``arm_start``."""
+
+    def __init__(self, config: pytest.Config, server_mode: str, session_id: str, retried: list[str]) -> None:
+        self.config, self.server_mode, self.session_id, self.retried = config, server_mode, session_id, retried
+        self.current: ArmServers | None = None
+
+    def for_pair(self, pair: ArmPair, candidate: Any) -> ArmServers:
+        """The pair's servers; another pair or another ``llm_server`` closes the last one's first."""
+        if self.current is not None and (self.current.pair is not pair or self.current.candidate is not candidate):
+            self.close()
+        if self.current is None:
+            mode = self.server_mode
+            keep_both = mode == "both" or (mode == "auto" and both_fit(candidate))
+            self.current = ArmServers(pair, candidate, self.starter(candidate), keep_both=keep_both, facts=facts)
+        return self.current
+
+    def starter(self, candidate: Any) -> Callable[[Arm], LLMServer]:
+        """A start of an arm's server on the test's GPUs, retried once (a seam the tests replace)."""
+        return starter(self.config, candidate.gpu_ids, self.session_id, self.retried)
+
+    def write_starts(self, pair: ArmPair, servers: ArmServers) -> None:
+        for s in servers.starts:
+            sink.emit(self.config, records.arm_start(self.session_id, pair, s))
+        servers.starts.clear()
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None

@@ -22,14 +22,15 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pytest
 
 from pytest_llmbench import sink, stash
+from pytest_llmbench.compare import cases as cases_mod
 from pytest_llmbench.compare import records, suite, terminal
-from pytest_llmbench.compare import servers as arm_servers
+from pytest_llmbench.compare import servers as servers_mod
 from pytest_llmbench.compare.arms import (
     ArmError,
     ArmPair,
@@ -39,31 +40,22 @@ from pytest_llmbench.compare.arms import (
     read_compare_blocks,
 )
 from pytest_llmbench.compare.count import comparisons_by_family
-from pytest_llmbench.compare.interleave import ArmServers, Outcome, Starter, run_rounds
+from pytest_llmbench.compare.interleave import Outcome, run_rounds
 from pytest_llmbench.compare.judging import Judge, compare_metric, family_of, source_of
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.options import CompareSettings, read_settings
-from pytest_llmbench.compare.plan import ROUND_STEP, Costs
-from pytest_llmbench.compare.power import Plan
-from pytest_llmbench.compare.progress import UnitProgress
-from pytest_llmbench.compare.rounds import Block, Rounds
+from pytest_llmbench.compare.rounds import Rounds
+from pytest_llmbench.compare.scenario_run import ScenarioRun
 from pytest_llmbench.compare.spend import (
     SessionBudget,
-    UnitChoice,
-    choose_unit,
     floor_warning,
-    pilot_components,
-    target_for,
 )
-from pytest_llmbench.compare.stats import compare_decisions, compare_paired, compare_pass_fail, not_judged
+from pytest_llmbench.compare.stats import not_judged
 from pytest_llmbench.config import ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
 from pytest_llmbench.gate.verdict import fail_at_end
 from pytest_llmbench.scheduling import server_config_name
 from pytest_llmbench.workload.scenario import WorkloadError
-
-if TYPE_CHECKING:
-    pass
 
 COMPARE = pytest.StashKey["CompareSession"]()
 DEFAULT_ALPHA = 0.01  # one comparison, when the suite's budget is off
@@ -107,7 +99,6 @@ class CompareSession:
         self.yaml_pairs = yaml_pairs
         self.pairs: dict[str, ArmPair] = {}
         self.alphas: dict[str, float] = {}
-        self._servers: ArmServers | None = None
         self._last: dict[str, _LastRun] = {}
         self._failing: dict[str, list[str]] = {}
         self.records: list[dict[str, Any]] = []  # this process's comparison records
@@ -119,6 +110,7 @@ class CompareSession:
         self.made: Counter[str] = Counter()  # comparisons per family made (this process)
         self.budget = SessionBudget(settings.session_budget_s, settings.design.budget_s, 1)
         self.retried: list[str] = []  # starts that failed once and were retried (named in the table)
+        self.servers = servers_mod.SessionServers(config, settings.server_mode, self.session_id, self.retried)
         config.stash[COMPARE] = self
 
     # --- set-up once the selected tests are known ---------------------------------------------------
@@ -156,7 +148,7 @@ class CompareSession:
         self.budget.scenarios = max(1, len(compared))
         for i in compared:
             self.counted += comparisons_by_family(
-                getattr(i, "function", None), family_of=_compared_family, fallback=self.settings.decide
+                getattr(i, "function", None), family_of=cases_mod.compared_family, fallback=self.settings.decide
             )
         if self.settings.alpha is not None:
             return dict.fromkeys(FAMILIES, self.settings.alpha)
@@ -172,24 +164,13 @@ class CompareSession:
 
     def pytest_report_collectionfinish(self, config: pytest.Config, start_path: Any, items: Any) -> list[str]:
         """After collection (the arms exist only once the selected configs are known)."""
-        lines = [f"llmbench compare: {p.describe()}" for p in self.pairs.values()]
-        if self.pairs:
-            lines.append(
-                "llmbench compare: "
-                + self.settings.design.describe(
-                    self.settings.server_mode != "per-block", self.settings.session_budget_s
-                )
-                + f", "
-                f"{self.settings.block_prompts} "
-                f"prompts per block; per-comparison α " + ", ".join(f"{f}={a:.3g}" for f, a in self.alphas.items())
-            )
-        return lines
+        return terminal.collection_lines(self.pairs.values(), self.settings, self.alphas)
 
     # --- bench.run and bench.check of a compared config ---------------------------------------------
 
     def run(self, bench: Any, scenario: Any, *, prompts: Any = None) -> Any:
         pair = self.pairs[bench.config_name]
-        servers = self._servers_for(pair, bench.server)
+        servers = self.servers.for_pair(pair, bench.server)
         design = replace(self.settings.design, budget_s=self.budget.share_s())
         judge = Judge(
             self.settings.decide,
@@ -198,86 +179,24 @@ class CompareSession:
             detect=self.settings.detect,
             ignore=self.settings.ignore,
         )
-        t_run = time.monotonic()
-        chosen: list[UnitChoice] = []
-        pilot_blocks: list[Block] = []
-        progress = UnitProgress(
-            f"{pair.config_name} {scenario.name}", lambda line: terminal.say(self.config, line), design.pilot_units
+        run = ScenarioRun(
+            self.config,
+            self.session_id,
+            self.settings,
+            self.alphas,
+            self.budget,
+            pair,
+            bench,
+            scenario.name,
+            design,
+            lambda: self.servers.write_starts(pair, servers),
+            unit_rounds=design.unit_rounds(servers.keep_both),
         )
-        played_first: dict[int, str] = {}  # each round's first block, as played (on_block sees play order)
-
-        played: list[Block] = []  # every block, for the comparison of an interrupted run
-        unit_rounds = [design.unit_rounds(servers.keep_both)]
         start_s = getattr(bench.server, "startup_s", None)
-        warning = (
-            floor_warning(f"{pair.config_name} {scenario.name}", float(start_s), design, servers.keep_both)
-            if isinstance(start_s, (int, float))
-            else None
-        )
-        if warning:  # before the first start of the comparison: the budget is a cap (issue 57)
-            terminal.say(self.config, warning)
-
-        def on_block(block: Block) -> None:
-            played.append(block)
-            progress.block(block.unit)  # "unit k of n, elapsed, ~remaining" as each unit starts
-            load = block.result.host_load
-            first = played_first.setdefault(block.round, block.role)  # each round's first block, as played
-            bench.emit(records.block(self.session_id, pair, bench, scenario.name, block, first))
-            if load is not None and load.contended:  # the busy host named where the block is played
-                terminal.say(
-                    self.config,
-                    f"llmbench compare: {pair.config_name} {scenario.name} round {block.round} "
-                    f"({block.role}): host busy: {load.describe()}",
-                )
-            if not block.warmup:
-                pilot_blocks.append(block)
-
-        def on_costs(costs: Costs) -> tuple[int, int]:
-            """The first pair is timed: the unit chosen by cost, the plan table said and recorded."""
-            aim = target_for(
-                self.settings.decide,
-                self.alphas,
-                detect=self.settings.detect,
-                ignore=self.settings.ignore,
-                power=design.power,
-            )
-            if aim is None:  # nothing judged per round: the shipped two rounds per pair
-                return ROUND_STEP, design.pilot_units
-            metric, target = aim
-            name = f"{pair.config_name} {scenario.name}"
-            choice = choose_unit(name, costs, target, design, self.budget, elapsed_s=time.monotonic() - t_run)
-            chosen.append(choice)
-            for line in choice.table:
-                terminal.say(self.config, line)
-            self._write_starts(pair, servers)
-            bench.emit(
-                records.unit_plan(
-                    self.session_id,
-                    pair,
-                    bench,
-                    scenario.name,
-                    metric=metric,
-                    choice=choice,
-                    costs=costs,
-                    design=design,
-                    session_budget_s=self.budget.total_s,
-                )
-            )
-            progress.plan(choice.pilot_units, "pilot")
-            unit_rounds[0] = choice.plan.unit_rounds
-            return choice.plan.unit_rounds, choice.pilot_units
-
-        def on_plan(plan: Plan) -> None:
-            progress.plan(plan.rounds // max(plan.unit_rounds, 1))
-            predicted_s = time.monotonic() - t_run + (plan.rounds - plan.pilot) * plan.seconds_per_round
-            components = pilot_components(pilot_blocks, plan.unit_rounds)
-            bench.emit(
-                records.pilot_plan(
-                    self.session_id, pair, bench, scenario.name, plan, predicted_s=predicted_s, components=components
-                )
-            )
-            if plan.underpowered:
-                terminal.say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {plan.describe()}")
+        if isinstance(start_s, (int, float)):  # before the first start of the comparison: the budget is a cap
+            warning = floor_warning(run.name, float(start_s), design, servers.keep_both)
+            if warning:
+                run.say(warning)
 
         try:
             rounds, comps, outcome = run_rounds(
@@ -287,9 +206,9 @@ class CompareSession:
                 judge=judge,
                 prompts=prompts,
                 block_prompts=self.settings.block_prompts,
-                on_block=on_block,
-                on_plan=on_plan,
-                choose_unit=on_costs,
+                on_block=run.on_block,
+                on_plan=run.on_plan,
+                choose_unit=run.on_costs,
             )
         except (httpx.TransportError, WorkloadError):
             for role, server in (("reference", servers.reference), ("candidate", servers.candidate)):
@@ -297,11 +216,11 @@ class CompareSession:
                     pytest.fail(server.gone_message(f"during scenario {scenario.name} ({role} arm)"), pytrace=False)
             raise
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the units played still give their comparison
-            self._conclude_interrupted(bench, scenario, judge, Rounds(scenario, played, unit_rounds[0]), e)
+            self._conclude_interrupted(bench, scenario, judge, Rounds(scenario, run.played, run.unit_rounds), e)
             raise
         finally:
-            self._write_starts(pair, servers)
-            self.budget.finished(time.monotonic() - t_run)
+            self.servers.write_starts(pair, servers)
+            self.budget.finished(time.monotonic() - run.t_run)
         if outcome.note:  # the budget (a cap) could not hold the floor: nothing was judged
             terminal.say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {outcome.note}")
         for role in ("reference", "candidate"):
@@ -325,12 +244,15 @@ class CompareSession:
         if metric not in last.comparisons or own or metric in last.own_sizes:
             try:  # a metric outside llmbench_compare_metrics, or sizes of its own: on the rounds that ran
                 c = last.judge.compare(
-                    metric, last.rounds, last.outcome.plan, **_check_sizes(metric, self.settings, detect, ignore)
+                    metric,
+                    last.rounds,
+                    last.outcome.plan,
+                    **cases_mod.check_sizes(metric, self.settings, detect, ignore),
                 )
             except ValueError as e:
                 pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
             if c is None and last.outcome.note:  # the budget held less than the floor: said, not silent
-                sizes = sizes_for(metric, **_check_sizes(metric, self.settings, detect, ignore))
+                sizes = sizes_for(metric, **cases_mod.check_sizes(metric, self.settings, detect, ignore))
                 hib = source_of(metric).higher_is_better  # type: ignore[union-attr]  # checked above
                 c = not_judged(
                     metric, sizes, higher_is_better=hib, why=last.outcome.note, alpha=last.judge.alpha(metric)
@@ -370,34 +292,22 @@ class CompareSession:
         """A per-case check measured on both arms (``bench.arms()``): the same cases paired — exact McNemar
         for pass/fail (``noise=McNemar``), paired bootstrap for decisions (``PairedBootstrap``), paired t
         otherwise — judged once, at the family's alpha."""
-        common = sorted(set(cases) & set(reference_cases))
-        if not common:
-            pytest.fail(
-                f"bench.check({metric!r}, reference_cases=...): no case id measured on both arms "
-                f"({len(reference_cases)} reference, {len(cases)} candidate)",
-                pytrace=False,
-            )
-        ref = [float(reference_cases[k]) for k in common]
-        cand = [float(cases[k]) for k in common]
-        higher = direction != "lower"
-        name = type(noise).__name__
-        fam = family or ("decisions" if name == "PairedBootstrap" else "quality")
-        alpha = self.alphas.get(fam, DEFAULT_ALPHA)
+        fam = cases_mod.family_for(noise, family)
         try:
-            sizes = sizes_for(metric, **_check_sizes(metric, self.settings, detect, ignore))
-            if name == "McNemar":
-                c = compare_pass_fail(metric, ref, cand, sizes=sizes, alpha=alpha)
-            elif name == "PairedBootstrap":
-                sep = getattr(noise, "cluster", "")  # a case's questions are resampled together
-                clusters = [k.split(sep, 1)[0] for k in common] if sep else None
-                c = compare_decisions(
-                    metric, ref, cand, higher_is_better=higher, sizes=sizes, alpha=alpha, clusters=clusters
-                )
-            else:
-                c = compare_paired(metric, ref, cand, higher_is_better=higher, sizes=sizes, alpha=alpha)
+            sizes = sizes_for(metric, **cases_mod.check_sizes(metric, self.settings, detect, ignore))
+            c, n = cases_mod.judge_cases(
+                metric,
+                cases,
+                reference_cases,
+                noise=noise,
+                direction=direction,
+                sizes=sizes,
+                alpha=self.alphas.get(fam, DEFAULT_ALPHA),
+            )
         except ValueError as e:
-            pytest.fail(f"bench.check({metric!r}) as a comparison: {e}", pytrace=False)
-        return self._conclude(bench, c, fam, scenario=None, rounds=1, prompts=2 * len(common))
+            where = "" if str(e).startswith("bench.check(") else f"bench.check({metric!r}) as a comparison: "
+            pytest.fail(f"{where}{e}", pytrace=False)
+        return self._conclude(bench, c, fam, scenario=None, rounds=1, prompts=2 * n)
 
     def _conclude_interrupted(self, bench: Any, scenario: Any, judge: Judge, rounds: Rounds, e: BaseException) -> None:
         """Each metric judged on the rounds both arms finished before the interrupt, recorded with stop
@@ -462,46 +372,19 @@ class CompareSession:
         """The reference arm's server, then the candidate's (``bench.arms()``); in per-block mode one is up
         at a time, and the test's ``llm_server`` is up again afterwards."""
         pair = self.pairs[bench.config_name]
-        servers = self._servers_for(pair, bench.server)
+        servers = self.servers.for_pair(pair, bench.server)
         try:
             yield "reference", servers.acquire("reference")
             servers.release("reference")
             yield "candidate", servers.acquire("candidate")
         finally:
             servers.finish()
-            self._write_starts(pair, servers)
-
-    # --- servers -------------------------------------------------------------------------------------
-
-    def _servers_for(self, pair: ArmPair, candidate: Any) -> ArmServers:
-        if self._servers is not None and (self._servers.pair is not pair or self._servers.candidate is not candidate):
-            self._servers.close()
-            self._servers = None
-        if self._servers is None:
-            mode = self.settings.server_mode
-            keep_both = mode == "both" or (mode == "auto" and arm_servers.both_fit(candidate))
-            start = self._starter(candidate)
-            self._servers = ArmServers(pair, candidate, start, keep_both=keep_both, facts=arm_servers.facts)
-        return self._servers
-
-    def _starter(self, candidate: Any) -> Starter:
-        """A start of an arm's server on the test's GPUs (compare/servers.py), retried once."""
-        return arm_servers.starter(self.config, candidate.gpu_ids, self.session_id, self.retried)
-
-    def _write_starts(self, pair: ArmPair, servers: ArmServers) -> None:
-        for s in servers.starts:
-            sink.emit(self.config, records.arm_start(self.session_id, pair, s))
-        servers.starts.clear()
-
-    def close_servers(self) -> None:
-        if self._servers is not None:
-            self._servers.close()
-            self._servers = None
+            self.servers.write_starts(pair, servers)
 
     def pytest_fixture_post_finalizer(self, fixturedef: Any, request: Any) -> None:
         """The config's ``llm_server`` stopped: its reference stops too (the next config starts clean)."""
         if fixturedef.argname == "llm_server":
-            self.close_servers()
+            self.servers.close()
 
     # --- outcome, table, budget ----------------------------------------------------------------------
 
@@ -526,7 +409,7 @@ class CompareSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Servers down, then Holm across comparisons; a suite-level regression fails the run through the
         session verdict (report/headline.py), which reads this ``comparison_budget`` record."""
-        self.close_servers()
+        self.servers.close()
         if self.is_worker:
             return
         budget = suite.family_alphas(self.settings.alpha, self.counted, parse_alpha(self._gate_alpha_spec()))
@@ -561,22 +444,3 @@ class CompareSession:
 
 
 _config_of = server_config_name
-
-
-def _check_sizes(
-    metric: str, settings: CompareSettings, detect: object, ignore: object
-) -> dict[str, dict[str, object]]:
-    """The override tables for one check: the ini's, with ``bench.check``'s own sizes of ``metric`` on top."""
-    d: dict[str, object] = dict(settings.detect)
-    i: dict[str, object] = dict(settings.ignore)
-    if detect is not None:
-        d[metric] = detect
-    if ignore is not None:
-        i[metric] = ignore
-    return {"detect": d, "ignore": i}
-
-
-def _compared_family(metric: str) -> str | None:
-    """The family a ``bench.check(metric)`` counts in when it becomes a comparison (a serving metric), or
-    None (it keeps its stored baseline)."""
-    return family_of(metric) if source_of(metric) is not None else None

@@ -23,6 +23,17 @@ def say(config: pytest.Config, line: str) -> None:
         tell(config, line, yellow=True)
 
 
+def collection_lines(pairs: Iterable[Any], settings: Any, alphas: Mapping[str, float]) -> list[str]:
+    """After collection: each compared config's arms, and the design, block size and alphas."""
+    pairs = list(pairs)
+    lines = [f"llmbench compare: {p.describe()}" for p in pairs]
+    if pairs:
+        design = settings.design.describe(settings.server_mode != "per-block", settings.session_budget_s)
+        per = ", ".join(f"{f}={a:.3g}" for f, a in alphas.items())
+        lines.append(f"llmbench compare: {design}, {settings.block_prompts} prompts per block; per-comparison α {per}")
+    return lines
+
+
 def message(r: Mapping[str, Any]) -> str:
     """One comparison record in a line: the test's failure text and the suite-level note."""
     return (
