@@ -11,8 +11,10 @@ H200 server pair), alpha 0.01 (one comparison, no --gate-alpha budget), sizes ig
 - ``normal``: N(log(1 − change), sd²);
 - ``t3``: a t with 3 df scaled to the same SD (heavy tails);
 - ``cont2``: normal plus 2% outlier units, one arm slowed ×1.2–1.7 (either arm);
+- ``drift``: a host speed both arms share, drifting (a random walk and a thermal cycle) over the blocks of
+  units of 2 rounds played in ``round_order`` (ABBA/BAAB cancels it: experiments/compare/simulate_comparisons.py);
 - ``ar1``: normal plus a slowly drifting arm ratio, AR(1) φ 0.7, stationary SD 0.5% (units not
-  independent).
+  independent); the HAC t (stats/ttest.py) is what bounds it.
 
 Cells: A/A (change 0), exactly ignore (1% worse), exactly detect (3% worse). Rates carry exact
 Clopper–Pearson 95% intervals (scipy.stats.binomtest(...).proportion_ci). Then the cost of more power
@@ -20,7 +22,10 @@ under outliers (the design's ``power`` raised), and the bootstrap table: ``compa
 −ignore (ignore 0.01, alpha 1%) over n = 5, 10, 20, 30, 50 questions, normal and skewed per-question
 differences, beside 0dd9ff1's percentile bootstrap (the same scipy call it made, 2,000 resamples here).
 
-    nice -n 10 python experiments/stats/audit_comparisons.py --reps 6000 > experiments/stats/audit_comparisons.out.md
+    nice -n 19 python experiments/stats/audit_comparisons.py --reps 10000 --sections 1 > experiments/stats/audit_comparisons.out.md
+    nice -n 19 python experiments/stats/audit_comparisons.py --boot-reps 4000 --sections 23 > experiments/stats/audit_comparisons_23.out.md
+
+Rows are printed (and flushed) as each cell ends, so a run cut short keeps what it finished.
 """
 
 from __future__ import annotations
@@ -33,9 +38,10 @@ import time
 import numpy as np
 from scipy import stats
 
+from pytest_llmbench.compare.interleave import round_order
 from pytest_llmbench.compare.margins import Sizes
 from pytest_llmbench.compare.power import units_for
-from pytest_llmbench.compare.stats import Spread, compare_decisions, compare_rounds
+from pytest_llmbench.compare.stats import TOO_FEW, compare_decisions, compare_rounds
 
 TPUT = Sizes("ratio", 0.01, 0.03)
 ALPHA = 0.01
@@ -57,6 +63,13 @@ def draw(rng: np.random.Generator, model: str, change: float, n: int) -> np.ndar
         hit = rng.random(n) < 0.02
         size = np.log1p(rng.uniform(0.2, 0.7, n)) * rng.choice((-1.0, 1.0), n)
         return mu + SD * rng.standard_normal(n) + hit * size
+    if model == "drift":
+        blocks = np.arange(4 * n)
+        host = np.cumsum(0.005 * rng.standard_normal(4 * n))
+        host += 0.03 * np.sin(2 * np.pi * blocks / 40 + rng.uniform(0, 2 * np.pi))
+        cand = np.array([role == "candidate" for r in range(2 * n) for role in round_order(r)]).reshape(n, 4)
+        per_unit = (host + SD * rng.standard_normal(4 * n)).reshape(n, 4)
+        return mu + (per_unit * cand).sum(axis=1) / 2 - (per_unit * ~cand).sum(axis=1) / 2
     if model == "ar1":
         w = np.empty(n)
         w[0] = WANDER * rng.standard_normal()
@@ -66,13 +79,14 @@ def draw(rng: np.random.Generator, model: str, change: float, n: int) -> np.ndar
     raise ValueError(model)
 
 
-def one(rng: np.random.Generator, model: str, change: float, power: float) -> tuple[str, int, bool]:
-    """One comparison: (verdict, units, flagged as not independent)."""
+def one(rng: np.random.Generator, model: str, change: float, power: float) -> tuple[str, int, bool, bool]:
+    """One comparison: (verdict, units, flagged as not independent by the lag-1 check, HAC t binding)."""
     d = draw(rng, model, change, MAX_UNITS)
     pilot = compare_rounds(
         "output_throughput", np.ones(PILOT), np.exp(d[:PILOT]), higher_is_better=True, sizes=TPUT, alpha=ALPHA
     )
-    spread = Spread(pilot.se * math.sqrt(pilot.n), int(pilot.df))
+    spread = pilot.spread  # the pilot's own SD and df (compare/judging.py ``Judge.plan`` takes the same)
+    assert spread is not None
     n = min(MAX_UNITS, units_for(spread, sizes=TPUT, alpha=ALPHA, higher_is_better=True, power=power))
     final = compare_rounds(
         "output_throughput",
@@ -83,7 +97,12 @@ def one(rng: np.random.Generator, model: str, change: float, power: float) -> tu
         alpha=ALPHA,
         spread=spread if n > PILOT else None,
     )
-    return final.verdict, n, "units not independent" in final.method
+    return (
+        final.verdict,
+        n,
+        "units not independent" in final.method,
+        "serial-dependence-robust SE binds" in final.method,
+    )
 
 
 def rate(k: int, n: int) -> str:
@@ -94,12 +113,13 @@ def rate(k: int, n: int) -> str:
 def cell(model: str, change: float, reps: int, power: float, seed: int) -> dict[str, object]:
     rng = np.random.default_rng(seed)
     out = [one(rng, model, change, power) for _ in range(reps)]
-    verdicts = [v for v, _, _ in out]
+    verdicts = [v for v, _, _, _ in out]
     return {
         "regressed": verdicts.count("regressed"),
         "equivalent": verdicts.count("equivalent"),
-        "units": float(np.mean([n for _, n, _ in out])),
-        "flagged": sum(f for _, _, f in out),
+        "units": float(np.mean([n for _, n, _, _ in out])),
+        "flagged": sum(f for _, _, f, _ in out),
+        "hac": sum(h for _, _, _, h in out),
         "reps": reps,
     }
 
@@ -110,10 +130,10 @@ def main_table(reps: int) -> None:
         f"SD {100 * SD:g}% per unit, pilot {PILOT} units, alpha {ALPHA}, ignore 1% / detect 3%, power 0.95, "
         f"at most {MAX_UNITS} units; {reps} replicates per cell.\n"
     )
-    print("| model | change | regressed | equivalent | mean units | flagged dependent |")
-    print("|---|---|---|---|---|---|")
+    print("| model | change | regressed | equivalent | mean units | flagged dependent (lag-1) | HAC t binds |")
+    print("|---|---|---|---|---|---|---|")
     seed = 100
-    for model in ("normal", "t3", "cont2", "ar1"):
+    for model in ("normal", "t3", "cont2", "drift", "ar1"):
         for name, change in CHANGES.items():
             seed += 1
             t = time.time()
@@ -121,7 +141,7 @@ def main_table(reps: int) -> None:
             n = int(c["reps"])  # type: ignore[call-overload]
             print(
                 f"| {model} | {name} | {rate(int(c['regressed']), n)} | {rate(int(c['equivalent']), n)} | "  # type: ignore[call-overload]
-                f"{c['units']:.1f} | {rate(int(c['flagged']), n)} |",  # type: ignore[call-overload]
+                f"{c['units']:.1f} | {rate(int(c['flagged']), n)} | {rate(int(c['hac']), n)} |",  # type: ignore[call-overload]
                 flush=True,
             )
             print(f"  {model} {name}: {time.time() - t:.0f} s", file=sys.stderr, flush=True)
@@ -156,7 +176,7 @@ def bootstrap_table(reps: int) -> None:
     print(
         "Per-question differences with mean −0.01 (ignore 0.01, detect 0.03): normal (SD 0.05), and skewed "
         "(−0.01 + 0.05·(Exp(1) − 1): a few large losses, log-loss-like). 'now' is the shipped "
-        "`compare_decisions` (a cluster t below 30, the studentized bootstrap from 30, refused below 4); "
+        "`compare_decisions` (the studentized bootstrap from 30 clusters, refused below); "
         "'0dd9ff1' is the percentile bootstrap it replaced.\n"
     )
     print("| data | n | regressed now | method now | regressed, 0dd9ff1's percentile bootstrap |")
@@ -181,7 +201,7 @@ def bootstrap_table(reps: int) -> None:
                     seed=int(rng.integers(1 << 31)),
                 )
                 now += c.verdict == "regressed"
-                method = c.method.split(" over ")[0]
+                method = "refused (too few clusters)" if TOO_FEW in c.method else c.method.split(" over ")[0]
                 old += old_percentile_p(d, -0.01, rng) < ALPHA
             print(f"| {kind} | {n} | {rate(now, r)} | {method} | {rate(old, r)} |", flush=True)
     print()
@@ -191,15 +211,21 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=6000)
     ap.add_argument("--boot-reps", type=int, default=4000)
+    ap.add_argument("--sections", default="123", help="which sections to run (1, 2, 3), e.g. 23")
     args = ap.parse_args()
     t0 = time.time()
     print("# Issue 55: the comparison's statistics, audited through the project's own functions\n")
     print(
-        f"    nice -n 10 python experiments/stats/audit_comparisons.py --reps {args.reps} --boot-reps {args.boot_reps}\n"
+        f"    nice -n 19 python experiments/stats/audit_comparisons.py --reps {args.reps} --boot-reps {args.boot_reps} "
+        f"--sections {args.sections}\n",
+        flush=True,
     )
-    main_table(args.reps)
-    outlier_cost(max(300, args.reps // 3))
-    bootstrap_table(args.boot_reps)
+    if "1" in args.sections:
+        main_table(args.reps)
+    if "2" in args.sections:
+        outlier_cost(max(300, args.reps // 3))
+    if "3" in args.sections:
+        bootstrap_table(args.boot_reps)
     print(f"Run time {time.time() - t0:.0f} s on a shared 2-core machine (other engineers' tests running).")
 
 

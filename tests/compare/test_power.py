@@ -10,14 +10,14 @@ from scipy import stats
 
 from pytest_llmbench.compare.margins import Sizes
 from pytest_llmbench.compare.power import Design, Need, plan_rounds, units_for
-from pytest_llmbench.compare.stats import Spread, compare_rounds
+from pytest_llmbench.compare.stats import DEPENDENCE_LEVEL, POWER, Spread, compare_rounds
 
 TPUT = Sizes("ratio", 0.01, 0.03)
 
 
 def test_units_for_is_at_least_steins_formula():
     spread = Spread(0.021, 7)
-    reach = stats.t.isf(0.01, 7) + stats.t.isf(0.05, 7)
+    reach = stats.t.isf(0.01, 7) + stats.t.isf(1 - POWER - DEPENDENCE_LEVEL, 7)  # the guards' power is planned
     gap = math.log(0.99) - math.log(0.97)
     stein = math.ceil((reach * 0.021 / gap) ** 2)
     assert stein <= units_for(spread, sizes=TPUT, alpha=0.01, higher_is_better=True) <= 1.2 * stein
@@ -64,7 +64,7 @@ def test_rounds_grow_with_the_spread_and_a_smaller_alpha_and_never_go_below_the_
 def test_latency_uses_the_upper_side():
     lat = Sizes("ratio", 0.02, 0.05)
     up = units_for(Spread(0.02, 9), sizes=lat, alpha=0.01, higher_is_better=False)
-    reach = stats.t.isf(0.01, 9) + stats.t.isf(0.05, 9)
+    reach = stats.t.isf(0.01, 9) + stats.t.isf(1 - POWER - DEPENDENCE_LEVEL, 9)
     assert up == math.ceil((reach * 0.02 / (math.log(1.05) - math.log(1.02))) ** 2)
 
 

@@ -15,7 +15,6 @@ from pytest_llmbench.compare.stats import (
     VERDICTS,
     Comparison,
     Spread,
-    clopper_pearson,
     compare_decisions,
     compare_paired,
     compare_pass_fail,
@@ -138,8 +137,8 @@ def test_an_outlier_unit_after_the_pilot_widens_the_final_test():
     assert stein_high < math.log(0.99)  # Stein alone (issue 20's test) says regressed
     assert c.verdict != "regressed" and c.p_value > 0.01
     final_se = np.std(d, ddof=1) / math.sqrt(d.size)
-    assert c.se == pytest.approx(final_se) and c.df == d.size - 1  # the binding test is the final SD's
-    assert c.ci_low == pytest.approx(math.exp(d.mean() - stats.t.isf(0.025, d.size - 1) * final_se))
+    assert c.se >= 0.99 * final_se and c.df != 11  # a test over all units binds (the final SD's or the HAC t)
+    assert c.ci_low <= math.exp(d.mean() - stats.t.isf(0.025, d.size - 1) * final_se) + 1e-12
 
 
 def test_quiet_units_after_a_noisy_pilot_keep_steins_test():
@@ -333,12 +332,6 @@ def test_mcnemar_p_value_and_verdict_agree():
         assert (c.verdict == "regressed") == (c.p_value <= 0.01), ignore
 
 
-@pytest.mark.parametrize(("k", "n"), [(0, 10), (3, 10), (10, 10), (7, 205), (100, 205)])
-def test_clopper_pearson_is_scipys_exact_interval(k, n):
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.98, method="exact")
-    assert clopper_pearson(k, n, 0.01) == pytest.approx((ci.low, ci.high), abs=1e-12)
-
-
 def test_decisions_bootstrap_is_seeded_and_consistent():
     rng = np.random.default_rng(4)
     ref = (rng.random(300) < 0.8).astype(float)
@@ -462,6 +455,46 @@ def test_units_that_drift_together_are_flagged_and_their_interval_widened():
     )
     assert "units not independent" in walked.method and "units not independent" not in shuffled.method
     assert (walked.ci_high - walked.ci_low) > 1.5 * (shuffled.ci_high - shuffled.ci_low)
+
+
+def _drifting_ratio(seed: int, n: int = 30) -> np.ndarray:
+    """Issue 55's drifting-ratio model at exactly ignore: 2% unit noise plus AR(1) φ 0.7, SD 0.5%."""
+    rng = np.random.default_rng(seed)
+    w = np.empty(n)
+    w[0] = 0.005 * rng.standard_normal()
+    for u in range(1, n):
+        w[u] = 0.7 * w[u - 1] + 0.005 * math.sqrt(1 - 0.49) * rng.standard_normal()
+    return math.log(0.99) + 0.02 * rng.standard_normal(n) + w
+
+
+@pytest.mark.parametrize("seed", [1748, 5617])
+def test_a_drift_the_lag1_check_cannot_see_is_not_called_regressed(seed):
+    """Issue 55 finding 7: a candidate exactly at ignore whose ratio drifted slowly over 30 units was called
+    regressed (p 0.0017 and 0.0014 at alpha 1%) by Stein's and the final-SD t, and the lag-1 check does not
+    flag it (its lag-1 correlation is within what independent units show). The HAC t, which the verdict
+    must also pass, allows for the dependence: not regressed."""
+    d = _drifting_ratio(seed)
+    spread = Spread(float(np.std(d[:12], ddof=1)), 11)  # the pilot's 12 units
+    ref = np.full(d.size, 100.0)
+    c = compare_rounds(
+        "output_throughput", ref, ref * np.exp(d), higher_is_better=True, sizes=TPUT, alpha=0.01, spread=spread
+    )
+    assert "units not independent" not in c.method
+    assert c.verdict != "regressed" and c.p_value > 0.01, c
+    assert "serial-dependence-robust SE binds" in c.method
+
+
+def test_a_pilot_hands_steins_test_its_own_sd_whatever_test_binds():
+    """A pilot's spread was read from its comparison's ``se`` and ``df``, which are the binding test's: where a
+    dependence guard bound (the lag-1 widening, the HAC t), Stein's test got the guard's SE and its few df,
+    and the plan grew (the audit's mean units went from ~30 to ~76 at 2% unit SD). ``spread`` is the units'
+    own SD and n − 1 df."""
+    rng = np.random.default_rng(7)
+    drift = 0.01 * np.sin(np.arange(24) * 2 * np.pi / 24) + rng.normal(0, 0.002, 24)
+    ref = np.full(24, 100.0)
+    c = compare_rounds("output_throughput", ref, 100 * np.exp(drift), higher_is_better=True, sizes=TPUT, alpha=0.01)
+    assert c.df < 23  # a guard binds
+    assert c.spread == Spread(pytest.approx(float(np.std(drift, ddof=1))), 23)
 
 
 def test_a_low_percentile_needs_its_lower_tail_too():

@@ -23,7 +23,6 @@ Accept length does not depend on the host: per prompt, averaged over rounds.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -255,9 +254,9 @@ class Judge:
             if not per_round(metric):
                 continue
             c = compare_metric(metric, rounds, alpha=self.alpha(metric), detect=self.detect, ignore=self.ignore)
-            if c is None or not math.isfinite(c.se):
+            if c is None or c.spread is None:
                 continue
-            spread = Spread(c.se * math.sqrt(c.n), int(c.df))
+            spread = c.spread  # the pilot's own SD, whatever test bound
             needs.append(
                 Need(
                     metric,
@@ -291,7 +290,7 @@ class Judge:
         c = compare_metric(
             metric, rounds.upto(plan.pilot), alpha=self.alpha(metric), detect=self.detect, ignore=self.ignore
         )
-        return Spread(c.se * math.sqrt(c.n), int(c.df)) if c is not None and math.isfinite(c.se) else None
+        return c.spread if c is not None else None
 
     def compare(
         self,

@@ -29,8 +29,8 @@ says "budget too small to judge".
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,17 @@ from scipy import stats
 
 from pytest_llmbench.compare.margins import RATIO, Sizes
 from pytest_llmbench.stats.clustered import SKEW_SAFE_FROM, TooFewClusters, cluster_mean
+from pytest_llmbench.stats.mcnemar import pass_rate_gap, smallest_alpha
+from pytest_llmbench.stats.ttest import (
+    Dependence,
+    Intersection,
+    TTest,
+    dependence,
+    hac_t,
+    iid_t,
+    lag1_t,
+    stein_t,
+)
 
 VERDICTS = ("regressed", "equivalent", "inconclusive", "improved")
 CONFIDENCE = 0.95  # every interval a user reads
@@ -46,10 +57,10 @@ BOOTSTRAP_RESAMPLES = 9999
 #: The fewest degrees of freedom a t-based verdict stands on (docs/COMPARE_STATS.md, "The floor").
 MIN_DF = 3
 TOO_FEW = "budget too small to judge"  # what a comparison below the floor says (tables look for it)
-#: Serial dependence across units (docs/COMPARE_STATS.md, "Dependent units"): checked from this many units,
-#: flagged at this one-sided level (the planner spends it: compare/power.py).
-DEPENDENCE_MIN_UNITS = 8
-DEPENDENCE_LEVEL = 0.01
+#: The power the dependence guards cost under independent units, which the planner adds to the power it
+#: plans for (compare/power.py reads it by this name): the lag-1 flag's 1% and the HAC t's ~2 points; at
+#: a 12-unit pilot and 2% unit SD that is ~18% more units (experiments/stats/dependence_se.out.md).
+DEPENDENCE_LEVEL = 0.03
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,15 @@ class Comparison:
     se: float = float("nan")  # standard error on the tested scale (log ratio or difference)
     df: float = float("nan")  # degrees of freedom of a t-based comparison
     statistic: str = ""  # what ``estimate``, ``reference`` and ``candidate`` are (every table says it)
+    unit_sd: float = float("nan")  # a t-based comparison's SD per unit on the tested scale (n − 1 df)
+
+    @property
+    def spread(self) -> Spread | None:
+        """The units' own SD and n − 1 df, which a pilot hands to Stein's test (not ``se``/``df``: those are
+        the binding test's, a dependence guard's where it binds); None where there is none."""
+        if not (math.isfinite(self.unit_sd) and self.n >= 2):
+            return None
+        return Spread(self.unit_sd, self.n - 1)
 
     @property
     def decided(self) -> bool:
@@ -216,62 +236,22 @@ def detectable_change(
     return worsening(sizes.kind, start - reach if higher_is_better else start + reach, higher_is_better)
 
 
-@dataclass(frozen=True)
-class _TTest:
-    """One t test of the per-unit mean: its standard error, df, and the one-sided quantile it uses."""
-
-    se: float
-    df: float
-
-    def half(self, level: float) -> float:
-        return float(stats.t.isf(level, self.df)) * self.se if self.se > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class Dependence:
-    """Serial dependence of the units in play order: the lag-1 autocorrelation and whether it is beyond
-    what independent units show at ``DEPENDENCE_LEVEL`` (one-sided)."""
-
-    r1: float
-    z: float
-
-    @property
-    def flagged(self) -> bool:
-        return self.z > float(stats.norm.isf(DEPENDENCE_LEVEL))
-
-    @property
-    def inflation(self) -> float:
-        """The SE factor of an AR(1) mean with this lag-1 correlation: sqrt((1 + r) / (1 − r))."""
-        r = min(max(self.r1, 0.0), 0.9)
-        return math.sqrt((1 + r) / (1 - r))
-
-
-def dependence(d: np.ndarray) -> Dependence | None:
-    """The lag-1 autocorrelation of ``d`` (units in play order) and its z against independence (mean
-    −1/n, SD 1/√n); None below ``DEPENDENCE_MIN_UNITS``."""
+def _t_tests(d: np.ndarray, spread: Spread | None, dep: Dependence | None) -> list[TTest]:
+    """The tests a verdict must pass (stats/ttest.py): the t on the units' own SD; with a pilot's
+    ``spread`` Stein's t as well (units beyond the pilot can widen the interval, never narrow it below
+    Stein's); over units in play order (``dep`` not None) the serial-dependence-robust (HAC) t, and the
+    lag-1 AR(1) widening where the check flags the units."""
     n = d.size
-    x = d - d.mean()
-    ss = float(np.sum(x * x))
-    if n < DEPENDENCE_MIN_UNITS or ss == 0:
-        return None
-    r1 = float(np.sum(x[1:] * x[:-1])) / ss
-    return Dependence(r1, (r1 + 1 / n) * math.sqrt(n))
-
-
-def _t_tests(d: np.ndarray, spread: Spread | None, dep: Dependence | None = None) -> list[_TTest]:
-    """The tests a verdict must pass: the t on the units' own SD, and with a pilot's ``spread`` Stein's t
-    as well (``d`` beyond the pilot then can widen the interval, never narrow it below Stein's). Units
-    flagged as dependent (``dep``) add a third: the own t with its SE widened for AR(1) dependence and
-    its df cut to the effective units."""
-    n = d.size
-    own = [_TTest(float(np.std(d, ddof=1)) / math.sqrt(n), float(n - 1))] if n >= 2 else []
-    if own and dep is not None and dep.flagged:
-        k = dep.inflation
-        own.append(_TTest(own[0].se * k, max(1.0, n / (k * k) - 1)))
+    own = iid_t(d)
+    tests = [own] if own is not None else []
+    if own is not None and dep is not None:
+        robust = hac_t(d)
+        tests += [robust] if robust is not None else []
+        tests += [lag1_t(own, dep, n)] if dep.flagged else []
     if spread is None or n < 1:
-        return own
-    stein = _TTest(spread.sd / math.sqrt(n), float(spread.df))
-    return [stein, *own] if own and own[0].se > 0 else [stein]
+        return tests
+    stein = stein_t(spread.sd, spread.df, n)
+    return [stein, *tests] if own is not None and own.se > 0 else [stein]
 
 
 def _t_comparison(
@@ -291,7 +271,8 @@ def _t_comparison(
     """Paired t on per-unit differences ``d`` (log ratios for a ratio). With ``spread`` (a pilot's) the
     verdict needs both Stein's two-stage t (the pilot's SD and df) and the t on the final SD to agree:
     every bound is the wider of the two, every p-value the larger (an intersection-union test).
-    ``ordered``: ``d`` is in play order (units in time), so serial dependence is checked (:func:`dependence`)."""
+    ``ordered``: ``d`` is in play order (units in time), so serial dependence is allowed for (a HAC t) and
+    checked (:func:`dependence`)."""
     n = d.size
     mean = float(d.mean()) if n else math.nan
     low = high = lo_a = hi_a = se = df = math.nan
@@ -305,58 +286,57 @@ def _t_comparison(
     eq_hi = scale(sizes.kind, sizes.detect, not higher_is_better, higher_is_better)
     eq_lo, eq_hi = min(eq_lo, eq_hi), max(eq_lo, eq_hi)
     if tests and all(math.isfinite(t.se) and t.df >= 1 for t in tests):
-        binding = max(tests, key=lambda t: t.half(alpha))  # the test whose bound at alpha is the widest
+        rule = Intersection(mean, tests)
+        binding = rule.binding(alpha)
         se, df = binding.se, binding.df
-        if all(t.se == 0 for t in tests):  # no spread: the interval is the point (identical arms give exactly 0)
-            low = high = lo_a = hi_a = mean
-            p = 0.0 if (mean < worse if higher_is_better else mean > worse) else 1.0
-            p_eq = 0.0 if eq_lo < mean < eq_hi else 1.0
-        else:
-            live = [t for t in tests if t.se > 0]
-            p = max(
-                float(
-                    stats.t.cdf((mean - worse) / t.se, t.df)
-                    if higher_is_better
-                    else stats.t.sf((mean - worse) / t.se, t.df)
-                )
-                for t in live
-            )
-            p_eq = max(
-                float(max(stats.t.sf((mean - eq_lo) / t.se, t.df), stats.t.cdf((mean - eq_hi) / t.se, t.df)))
-                for t in live
-            )
-            half95 = max(t.half((1 - CONFIDENCE) / 2) for t in live)
-            half_a = max(t.half(alpha) for t in live)
-            low, high, lo_a, hi_a = mean - half95, mean + half95, mean - half_a, mean + half_a
-    fewest = min((t.df for t in tests), default=math.nan)
+        if binding.name.startswith("Newey") and binding.se > tests[0].se:
+            method += f"; the serial-dependence-robust SE binds ({binding.name})"
+        p = rule.p_below(worse) if higher_is_better else rule.p_above(worse)
+        p_eq = max(rule.p_above(eq_lo), rule.p_below(eq_hi))
+        low, high = rule.bounds((1 - CONFIDENCE) / 2)
+        lo_a, hi_a = rule.bounds(alpha)
+    floor = [t for t in tests if t.name in ("t", "Stein")]  # the floor counts units, not a guard's df
+    fewest = min((t.df for t in floor), default=math.nan)
     if fewest < MIN_DF:  # a verdict on 1-2 df rests on 2-3 units whose independence nothing can check
         method += f"; {TOO_FEW}: {n} units ({fewest:g} df, {MIN_DF} needed)"
         lo_a = hi_a = math.nan
         p = p_eq = 1.0
     k = sizes.kind
     est, low, high, lo_a, hi_a = (_unscale(k, x) if math.isfinite(x) else x for x in (mean, low, high, lo_a, hi_a))
+    own = iid_t(d)
+    return replace(
+        _judged(
+            metric, sizes, higher_is_better, alpha, (reference, candidate, est), (low, high), (lo_a, hi_a),
+            (p, p_eq), n, method, se=se, df=df, statistic=statistic,
+        ),
+        unit_sd=own.se * math.sqrt(n) if own is not None else math.nan,
+    )  # fmt: skip
+
+
+def _judged(
+    metric: str,
+    sizes: Sizes,
+    higher_is_better: bool,
+    alpha: float,
+    values: tuple[float, float, float],
+    ci: tuple[float, float],
+    at_alpha: tuple[float, float],
+    p: tuple[float, float],
+    n: int,
+    method: str,
+    *,
+    se: float,
+    df: float,
+    statistic: str,
+) -> Comparison:
+    """A comparison from what its test found on the estimate's own scale: ``values`` (reference, candidate,
+    estimate), the 95% interval, the one-sided bounds at ``alpha`` that decide, and (p, p_equivalent)."""
     return Comparison(
-        metric,
-        k,
-        reference,
-        candidate,
-        est,
-        low,
-        high,
-        sizes.ignore,
-        sizes.detect,
-        higher_is_better,
-        p,
-        verdict_of(lo_a, hi_a, sizes=sizes, higher_is_better=higher_is_better),
-        n,
-        method,
-        alpha=alpha,
-        p_equivalent=p_eq,
+        metric, sizes.kind, *values, *ci, sizes.ignore, sizes.detect, higher_is_better, p[0],
+        verdict_of(*at_alpha, sizes=sizes, higher_is_better=higher_is_better), n, method,
+        alpha=alpha, p_equivalent=p[1], se=se, df=df, statistic=statistic,
         detectable=detectable_change(se, df, sizes=sizes, alpha=alpha, higher_is_better=higher_is_better),
-        se=se,
-        df=df,
-        statistic=statistic,
-    )
+    )  # fmt: skip
 
 
 def _group_sums(
@@ -518,42 +498,6 @@ def unit_summaries(
     return [float(np.quantile(r, q)) for r, _ in arrays], [float(np.quantile(c, q)) for _, c in arrays]
 
 
-def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
-    """Exact one-sided bounds (each at ``alpha``) for a binomial proportion: the beta quantiles that
-    ``binomtest(k, n).proportion_ci(1 - 2·alpha)`` returns, without its per-call cost."""
-    low = 0.0 if k == 0 else float(stats.beta.isf(1 - alpha, k, n - k + 1))
-    high = 1.0 if k == n else float(stats.beta.isf(alpha, k + 1, n - k))
-    return low, high
-
-
-def _pass_rate_gap(lost: int, won: int, n: int, alpha: float, boxed: bool) -> tuple[float, float]:
-    """One-sided bounds at ``alpha`` for the pass-rate difference ψ·(1 − 2θ) over the exact box of ψ (share
-    of discordant cases) and θ (share of those the candidate lost): alpha/2 on each, as the extremes of a
-    bilinear function lie at the box's corners. Against 0 only the sign matters, which θ alone decides, so
-    θ gets the whole alpha (the textbook exact McNemar test): ``boxed=False``."""
-    disc = lost + won
-    a_theta = alpha / 2 if boxed else alpha
-    theta_lo, theta_hi = clopper_pearson(lost, disc, a_theta) if disc else (0.0, 1.0)
-    psi_lo, psi_hi = clopper_pearson(disc, n, alpha / 2) if boxed else (disc / n, disc / n)
-    corners_low = (psi_lo * (1 - 2 * theta_hi), psi_hi * (1 - 2 * theta_hi))
-    corners_high = (psi_lo * (1 - 2 * theta_lo), psi_hi * (1 - 2 * theta_lo))
-    return min(corners_low), max(corners_high)
-
-
-def _smallest_alpha(rejects: Callable[[float], bool]) -> float:
-    """The smallest level at which ``rejects(level)`` holds (monotone in the level), 1 if none below 0.5."""
-    top, floor = 0.5 - 1e-9, 1e-15
-    if not rejects(top):
-        return 1.0
-    if rejects(floor):
-        return floor
-    low, high = floor, top
-    for _ in range(60):  # bisection on a log scale: 1e-15..0.5 to a relative 1e-6
-        mid = math.sqrt(low * high)
-        low, high = (low, mid) if rejects(mid) else (mid, high)
-    return high
-
-
 def compare_pass_fail(
     metric: str, reference: Sequence[float], candidate: Sequence[float], *, sizes: Sizes, alpha: float
 ) -> Comparison:
@@ -563,7 +507,7 @@ def compare_pass_fail(
     Over ``n`` cases the difference is ψ·(1 − 2θ), ψ the share of cases the arms disagree on and θ the
     share of those the candidate lost. The exact McNemar test is the binomial on θ; against a nonzero
     size the null also depends on ψ, so ψ gets its own exact (Clopper–Pearson) bound and the interval is
-    taken over both (:func:`_pass_rate_gap`). Reading ψ as known (D/n) instead said "equivalent" 64% of the
+    taken over both (stats/mcnemar.py ``pass_rate_gap``). Reading ψ as known (D/n) instead said "equivalent" 64% of the
     time for a candidate exactly 2 points worse when the arms disagree on 2% of cases
     (experiments/compare/simulate_comparisons.out.md). With ignore 0 the regression test is exact McNemar.
     """
@@ -580,11 +524,11 @@ def compare_pass_fail(
     boxed = sizes.ignore > 0
 
     def gap(a: float, box: bool = True) -> tuple[float, float]:
-        return _pass_rate_gap(lost, won, n, a, box)
+        return pass_rate_gap(lost, won, n, a, box)
 
     low, high = gap((1 - CONFIDENCE) / 2)
-    p = _smallest_alpha(lambda a: _pass_rate_gap(lost, won, n, a, boxed)[1] < -sizes.ignore)
-    p_eq = _smallest_alpha(lambda a: -sizes.detect < gap(a)[0] and gap(a)[1] < sizes.detect)
+    p = smallest_alpha(lambda a: pass_rate_gap(lost, won, n, a, boxed)[1] < -sizes.ignore)
+    p_eq = smallest_alpha(lambda a: -sizes.detect < gap(a)[0] and gap(a)[1] < sizes.detect)
     lo_a, hi_a = gap(alpha)
     verdict = verdict_of(lo_a, hi_a, sizes=sizes, higher_is_better=True)
     if not boxed:  # against 0, the regression (and improvement) test is the unboxed exact McNemar test
@@ -663,25 +607,9 @@ def compare_decisions(
             lo_a, hi_a = cm.bounds(alpha)
         else:
             method += f" (alpha {alpha:.2g} below what {BOOTSTRAP_RESAMPLES} resamples resolve: not judged)"
-    return Comparison(
-        metric,
-        "difference",
-        float(ref.mean()) if n else math.nan,
-        float(cand.mean()) if n else math.nan,
-        float(d.mean()) if n else math.nan,
-        low,
-        high,
-        sizes.ignore,
-        sizes.detect,
-        higher_is_better,
-        p,
-        verdict_of(lo_a, hi_a, sizes=sizes, higher_is_better=higher_is_better),
-        n,
-        method,
-        alpha=alpha,
-        p_equivalent=p_eq,
-        detectable=detectable_change(se, df, sizes=sizes, alpha=alpha, higher_is_better=higher_is_better),
-        se=se,
-        df=df,
-        statistic="mean per-question difference",
-    )
+    values = (float(ref.mean()), float(cand.mean()), float(d.mean())) if n else (math.nan,) * 3
+    as_difference = Sizes("difference", sizes.ignore, sizes.detect)  # a per-question score's gap is a difference
+    return _judged(
+        metric, as_difference, higher_is_better, alpha, values, (low, high), (lo_a, hi_a), (p, p_eq), n, method,
+        se=se, df=df, statistic="mean per-question difference",
+    )  # fmt: skip

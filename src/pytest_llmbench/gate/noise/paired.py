@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from pytest_llmbench.gate.cases import stored
 from pytest_llmbench.gate.noise.base import NoiseModel, NoiseModelError
@@ -27,6 +26,8 @@ from pytest_llmbench.gate.noise.binomial import Binomial
 from pytest_llmbench.gate.noise.stderr import StdErr
 from pytest_llmbench.gate.types import BaselineEntry, Direction, Observation, Status, Verdict, fmt
 from pytest_llmbench.stats.clustered import SKEW_SAFE_FROM, TooFewClusters, cluster_mean
+from pytest_llmbench.stats.mcnemar import discordant_p
+from pytest_llmbench.stats.ttest import iid_t
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -78,7 +79,8 @@ def _unpaired(v: Verdict, model: NoiseModel, why: str) -> Verdict:
 
 @dataclass(frozen=True)
 class PairedT(NoiseModel):
-    """Means of per-case values (accept length per prompt): one-sided paired t on the differences.
+    """Means of per-case values (accept length per prompt): one-sided paired t on the differences
+    (stats/ttest.py, the comparisons' t).
 
     Fails when the mean difference is worse than ``t(1−alpha, m−1)·SE(diff)``; unpaired, it is
     ``StdErr(alpha=alpha)`` (Welch).
@@ -95,15 +97,13 @@ class PairedT(NoiseModel):
         b = np.array([stored(_cases(baseline)[c]) for c in common], dtype=np.float64)
         o = np.array([stored(_cases(observed)[c]) for c in common], dtype=np.float64)
         better = _worse_sign(direction) * (o - b)  # > 0 where the new run is better
-        mean, se, m = float(np.mean(better)), float(stats.sem(better)), len(common)
-        if se == 0:  # every case moved by the same amount (often: not at all)
-            p_worse = 1.0 if mean >= 0 else 0.0
-            p_better = 1.0 if mean <= 0 else 0.0
-        else:
-            p_worse = float(stats.ttest_1samp(better, 0.0, alternative="less").pvalue)
-            p_better = float(stats.ttest_1samp(better, 0.0, alternative="greater").pvalue)
-        t_crit = float(stats.t.ppf(1 - self.alpha, m - 1))
-        tolerance = t_crit * se
+        m = len(common)
+        t = iid_t(better)
+        if t is None:  # common_cases pairs at least 2
+            raise AssertionError("paired t on fewer than 2 cases")
+        mean, se = float(np.mean(better)), t.se
+        p_worse, p_better = t.p_below(mean, 0.0), t.p_above(mean, 0.0)
+        tolerance = t.half(self.alpha)
         diff = _worse_sign(direction) * mean
         bound = "<" if direction == "higher" else ">"
         sign = "−" if direction == "higher" else "+"
@@ -121,8 +121,8 @@ class McNemar(NoiseModel):
     """Pass/fail per case (BFCL, GSM8K): exact McNemar on the discordant cases.
 
     Of the cases that changed, the count that got worse is Binomial(changed, ½) when nothing changed
-    (scipy.stats.binomtest); cases that pass (or fail) in both runs carry no information and do not
-    dilute the test as they do in a comparison of two totals. Unpaired, it is ``Binomial(alpha)``.
+    (stats/mcnemar.py, shared with the comparisons); cases that pass (or fail) in both runs carry no
+    information and do not dilute the test as they do in a comparison of two totals. Unpaired, it is ``Binomial(alpha)``.
     Values are 1 for pass and 0 for fail (or 1 for a failure when lower is better).
     """
 
@@ -150,9 +150,9 @@ class McNemar(NoiseModel):
         moved = [sign * (stored(_cases(observed)[c]) - stored(_cases(baseline)[c])) for c in common]
         worse, better = sum(1 for x in moved if x < 0), sum(1 for x in moved if x > 0)
         changed = worse + better
-        p_worse = self._p(worse, changed)
-        p_better = self._p(better, changed)
-        crit = next((k for k in range(changed + 1) if self._p(k, changed) < self.alpha), None)
+        p_worse = discordant_p(worse, changed)
+        p_better = discordant_p(better, changed)
+        crit = next((k for k in range(changed + 1) if discordant_p(k, changed) < self.alpha), None)
         head = (
             f"McNemar alpha={self.alpha:g} (exact, {_shared(common, baseline, observed)}): {worse} worse, "
             f"{better} better"
@@ -165,13 +165,6 @@ class McNemar(NoiseModel):
             rule = f"{head}; fail if ≥ {crit} of the {changed} changed cases are worse"
         v = self._verdict(baseline.value, observed, tolerance, rule, direction, _status(p_worse, p_better, self.alpha))
         return _paired(v, p_worse)
-
-    @staticmethod
-    def _p(k: int, changed: int) -> float:
-        """P(at least k of ``changed`` discordant cases go one way | both ways equally likely)."""
-        if changed == 0:
-            return 1.0
-        return float(stats.binomtest(k, changed, 0.5, alternative="greater").pvalue)
 
 
 @dataclass(frozen=True)
