@@ -38,6 +38,10 @@ class Arm:
     image: str | None = None
     #: What this arm changes, for the table and the records ("bin /opt/llama-11401", "config smol-nospec").
     label: str = ""
+    #: A disjoint placement's set for this start (GPU ids, or CPU cores when ``device_kind`` is "cpu"); None:
+    #: the test's own GPUs (compare/placement.py).
+    devices: tuple[str, ...] | None = None
+    device_kind: str = "gpu"
 
     @property
     def server_name(self) -> str:

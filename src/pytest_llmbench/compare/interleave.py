@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,7 @@ class ArmStart:
     gpu_memory_gb: float | None = None
     build_info: str | None = None
     unit: int | None = None  # the unit whose fresh pair this start began (None: the warm-up's or a block's)
+    devices: tuple[str, ...] | None = None  # the set it started on (disjoint placements)
 
 
 class ArmServers:
@@ -90,9 +92,16 @@ class ArmServers:
         *,
         keep_both: bool,
         facts: Callable[[LLMServer], dict[str, Any]] | None = None,
+        sets: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+        device_kind: str = "gpu",
+        parallel: bool = False,
     ) -> None:
         self.pair = pair
-        self.keep_both = keep_both
+        self.keep_both = keep_both or sets is not None
+        #: Disjoint placement (compare/placement.py): the reference on sets[0] and the candidate on sets[1] in
+        #: a unit's first half, swapped in its second; ``parallel`` plays both arms' blocks at once.
+        self.sets, self.device_kind, self.parallel = sets, device_kind, parallel and sets is not None
+        self.swapped = False
         self._start = start
         self._facts = facts
         self.candidate = candidate  # the llm_server object the test holds; never replaced, restarted in place
@@ -102,6 +111,21 @@ class ArmServers:
         self.started_first: str | None = None  # the current pair's first start (renew's order)
         self.unit: int | None = None  # the unit the current pair serves (renew's)
         self.last_start_s: dict[str, float] = {}  # each arm's latest start, seconds (what a fresh pair costs)
+
+    @property
+    def halves(self) -> int:
+        """Fresh pairs per unit: 2 on disjoint sets (the arms swap sets between them), else 1."""
+        return 2 if self.sets is not None else 1
+
+    def devices_for(self, role: str) -> tuple[str, ...] | None:
+        """The set ``role``'s server runs on now (None: not a disjoint placement)."""
+        if self.sets is None:
+            return None
+        return self.sets[(role == "candidate") != self.swapped]
+
+    def _placed(self, arm: Arm) -> Arm:
+        devices = self.devices_for(arm.role)
+        return arm if devices is None else replace(arm, devices=devices, device_kind=self.device_kind)
 
     def _note(self, role: str, server: LLMServer) -> None:
         facts = self._facts(server) if self._facts else {}
@@ -114,6 +138,7 @@ class ArmServers:
                 facts.get("gpu_memory_used_gb"),
                 _build_of(server),
                 self.unit,
+                self.devices_for(role),
             )
         )
 
@@ -130,23 +155,25 @@ class ArmServers:
         if not self.keep_both:
             self.candidate.stop()
         if self.reference is None:
-            self.reference = self._start(self.pair.reference)
+            self.reference = self._start(self._placed(self.pair.reference))
             self._note("reference", self.reference)
         return self.reference
 
-    def renew(self, first: str = "candidate", unit: int | None = None) -> None:
+    def renew(self, first: str = "candidate", unit: int | None = None, *, swapped: bool = False) -> None:
         """A fresh pair of servers for the next unit (both arms up): stop both, then start ``first``'s
-        server and the other's (the candidate again in place). Per-block servers are fresh every block."""
+        server and the other's (the candidate again in place), on swapped sets where ``swapped`` (a disjoint
+        unit's second half). Per-block servers are fresh every block."""
         if not self.keep_both:
             return
         self.unit = unit
+        self.swapped = swapped and self.sets is not None
         self._stop_reference()
         self.candidate.stop()
         for role in (first, ROLES[0] if first == ROLES[1] else ROLES[1]):
             if role == "candidate":
                 self._restart_candidate()
             else:
-                self.reference = self._start(self.pair.reference)
+                self.reference = self._start(self._placed(self.pair.reference))
                 self._note("reference", self.reference)
         self.started_first = first
 
@@ -175,7 +202,7 @@ class ArmServers:
             self.reference = None
 
     def _restart_candidate(self) -> None:
-        fresh = self._start(self.pair.candidate)
+        fresh = self._start(self._placed(self.pair.candidate))
         self._note("candidate", fresh)
         server = self.candidate
         server.handle, server.port, server.log_path = fresh.handle, fresh.port, fresh.log_path
@@ -263,13 +290,22 @@ def run_rounds(
     t0 = clock()
     too_small = ""  # set where the budget (a cap) cannot hold the floor: the rounds stop, nothing is judged
 
+    def one(role: str, played: Scenario, chosen: list[Any]) -> tuple[LLMServer, ScenarioResult, float]:
+        server = servers.acquire(role)
+        t = clock()
+        return server, run_block(server, played, chosen), clock() - t
+
     def play(r: int, *, fresh: bool = False) -> float:
         began = clock()
         ids = block_window(r, size, len(prompts))
-        for role in round_order(r, rounds.unit_rounds):
-            server = servers.acquire(role)
-            t = clock()
-            result = run_block(server, warm if fresh else quiet, [prompts[i] for i in ids])
+        order = round_order(r, rounds.unit_rounds)
+        played, chosen = (warm if fresh else quiet), [prompts[i] for i in ids]
+        at_once = None
+        if servers.parallel:  # both arms' blocks at once, each on its own set
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                at_once = [f.result() for f in [pool.submit(one, role, played, chosen) for role in order]]
+        for k, role in enumerate(order):
+            server, result, wall = at_once[k] if at_once is not None else one(role, played, chosen)
             if result.metrics.get("failed") and server.problem():  # an arm's server died: no more rounds on it
                 raise WorkloadError(f"{role} arm: server {server.name} {server.problem()} in round {r}")
             block = Block(
@@ -279,7 +315,8 @@ def run_rounds(
                 ids,
                 servers.started_first if restarting else None,
                 rounds.unit_of(r) if r >= 0 else None,
-                clock() - t,
+                wall,
+                servers.devices_for(role),
             )
             servers.release(role)
             rounds.add(block)
@@ -301,10 +338,18 @@ def run_rounds(
         servers.renew(start_first(rounds.unit_of(first)), rounds.unit_of(first))
         return True
 
+    def swap_at(r: int, first: int) -> bool:
+        """Disjoint sets: a fresh pair on swapped sets where round ``r`` begins its unit's second half."""
+        if servers.halves < 2 or r - first != step // 2:
+            return False
+        servers.renew(start_first(rounds.unit_of(first) + 1), rounds.unit_of(first), swapped=True)
+        return True
+
     def play_unit(first: int) -> None:
         fresh = begin_unit(first) if restarting else False
         for r in range(first, first + step):
-            play(r, fresh=r == first and fresh)
+            swapped = swap_at(r, first)
+            play(r, fresh=(r == first and fresh) or swapped)
 
     def timed_first_unit() -> int:
         """Unit 0 when its length is chosen by cost: one ABBA pair timed, the choice, then the rest."""
@@ -322,6 +367,8 @@ def run_rounds(
             too_small = f"budget too small to judge: the {MIN_UNITS}-unit floor would cost ~{duration(floor_s)}"
             rounds.unit_rounds = 2
             return 2
+        if servers.halves > 1:  # two halves of whole ABBA pairs, the arms swapped between them
+            unit = max(4, -(-unit // 4) * 4)
         step = unit
         rounds.unit_rounds = unit
         # max_rounds was written for units of 2 rounds: with a unit chosen by cost it caps the units at
@@ -330,13 +377,15 @@ def run_rounds(
         design = replace(design, restart_rounds=unit, pilot_units=pilot_units, max_rounds=most)
         judge.design = replace(judge.design, max_rounds=most)
         for r in range(2, unit):
-            play(r)
+            play(r, fresh=swap_at(r, 0))
         return unit
 
     def over_budget(next_s: float) -> bool:
         return design.budget_s is not None and clock() - t0 + next_s > design.budget_s
 
     try:
+        if servers.sets is not None and design.warmup_rounds > 0:  # the warm-up pair on its sets already
+            servers.renew(start_first(0), None)
         for w in range(design.warmup_rounds):
             play(w - design.warmup_rounds, fresh=w == 0)
         t_pilot = clock()

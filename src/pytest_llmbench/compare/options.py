@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,8 @@ from pytest_llmbench.compare.margins import default_sizes, parse_size, sizes_for
 from pytest_llmbench.compare.power import MIN_UNITS, Design
 from pytest_llmbench.compare.spend import parse_seconds
 
-SERVER_MODES = ("auto", "both", "per-block")
+SERVER_MODES = ("auto", "both", "per-block", "disjoint", "disjoint-parallel")
+DISJOINT_MODES = ("disjoint", "disjoint-parallel")
 DEFAULT_MAX_ROUNDS = 400
 DEFAULT_PILOT_UNITS = 12
 DEFAULT_RESTART_ROUNDS = "auto"
@@ -102,7 +104,16 @@ def add_options(parser: pytest.Parser) -> None:
         default="auto",
         help="both: keep both arms' servers up; per-block: start one arm's server per block (when both do "
         "not fit in GPU memory); auto: both on CPU, and on GPUs while the loaded candidate leaves more "
-        "than half of their memory free, else per-block",
+        "than half of their memory free, else per-block; disjoint / disjoint-parallel: each arm on its own "
+        "set of --llmbench-compare-sets, swapped between the two halves of every unit, blocks interleaved or "
+        "at once (issue 57)",
+    )
+    add(
+        "--llmbench-compare-sets",
+        metavar="A|B",
+        default=None,
+        help="the two disjoint device sets of --llmbench-arm-servers disjoint[-parallel]: GPU ids '0,1|2,3', "
+        "or CPU cores 'cpu:0|1' (each server pinned to its cores)",
     )
     add(
         "--llmbench-compare-alpha",
@@ -178,6 +189,8 @@ class CompareSettings:
     ignore: dict[str, str]
     decide: tuple[str, ...]
     session_budget_s: float | None = None  # --llmbench-compare-budget TIME: the session's, across scenarios
+    sets: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # --llmbench-compare-sets (disjoint placements)
+    device_kind: str = "gpu"  # what the sets name: GPU ids, or CPU cores ("cpu:")
 
     @property
     def max_rounds(self) -> int:
@@ -273,6 +286,30 @@ def parse_sizes(lines: list[str], ini: str) -> dict[str, str]:
     return out
 
 
+def parse_sets(text: str | None, mode: str, where: str = "--llmbench-compare-sets") -> tuple[Any, str]:
+    """``0,1|2,3`` (GPU ids) or ``cpu:0|1`` (CPU cores) → the two sets and their kind; required by the
+    disjoint modes, refused elsewhere, and the sets must be non-empty and share no device."""
+    if mode not in DISJOINT_MODES:
+        if text:
+            raise pytest.UsageError(f"{where} {text!r}: only with --llmbench-arm-servers disjoint or disjoint-parallel")
+        return None, "gpu"
+    if not text:
+        raise pytest.UsageError(
+            f"--llmbench-arm-servers {mode} needs {where} (two disjoint sets: '0,1|2,3' GPUs or 'cpu:0|1' cores)"
+        )
+    raw = text.strip()
+    kind = "cpu" if raw.lower().startswith("cpu:") else "gpu"
+    parts = raw[4:].split("|") if kind == "cpu" else raw.split("|")
+    sets = tuple(tuple(d.strip() for d in part.split(",") if d.strip()) for part in parts)
+    if len(sets) != 2 or not all(sets):
+        raise pytest.UsageError(f"{where} {text!r}: two non-empty sets separated by '|' (e.g. 0,1|2,3 or cpu:0|1)")
+    if set(sets[0]) & set(sets[1]):
+        raise pytest.UsageError(f"{where} {text!r}: the sets share {sorted(set(sets[0]) & set(sets[1]))}")
+    if kind == "cpu" and not all(d.isdigit() for s in sets for d in s):
+        raise pytest.UsageError(f"{where} {text!r}: CPU cores are whole numbers (cpu:0|1, cpu:0,1|2,3)")
+    return sets, kind
+
+
 def read_settings(config: pytest.Config) -> CompareSettings:
     try:
         arms = ArmOptions.parse(
@@ -307,15 +344,28 @@ def read_settings(config: pytest.Config) -> CompareSettings:
             sizes_for(metric, detect, ignore)
         except ValueError as e:
             raise pytest.UsageError(f"ini llmbench_compare_detect/llmbench_compare_ignore: {e}") from None
+    server_mode = config.getoption("llmbench_arm_servers", "auto") or "auto"
+    sets, device_kind = parse_sets(config.getoption("llmbench_compare_sets", None), server_mode)
+    if (
+        sets is not None
+        and design.restart_rounds is not None
+        and design.restart_rounds % 4 + (design.restart_rounds == 0)
+    ):
+        raise pytest.UsageError(
+            f"--llmbench-arm-servers {server_mode}: a unit is two halves of whole ABBA pairs, so its rounds "
+            f"(ini llmbench_compare_restart_rounds = {design.restart_rounds}) must be a multiple of 4 (not 0), or auto"
+        )
     return CompareSettings(
         arms=arms,
         design=design,
         block_prompts=_int(config, "llmbench_block_prompts", "llmbench_compare_block_prompts", 1),
         strict=bool(config.getoption("llmbench_strict", False)),
-        server_mode=config.getoption("llmbench_arm_servers", "auto") or "auto",
+        server_mode=server_mode,
         alpha=alpha,
         detect=detect,
         ignore=ignore,
         decide=tuple(config.getini("llmbench_compare_metrics")),
         session_budget_s=session_budget,
+        sets=sets,
+        device_kind=device_kind,
     )

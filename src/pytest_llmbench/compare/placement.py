@@ -33,7 +33,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from scipy import stats
+
 from pytest_llmbench.compare.plan import Costs, Noise, Target, UnitPlan, duration, plan
+from pytest_llmbench.compare.rounds import Block
 
 SHARED, PER_BLOCK, INTERLEAVED, PARALLEL = "shared", "per-block", "disjoint-interleaved", "disjoint-parallel"
 PLACEMENTS = (SHARED, PER_BLOCK, INTERLEAVED, PARALLEL)
@@ -175,3 +179,64 @@ def table(best: PlacedPlan, plans: Sequence[PlacedPlan], target: Target) -> list
     for p in plans:
         lines.append(("* " if p is best else "  ") + p.describe())
     return lines
+
+
+# --- the set effect, measured on a disjoint comparison's rounds ----------------------------------------
+
+
+@dataclass(frozen=True)
+class SetEffect:
+    """How much faster a server runs on set B than on set A (a ratio of ``metric``), from the units' two
+    halves: cancelled in the comparison by design, shown so that a slow GPU set is seen."""
+
+    metric: str
+    ratio: float
+    low: float
+    high: float
+    units: int
+    sets: tuple[tuple[str, ...], tuple[str, ...]]
+
+    def describe(self) -> str:
+        a, b = (",".join(s) for s in self.sets)
+        return (
+            f"set effect ({self.metric}, set {b} over set {a}): x{self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] "
+            f"over {self.units} units; cancelled in the comparison (each arm ran half of every unit on each set)"
+        )
+
+    def as_record(self) -> dict[str, object]:
+        return {
+            "metric": self.metric,
+            "ratio": self.ratio,
+            "low": self.low,
+            "high": self.high,
+            "units": self.units,
+            "sets": [list(s) for s in self.sets],
+        }
+
+
+def set_effect(
+    blocks: Sequence[Block], sets: tuple[tuple[str, ...], tuple[str, ...]], metric: str = "output_throughput"
+) -> SetEffect | None:
+    """Per unit, half the difference of its halves' mean log ratios (candidate on set B, then on set A),
+    which is set B's log speed over set A's whatever the arms differ by; the mean over units with a 95% t
+    interval (df units - 1). None with fewer than 2 units holding both halves."""
+    by_round: dict[int, dict[str, Block]] = {}
+    for b in blocks:
+        if not b.warmup and b.unit is not None and b.devices is not None:
+            by_round.setdefault(b.round, {})[b.role] = b
+    halves: dict[int, tuple[list[float], list[float]]] = {}
+    for pair in by_round.values():
+        ref, cand = pair.get("reference"), pair.get("candidate")
+        if ref is None or cand is None or ref.unit is None:
+            continue
+        a, c = ref.result.metrics.get(metric), cand.result.metrics.get(metric)
+        if not (isinstance(a, (int, float)) and isinstance(c, (int, float)) and a > 0 and c > 0):
+            continue
+        on_b = tuple(cand.devices or ()) == sets[1]
+        halves.setdefault(ref.unit, ([], []))[0 if on_b else 1].append(math.log(c / a))
+    diffs = [(np.mean(on_b) - np.mean(on_a)) / 2 for on_b, on_a in halves.values() if on_b and on_a]
+    if len(diffs) < 2:
+        return None
+    mean = float(np.mean(diffs))
+    low, high = stats.t.interval(0.95, len(diffs) - 1, loc=mean, scale=float(stats.sem(diffs)))
+    return SetEffect(metric, math.exp(mean), math.exp(float(low)), math.exp(float(high)), len(diffs), sets)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytest_llmbench.compare.arms import ArmPair
     from pytest_llmbench.compare.interleave import ArmStart, Outcome
+    from pytest_llmbench.compare.options import CompareSettings
+    from pytest_llmbench.compare.placement import SetEffect
     from pytest_llmbench.compare.plan import Costs
     from pytest_llmbench.compare.power import Design, Plan
     from pytest_llmbench.compare.rounds import Block
@@ -42,6 +44,7 @@ def block(session_id: str, pair: ArmPair, bench: Any, scenario: str, b: Block, f
         "role": b.role,
         "first_in_round": first_in_round,  # order effects
         "started_first": b.started_first,  # whose server started first for this unit's pair
+        "devices": list(b.devices) if b.devices is not None else None,  # its set (disjoint placements)
         "arm": pair.arm(b.role).label,
         "notes": b.result.notes,
         "warmup": b.warmup,
@@ -160,6 +163,7 @@ def arm_start(session_id: str, pair: ArmPair, s: ArmStart) -> dict[str, Any]:
         "label": pair.arm(s.role).label,
         "startup_s": s.startup_s,
         "unit": s.unit,
+        "devices": list(s.devices) if s.devices is not None else None,
         "host_rss_bytes": s.host_rss_bytes,
         "gpu_memory_gb": s.gpu_memory_gb,
         "build_info": s.build_info,
@@ -183,4 +187,17 @@ def budget(
         "comparisons": len(adjusted),
         "q_values": [{"nodeid": r["nodeid"], "metric": r["metric"], "q_value": r.get("q_value")} for r in adjusted],
         "suite_regressed": [{"nodeid": r["nodeid"], "metric": r["metric"]} for r in regressed],
+    }
+
+
+def set_effect(
+    session_id: str, pair: ArmPair, bench: Any, scenario: str, effect: SetEffect | None, settings: CompareSettings
+) -> dict[str, Any]:
+    """A disjoint placement's set effect (compare/placement.py), None where too few units had both halves."""
+    return {
+        **_head("comparison_set_effect", session_id, pair, bench, scenario),
+        "placement": settings.server_mode,
+        "sets": [list(s) for s in settings.sets or ()],
+        "device_kind": settings.device_kind,
+        "set_effect": effect.as_record() if effect is not None else None,
     }

@@ -28,6 +28,7 @@ class Block:
     started_first: str | None = None  # whose server started first for this block's pair (None: not restarted)
     unit: int | None = None  # the unit (server pair, or round) it counts in; None for a warm-up block
     wall_s: float | None = None  # the block's wall seconds, its flush included (what a plan's round costs)
+    devices: tuple[str, ...] | None = None  # the set its server ran on (disjoint placements), else None
 
     @property
     def warmup(self) -> bool:

@@ -17,10 +17,11 @@ import pytest
 from pytest_llmbench.compare import records, terminal
 from pytest_llmbench.compare.arms import ArmPair
 from pytest_llmbench.compare.options import CompareSettings
+from pytest_llmbench.compare.placement import set_effect
 from pytest_llmbench.compare.plan import ROUND_STEP, Costs
 from pytest_llmbench.compare.power import Design, Plan
 from pytest_llmbench.compare.progress import UnitProgress
-from pytest_llmbench.compare.rounds import Block
+from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.compare.spend import SessionBudget, choose_unit, pilot_components, target_for
 
 
@@ -108,3 +109,13 @@ class ScenarioRun:
         )
         if plan.underpowered:
             self.say(f"llmbench compare: {self.name}: {plan.describe()}")
+
+    def show_set_effect(self, rounds: Rounds) -> None:
+        """Disjoint sets: the set effect (cancelled by the swap in every unit) recorded and said."""
+        if self.settings.sets is None:
+            return
+        effect = set_effect(rounds.blocks, self.settings.sets)
+        self.bench.emit(
+            records.set_effect(self.session_id, self.pair, self.bench, self.scenario, effect, self.settings)
+        )
+        self.say(f"llmbench compare: {self.name}: " + (effect.describe() if effect else "set effect: too few units"))

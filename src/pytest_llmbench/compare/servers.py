@@ -7,7 +7,9 @@ GPU; the session only asks for a starter and closes what it got.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -48,6 +50,20 @@ def facts(server: Any) -> dict[str, Any]:
         return {}
 
 
+def pin(server: Any, cores: tuple[str, ...]) -> None:
+    """Every thread of the server's processes onto ``cores`` (a CPU set standing in for a GPU set); threads
+    made later inherit it. Linux only: elsewhere it says so instead of comparing on unpinned servers."""
+    if not hasattr(os, "sched_setaffinity"):
+        raise pytest.UsageError("--llmbench-compare-sets cpu:...: pinning needs Linux (os.sched_setaffinity)")
+    mask = {int(c) for c in cores}
+    for pid in server.handle.pids():
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                os.sched_setaffinity(int(task.name), mask)
+            except (ProcessLookupError, FileNotFoundError):  # a thread that ended meanwhile
+                continue
+
+
 def starter(config: pytest.Config, gpu_ids: Any, session_id: str, retried: list[str]) -> Callable[[Arm], LLMServer]:
     """A start of an arm's server on ``gpu_ids``; a start that fails is retried once (a session that
     restarts servers dozens of times meets a flaky one: the units already played are kept), noted in
@@ -59,7 +75,10 @@ def starter(config: pytest.Config, gpu_ids: Any, session_id: str, retried: list[
     def start(arm: Arm) -> LLMServer:
         for attempt in (1, 2):
             try:
-                server = start_server(arm.config, results.server_dir(arm.server_name), gpu_ids=gpu_ids, image=arm.image)
+                on_gpus = arm.devices if arm.devices is not None and arm.device_kind == "gpu" else gpu_ids
+                server = start_server(arm.config, results.server_dir(arm.server_name), gpu_ids=on_gpus, image=arm.image)
+                if arm.devices is not None and arm.device_kind == "cpu":
+                    pin(server, arm.devices)
                 break
             except ServerStartError as e:
                 if attempt == 2:
@@ -91,8 +110,18 @@ class SessionServers:
     """The servers of the config being compared (one :class:`ArmServers` at a time): both arms kept up or one
     at a time by ``server_mode`` (``auto``: both where they fit), each start recorded as ``arm_start``."""
 
-    def __init__(self, config: pytest.Config, server_mode: str, session_id: str, retried: list[str]) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        server_mode: str,
+        session_id: str,
+        retried: list[str],
+        *,
+        sets: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+        device_kind: str = "gpu",
+    ) -> None:
         self.config, self.server_mode, self.session_id, self.retried = config, server_mode, session_id, retried
+        self.sets, self.device_kind = sets, device_kind
         self.current: ArmServers | None = None
 
     def for_pair(self, pair: ArmPair, candidate: Any) -> ArmServers:
@@ -102,7 +131,16 @@ class SessionServers:
         if self.current is None:
             mode = self.server_mode
             keep_both = mode == "both" or (mode == "auto" and both_fit(candidate))
-            self.current = ArmServers(pair, candidate, self.starter(candidate), keep_both=keep_both, facts=facts)
+            self.current = ArmServers(
+                pair,
+                candidate,
+                self.starter(candidate),
+                keep_both=keep_both,
+                facts=facts,
+                sets=self.sets,
+                device_kind=self.device_kind,
+                parallel=mode == "disjoint-parallel",
+            )
         return self.current
 
     def starter(self, candidate: Any) -> Callable[[Arm], LLMServer]:

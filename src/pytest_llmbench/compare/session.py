@@ -110,7 +110,14 @@ class CompareSession:
         self.made: Counter[str] = Counter()  # comparisons per family made (this process)
         self.budget = SessionBudget(settings.session_budget_s, settings.design.budget_s, 1)
         self.retried: list[str] = []  # starts that failed once and were retried (named in the table)
-        self.servers = servers_mod.SessionServers(config, settings.server_mode, self.session_id, self.retried)
+        self.servers = servers_mod.SessionServers(
+            config,
+            settings.server_mode,
+            self.session_id,
+            self.retried,
+            sets=settings.sets,
+            device_kind=settings.device_kind,
+        )
         config.stash[COMPARE] = self
 
     # --- set-up once the selected tests are known ---------------------------------------------------
@@ -119,7 +126,7 @@ class CompareSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         configs = self.config.stash[stash.CONFIGS]
         registry = self.config.stash[stash.REGISTRY]
-        named = [(i, name) for i in session.items if (name := _config_of(i)) is not None]
+        named = [(i, name) for i in session.items if (name := server_config_name(i)) is not None]
         items = [i for i, _ in named]
         selected = sorted({name for _, name in named})
         try:
@@ -144,7 +151,9 @@ class CompareSession:
         """Per-comparison alpha by family: given, or the family's budget over the comparisons counted up
         front: every serving ``bench.check`` of each compared test (compare/count.py)."""
         self.counted = Counter()
-        compared = [i for i in items if _config_of(i) in self.pairs and "bench" in getattr(i, "fixturenames", ())]
+        compared = [
+            i for i in items if server_config_name(i) in self.pairs and "bench" in getattr(i, "fixturenames", ())
+        ]
         self.budget.scenarios = max(1, len(compared))
         for i in compared:
             self.counted += comparisons_by_family(
@@ -221,6 +230,7 @@ class CompareSession:
         finally:
             self.servers.write_starts(pair, servers)
             self.budget.finished(time.monotonic() - run.t_run)
+        run.show_set_effect(rounds)
         if outcome.note:  # the budget (a cap) could not hold the floor: nothing was judged
             terminal.say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {outcome.note}")
         for role in ("reference", "candidate"):
@@ -426,7 +436,8 @@ class CompareSession:
         starts = self._all_records("arm_start")
         if not rows and not starts and not self.retried:
             return
-        made = self._made_everywhere(rows) if self.counted else Counter()  # an xdist controller counts nothing
+        # comparisons made, from every process's records (an xdist controller counts nothing up front)
+        made = Counter(str(r.get("family")) for r in rows) if self.counted else Counter()
         budgeted = self.settings.alpha is None and bool(parse_alpha(self._gate_alpha_spec()))
         terminal.summary(
             terminalreporter,
@@ -437,10 +448,3 @@ class CompareSession:
             counted=self.counted,
             budgeted=budgeted,
         )
-
-    @staticmethod
-    def _made_everywhere(rows: list[dict[str, Any]]) -> Counter[str]:
-        return Counter(str(r.get("family")) for r in rows)
-
-
-_config_of = server_config_name
