@@ -50,3 +50,27 @@ def test_a_bad_line_names_the_file(tmp_path, capsys):
 def test_not_a_folder(tmp_path, capsys):
     assert main([str(tmp_path / "missing"), "--budget", "1h"]) == 1
     assert "is not a results folder" in capsys.readouterr().err
+
+
+def test_the_dry_run_prices_every_placement_at_big_model_starts(capsys):
+    """Issue 57: compare-plan offers the placements a runner has (a TP=2 config that cannot share its GPUs
+    on an 8-GPU runner), at 60/180/600-s starts, from the recorded round and noise; the cheapest is marked."""
+    assert main([str(H200_AA), "--budget", "20m", "--placements", "2/8", "--starts", "60,600"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    heads = [i for i, line in enumerate(out) if "placements to 95% power at 3%:" in line]
+    assert len(heads) == 2 and "start 60 s per arm" in out[heads[0]] and "start 600 s per arm" in out[heads[1]]
+    block = out[heads[0] + 1 : heads[1]]
+    assert block[0] == "  shared: not here (both arms do not fit on one arm's GPUs)"
+    assert [line[2:].split(":")[0] for line in block] == [
+        "shared",
+        "per-block",
+        "disjoint-interleaved",
+        "disjoint-parallel",
+    ]
+    chosen = [line for line in block if line.startswith("* ")]
+    assert len(chosen) == 1 and chosen[0].startswith("* disjoint-")
+
+
+def test_a_bad_placements_spec_is_named(capsys):
+    assert main([str(H200_AA), "--budget", "20m", "--placements", "2/1"]) == 1
+    assert "--placements '2/1'" in capsys.readouterr().err

@@ -13,8 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from pytest_llmbench.compare.dryrun import dry_run
+from pytest_llmbench.compare.dryrun import dry_run, placement_tables
 from pytest_llmbench.compare.margins import sizes_for
+from pytest_llmbench.compare.placement import Runner
 from pytest_llmbench.compare.plan import Target
 from pytest_llmbench.compare.spend import parse_seconds
 from pytest_llmbench.report.results import iter_records
@@ -68,6 +69,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--unit-rounds", type=int, default=1, help="rounds per pair in records without a unit")
     parser.add_argument("--concurrent", action="store_true", help="both arms start at once (the longer start)")
     parser.add_argument("--session", default=None, help="the compare_session id (default: the folder's last one)")
+    parser.add_argument(
+        "--placements",
+        metavar="G/N",
+        default=None,
+        help="also price every arm placement (shared, per-block, disjoint interleaved or parallel) for a config "
+        "of G GPUs per arm on an N-GPU runner, e.g. 2/8 (issue 57)",
+    )
+    parser.add_argument("--both-fit", action="store_true", help="with --placements: both arms fit on G GPUs")
+    parser.add_argument(
+        "--starts", default=None, help="with --placements: start seconds per arm to price, e.g. 60,180,600"
+    )
+    parser.add_argument("--by", choices=("gpu", "wall"), default="gpu", help="cheapest by GPU-seconds or wall time")
     args = parser.parse_args(argv)
     if not args.results_dir.is_dir():
         print(f"compare-plan: {args.results_dir} is not a results folder", file=sys.stderr)
@@ -95,6 +108,26 @@ def main(argv: list[str]) -> int:
     print(f"from {args.results_dir}" + (f" (session {session})" if session else ""))
     for line in alloc.table():
         print(line)
+    if args.placements:
+        try:
+            gpus, _, total = args.placements.partition("/")
+            runner = Runner(int(gpus), int(total), both_fit=args.both_fit)
+            starts = [float(s) for s in args.starts.split(",")] if args.starts else [args.start_s]
+            lines = placement_tables(
+                records,
+                target,
+                runner,
+                starts,
+                unit_rounds=args.unit_rounds,
+                sd_between=args.sd_between,
+                session=session,
+                by=args.by,
+            )
+        except ValueError as e:
+            print(f"compare-plan: --placements {args.placements!r} --starts {args.starts!r}: {e}", file=sys.stderr)
+            return 1
+        for line in lines:
+            print(line)
     return 0
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from pytest_llmbench.compare.nested import components, units_of
+from pytest_llmbench.compare.placement import Runner, choose
+from pytest_llmbench.compare.placement import table as placement_table
 from pytest_llmbench.compare.plan import Costs, Noise, Target
 from pytest_llmbench.compare.spend import Allocation, Scenario, allocate
 from pytest_llmbench.jsonl import iter_jsonl
@@ -155,22 +157,59 @@ def dry_run(
         if start_s_per_arm is not None:
             rec = replace(rec, start_s={"reference": start_s_per_arm, "candidate": start_s_per_arm})
         costs = rec.costs(warmup_s=warmup_s, concurrent=concurrent)
-        if len(rec.round_log_ratios) < 2 * max(unit_rounds, 2):
-            raise ValueError(f"dry run: {name} has {len(rec.round_log_ratios)} rounds, too few to measure its noise")
-        recorded_units = rec.recorded_units()
-        if recorded_units is not None:  # the records name each round's unit (issue 38): the pilot's own nesting
-            comp = components(recorded_units)
-            noise = Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
-        elif unit_rounds == 1:
-            if sd_between is None:
-                raise ValueError(
-                    f"dry run: {name} kept one pair of servers (unit_rounds=1): give sd_between, the SD of a "
-                    "pair's offset, from a session that restarted the pairs"
-                )
-            within = float(np.std(rec.round_log_ratios, ddof=1))
-            noise = Noise(sd_between, within)
-        else:
-            comp = components(units_of(rec.round_log_ratios, unit_rounds))
-            noise = Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
+        noise = recorded_noise(rec, name, unit_rounds, sd_between)
         scenarios.append(Scenario(name, costs, noise, target))
     return allocate(budget_s, scenarios)
+
+
+def recorded_noise(rec: RecordedCosts, name: str, unit_rounds: int, sd_between: float | None) -> Noise:
+    """The nested model's SDs from a recorded scenario's per-round log ratios (see :func:`dry_run`)."""
+    if len(rec.round_log_ratios) < 2 * max(unit_rounds, 2):
+        raise ValueError(f"dry run: {name} has {len(rec.round_log_ratios)} rounds, too few to measure its noise")
+    recorded_units = rec.recorded_units()
+    if recorded_units is not None:  # the records name each round's unit (issue 38): the pilot's own nesting
+        comp = components(recorded_units)
+        return Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
+    if unit_rounds == 1:
+        if sd_between is None:
+            raise ValueError(
+                f"dry run: {name} kept one pair of servers (unit_rounds=1): give sd_between, the SD of a "
+                "pair's offset, from a session that restarted the pairs"
+            )
+        return Noise(sd_between, float(np.std(rec.round_log_ratios, ddof=1)))
+    comp = components(units_of(rec.round_log_ratios, unit_rounds))
+    return Noise(comp.sd_between if sd_between is None else sd_between, comp.sd_within)
+
+
+def placement_tables(
+    records: Iterable[Mapping[str, Any]],
+    target: Target,
+    runner: Runner,
+    starts_s: Sequence[float | None],
+    *,
+    unit_rounds: int = 1,
+    sd_between: float | None = None,
+    warmup_s: float = 0.0,
+    session: str | None = None,
+    by: str = "gpu",
+) -> list[str]:
+    """Every placement's plan (compare/placement.py) per recorded scenario and start cost: the recorded
+    round and noise, each arm's start as recorded (None) or as given (a big model's 60, 180, 600 s)."""
+    recorded = costs_from_records(records, session=session)
+    if not recorded:
+        raise ValueError("dry run: no comparison_block records with a scenario")
+    lines: list[str] = []
+    for (config, scenario), rec in recorded.items():
+        name = f"{config}/{scenario}"
+        noise = recorded_noise(rec, name, unit_rounds, sd_between)
+        round_s = rec.costs(warmup_s=warmup_s).round_s
+        for start in starts_s:
+            start_s = start if start is not None else max(rec.start_s.values(), default=0.0)
+            best, plans = choose(runner, start_s, round_s, noise, target, warmup_s=warmup_s, by=by)
+            head = (
+                f"{name}: start {start_s:g} s per arm{'' if start is not None else ' (recorded)'}, round "
+                f"{round_s:.2g} s, offset SD {100 * noise.sd_between:.2g}%, round SD {100 * noise.sd_within:.2g}%; "
+            )
+            table = placement_table(best, plans, target)
+            lines += [head + table[0], *table[1:]]
+    return lines

@@ -31,6 +31,13 @@ def collection_lines(pairs: Iterable[Any], settings: Any, alphas: Mapping[str, f
         design = settings.design.describe(settings.server_mode != "per-block", settings.session_budget_s)
         per = ", ".join(f"{f}={a:.3g}" for f, a in alphas.items())
         lines.append(f"llmbench compare: {design}, {settings.block_prompts} prompts per block; per-comparison α {per}")
+        if settings.sets is not None:
+            a, b = (",".join(x) for x in settings.sets)
+            what = "CPU cores, each server pinned" if settings.device_kind == "cpu" else "GPUs"
+            lines.append(
+                f"llmbench compare: placement {settings.server_mode}: the arms on {what} {a} | {b}, swapped between "
+                "the two halves of every unit (the set effect cancels; its estimate is shown per scenario)"
+            )
     return lines
 
 
