@@ -88,7 +88,7 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
     s.pairs = {"smol-nospec": arms_from_options(cfg, settings.arms, REGISTRY)}
     s.alphas = {"timing": 0.01, "quality": 0.01, "decisions": 0.01}
     s._last, s._failing, s.records, s.is_worker = {}, {}, [], False
-    s.session_id, s.counted, s.made, s.retried = "session-a", Counter(), Counter(), []
+    s.session_id, s.counted, s.made, s.retried, s.last_budget_s = "session-a", Counter(), Counter(), [], None
     s.servers = SessionServers(config, settings.server_mode, s.session_id, s.retried)
     item = SimpleNamespace(user_properties=[], nodeid="b.py::test_serving[smol-nospec]")
     bench = SimpleNamespace(

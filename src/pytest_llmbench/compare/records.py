@@ -132,6 +132,7 @@ def comparison(
     interrupted: str | None,
     max_rounds: int,
     strict: bool,
+    budget_s: float | None = None,
 ) -> dict[str, Any]:
     """One metric's verdict, with why the rounds stopped."""
     plan = outcome.plan if outcome is not None else None
@@ -146,6 +147,8 @@ def comparison(
         "planned_rounds": plan.rounds if plan else None,
         "needed_rounds": plan.needed if plan else None,
         "underpowered": plan.underpowered if plan else False,
+        "elapsed_s": outcome.elapsed_s if outcome else None,  # the scenario's rounds, first warm-up block on
+        "budget_s": budget_s,  # what its share of the budget was (a cap: at most one unit past it)
         "max_rounds": max_rounds,
         "reference_arm": pair.reference.label,
         "candidate_arm": pair.candidate.label,

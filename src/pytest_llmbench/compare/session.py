@@ -1,17 +1,11 @@
-"""CompareSession: the pytest layer of reference-vs-candidate comparisons (issue 12).
+"""CompareSession: the pytest side of reference-vs-candidate comparisons (issue 12).
 
-With any ``--llmbench-reference-*`` / ``--llmbench-candidate-*`` option, or a YAML ``compare:`` block,
-the selected configs' bench tests become comparisons without a change to the bench code:
-
-- ``llm_server`` is the candidate arm (for options, the config with the candidate's changes);
-- ``bench.run(scenario)`` runs the scenario on both arms in interleaved rounds — warm-up, a pilot, then
-  the rounds the pilot plans for 95% power at the detect size of ini ``llmbench_compare_metrics``
-  (compare/power.py) — and returns the candidate's result;
-- ``bench.check(metric, …)`` of a serving metric returns the comparison (a ``comparison`` record);
-  any other check (quality, decisions) keeps its stored baseline.
-
-A regressed comparison fails its test, an inconclusive one too with ``--llmbench-strict``; the table
-comes at the end of the session, the suite's error budget (Holm per family) across comparisons.
+With any ``--llmbench-reference-*`` / ``--llmbench-candidate-*`` option, or a YAML ``compare:`` block, the
+selected configs' bench tests become comparisons without a change to the bench code: ``llm_server`` is the
+candidate arm, ``bench.run`` plays the scenario on both arms (compare/interleave.py; one scenario's callbacks
+in compare/scenario_run.py), ``bench.check`` of a serving metric returns the comparison, and other checks keep
+their stored baseline. This module holds what lives across tests (arms, alphas, the budget, each test's
+verdicts, Holm at the end); servers live in compare/servers.py, records in records.py, words in terminal.py.
 """
 
 from __future__ import annotations
@@ -109,6 +103,7 @@ class CompareSession:
         self.counted: Counter[str] = Counter()  # comparisons per family counted up front
         self.made: Counter[str] = Counter()  # comparisons per family made (this process)
         self.budget = SessionBudget(settings.session_budget_s, settings.design.budget_s, 1)
+        self.last_budget_s: float | None = None  # the running scenario's share of the budget (its records)
         self.retried: list[str] = []  # starts that failed once and were retried (named in the table)
         self.servers = servers_mod.SessionServers(
             config,
@@ -181,6 +176,7 @@ class CompareSession:
         pair = self.pairs[bench.config_name]
         servers = self.servers.for_pair(pair, bench.server)
         design = replace(self.settings.design, budget_s=self.budget.share_s())
+        self.last_budget_s = design.budget_s
         judge = Judge(
             self.settings.decide,
             self.alphas,
@@ -366,6 +362,7 @@ class CompareSession:
             interrupted=interrupted,
             max_rounds=self.settings.max_rounds,
             strict=self.settings.strict,
+            budget_s=self.last_budget_s,
         )
         bench.emit(record)  # results.jsonl and the JUnit properties (report/junit.py)
         self.records.append(record)
