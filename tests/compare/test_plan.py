@@ -4,7 +4,6 @@ session budget across scenarios, the nested pilot's components, and the costs re
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -13,12 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pytest_llmbench.compare.dryrun import costs_from_records, dry_run, read_records
 from pytest_llmbench.compare.margins import Sizes
-from pytest_llmbench.compare.nested import components, units_of
 from pytest_llmbench.compare.plan import Costs, Noise, Target, best_within, detectable_at, plan, power_at
 from pytest_llmbench.compare.power import MIN_UNITS
-from pytest_llmbench.compare.spend import Scenario, allocate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -161,71 +157,6 @@ def test_describe_reads_like_the_plan_table():
     )
 
 
-def _matrix() -> list[Scenario]:
-    noise = Noise(0.01, H200_SD_WITHIN)
-    return [
-        Scenario("chat-1u", h200(60.0), noise, TARGET),
-        Scenario("chat-4u", h200(60.0), Noise(0.01, 0.05), TARGET),
-        Scenario("prompt120k-1u", Costs.of_arms(60.0, 60.0, 20.0, warmup_s=10.0), noise, TARGET),
-    ]
-
-
-def test_a_budget_that_holds_every_plan_gives_each_its_own():
-    scenarios = _matrix()
-    own = [plan(s.name, s.costs, s.noise, s.target) for s in scenarios]
-    a = allocate(sum(p.seconds for p in own) + 100.0, scenarios)
-    assert [p.units for p in a.plans] == [p.units for p in own]
-    assert a.rule == "each scenario's own detect"
-
-
-def test_a_short_budget_is_shared_to_equalize_the_detectable_change_and_sums_to_it():
-    scenarios = _matrix()
-    own = sum(plan(s.name, s.costs, s.noise, s.target).seconds for s in scenarios)
-    budget = own / 3
-    a = allocate(budget, scenarios)
-    assert [p.name for p in a.plans] == ["chat-1u", "chat-4u", "prompt120k-1u"]
-    assert a.seconds <= budget
-    assert a.seconds >= 0.9 * budget  # spent, not left over
-    found = [p.detectable for p in a.plans]
-    assert all(d > 0.03 for d in found)
-    assert max(found) - min(found) < 0.25 * (max(found) - 0.01)  # one blind spot, within unit granularity
-    table = a.table()
-    assert table[0].startswith("plan for ") and "equalize the detectable change" in table[0]
-    assert len(table) == 4
-
-
-def test_a_budget_too_small_for_every_floor_names_the_scenario_left_out():
-    scenarios = _matrix()
-    a = allocate(1200.0, scenarios)  # 4 units: prompt120k ~680 s, each chat ~496 s
-    left = [p for p in a.plans if p.units == 0]
-    assert [p.name for p in left] == ["prompt120k-1u"]
-    assert "budget too small to judge" in left[0].describe()
-    assert a.seconds <= 1200.0
-
-
-def test_components_recover_known_sds_on_simulated_nested_data():
-    rng = np.random.default_rng(7)
-    sd_b, sd_w, units, rounds = 0.01, 0.035, 400, 8
-    y = sd_b * rng.standard_normal((units, 1)) + sd_w * rng.standard_normal((units, rounds))
-    c = components(list(y))
-    assert c.df_between == units - 1 and c.df_within == units * (rounds - 1)
-    assert c.sd_within == pytest.approx(sd_w, rel=0.03)
-    assert c.sd_between == pytest.approx(sd_b, rel=0.25)
-
-
-def test_components_clip_a_negative_between_estimate_at_zero_and_take_unbalanced_units():
-    rng = np.random.default_rng(3)
-    y = [0.03 * rng.standard_normal(k) for k in (2, 4, 6, 8, 3, 5)]
-    values = [list(u) for u in y]
-    flat = components([[v - np.mean(u) for v in u] for u in values])  # unit means all 0: MSB = 0
-    assert flat.sd_between == 0.0
-    assert components(values).df_within == sum(map(len, values)) - len(values)
-    with pytest.raises(ValueError, match=">= 2 units"):
-        components([[0.1, 0.2]])
-    with pytest.raises(ValueError, match="within-unit spread"):
-        components([[0.1], [0.2]])
-
-
 def test_a_shared_offset_is_alpha_at_zero_and_grows_with_the_units():
     assert shared_offset_false_alarm(0.0, 0.035, 50, TARGET) == TARGET.alpha
     few, many = (shared_offset_false_alarm(0.01, 0.035, n, TARGET) for n in (10, 200))
@@ -242,66 +173,6 @@ def test_a_shared_offset_matches_a_simulation():
     assert ci.low <= shared_offset_false_alarm(shared, unit_sd, n, TARGET) <= ci.high
 
 
-def test_costs_from_the_committed_h200_records():
-    costs = costs_from_records(read_records(H200_BLOCKS), session="gpu-aa-0")
-    rec = costs[("gpu-smol-nospec", "chat-1u")]
-    assert rec.starts == {"candidate": 1, "reference": 1}
-    assert rec.start_s == {"candidate": pytest.approx(0.809, abs=1e-3), "reference": pytest.approx(0.544, abs=1e-3)}
-    assert rec.rounds == 100 and 1.3 < rec.round_s < 1.6
-    assert rec.wall_round_s == pytest.approx(1.496, abs=1e-3)
-    assert len(rec.round_log_ratios) == 100
-    unit = rec.costs(warmup_s=0.9)
-    assert unit.start_s == pytest.approx(0.809 + 0.544, abs=2e-3)
-    assert unit.round_s == max(rec.round_s, 1.4960668582500034)  # one start per arm: the pilot's wall round counts
-    assert rec.costs(concurrent=True).start_s == pytest.approx(0.809, abs=1e-3)
-    sd = float(np.std(rec.round_log_ratios, ddof=1))
-    assert 0.03 < sd < 0.06  # the 4.4% per round of this A/A (simulate_comparisons.out.md)
-    c = components(units_of(rec.round_log_ratios, 10))
-    assert c.df_between == 9 and c.sd_within > 0.03
-
-
-def test_costs_from_the_committed_cpu_records_cover_every_config_and_scenario():
-    costs = costs_from_records(read_records(CPU_BUMP))
-    assert set(costs) == {
-        (config, scenario)
-        for config in ("smol-nospec", "smol-ngram", "smol-draft")
-        for scenario in ("chat-1u", "chat-4u", "prompt2k-1u")
-    }
-    assert costs[("smol-draft", "prompt2k-1u")].round_s > costs[("smol-nospec", "chat-1u")].round_s
-    assert costs[("smol-draft", "chat-1u")].start_s["reference"] == pytest.approx(2.334, abs=1e-3)
-    assert costs[("smol-nospec", "chat-1u")].wall_round_s is None
-
-
-def test_records_name_their_file_and_line_when_bad(tmp_path: Path):
-    path = tmp_path / "results.jsonl"
-    path.write_text(json.dumps({"record": "arm_start"}) + "\n{not json\n")
-    with pytest.raises(ValueError, match=r"results\.jsonl:2: not valid JSON"):
-        read_records(path)
-
-
-def test_a_scenario_without_starts_for_both_arms_is_named():
-    records = [
-        {
-            "record": "comparison_block",
-            "config": "c",
-            "scenario": "s",
-            "round": 0,
-            "role": role,
-            "metrics": {"duration": 1.0},
-        }
-        for role in ("reference", "candidate")
-    ]
-    rec = costs_from_records(records)[("c", "s")]
-    with pytest.raises(ValueError, match="c/s: no arm_start record for both roles"):
-        rec.costs()
-
-
-def test_units_of_groups_consecutive_rounds_as_the_runner_does():
-    assert units_of([1.0, 2.0, 3.0, 4.0, 5.0], 2) == [[1.0, 2.0], [3.0, 4.0]]
-    with pytest.raises(ValueError, match="unit_rounds"):
-        units_of([1.0], 0)
-
-
 def test_the_need_beyond_the_window_is_found_by_bisection_and_none_beyond_the_limit():
     from pytest_llmbench.compare.plan import _units_needed
 
@@ -311,22 +182,6 @@ def test_the_need_beyond_the_window_is_found_by_bisection_and_none_beyond_the_li
     assert units_needed(2, Noise(0.0, 5.0), TARGET, max_units=1000) is None
     p = plan("x", h200(1.0), Noise(0.0, 50.0), TARGET, max_unit_rounds=4)
     assert not p.reached and p.describe().endswith("(out of reach)")
-
-
-def test_a_dry_run_prints_the_plan_table_from_recorded_costs():
-    records = read_records(H200_BLOCKS)
-    quick = dry_run(records, 1800.0, TARGET, sd_between=0.01, session="gpu-aa-0", warmup_s=0.9)
-    (only,) = quick.plans
-    assert only.name == "gpu-smol-nospec/chat-1u" and only.reached
-    assert only.seconds < 600  # starts of ~0.7 s: minutes
-    slow = dry_run(records, 1800.0, TARGET, sd_between=0.01, session="gpu-aa-0", warmup_s=0.9, start_s_per_arm=60.0)
-    (sixty,) = slow.plans
-    assert sixty.unit_rounds > only.unit_rounds  # a 60-s start buys longer units
-    assert slow.table()[1].startswith("  gpu-smol-nospec/chat-1u: ")
-    with pytest.raises(ValueError, match="give sd_between"):
-        dry_run(records, 1800.0, TARGET, session="gpu-aa-0")
-    units = dry_run(records, 1800.0, TARGET, unit_rounds=10, session="gpu-aa-0")
-    assert units.plans[0].units >= MIN_UNITS
 
 
 def test_detectable_in_is_what_the_best_plan_within_the_budget_detects():

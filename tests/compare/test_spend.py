@@ -16,8 +16,10 @@ from pytest_llmbench.compare.margins import Sizes
 from pytest_llmbench.compare.plan import Costs, Noise, Target, plan
 from pytest_llmbench.compare.power import MIN_UNITS, Design
 from pytest_llmbench.compare.rounds import Block
+from pytest_llmbench.compare.spend import Scenario as PlanScenario
 from pytest_llmbench.compare.spend import (
     SessionBudget,
+    allocate,
     choose_unit,
     parse_seconds,
     pilot_components,
@@ -26,6 +28,7 @@ from pytest_llmbench.compare.spend import (
 from pytest_llmbench.workload.scenario import Scenario
 
 from .test_interleave import Clock, _result, _servers
+from .test_plan import H200_SD_WITHIN, TARGET, h200
 
 TPUT = Target(Sizes("ratio", 0.01, 0.03), 0.01)
 
@@ -186,3 +189,48 @@ def test_pilot_components_split_the_offset_from_the_rounds():
     c = pilot_components(blocks, 6)
     assert c["sd_between"] > 0.02 and 0.005 < c["sd_within"] < 0.02 and c["df_between"] == 7
     assert pilot_components(blocks, 1) == {}
+
+
+# --- a session budget across scenarios (allocate) ---
+
+
+def _matrix() -> list[PlanScenario]:
+    noise = Noise(0.01, H200_SD_WITHIN)
+    return [
+        PlanScenario("chat-1u", h200(60.0), noise, TARGET),
+        PlanScenario("chat-4u", h200(60.0), Noise(0.01, 0.05), TARGET),
+        PlanScenario("prompt120k-1u", Costs.of_arms(60.0, 60.0, 20.0, warmup_s=10.0), noise, TARGET),
+    ]
+
+
+def test_a_budget_that_holds_every_plan_gives_each_its_own():
+    scenarios = _matrix()
+    own = [plan(s.name, s.costs, s.noise, s.target) for s in scenarios]
+    a = allocate(sum(p.seconds for p in own) + 100.0, scenarios)
+    assert [p.units for p in a.plans] == [p.units for p in own]
+    assert a.rule == "each scenario's own detect"
+
+
+def test_a_short_budget_is_shared_to_equalize_the_detectable_change_and_sums_to_it():
+    scenarios = _matrix()
+    own = sum(plan(s.name, s.costs, s.noise, s.target).seconds for s in scenarios)
+    budget = own / 3
+    a = allocate(budget, scenarios)
+    assert [p.name for p in a.plans] == ["chat-1u", "chat-4u", "prompt120k-1u"]
+    assert a.seconds <= budget
+    assert a.seconds >= 0.9 * budget  # spent, not left over
+    found = [p.detectable for p in a.plans]
+    assert all(d > 0.03 for d in found)
+    assert max(found) - min(found) < 0.25 * (max(found) - 0.01)  # one blind spot, within unit granularity
+    table = a.table()
+    assert table[0].startswith("plan for ") and "equalize the detectable change" in table[0]
+    assert len(table) == 4
+
+
+def test_a_budget_too_small_for_every_floor_names_the_scenario_left_out():
+    scenarios = _matrix()
+    a = allocate(1200.0, scenarios)  # 4 units: prompt120k ~680 s, each chat ~496 s
+    left = [p for p in a.plans if p.units == 0]
+    assert [p.name for p in left] == ["prompt120k-1u"]
+    assert "budget too small to judge" in left[0].describe()
+    assert a.seconds <= 1200.0
