@@ -194,7 +194,8 @@ def report(args: argparse.Namespace) -> None:
 
 def order(args: argparse.Namespace) -> None:
     """The start-order and play-order effects over every session folder given (compare/order.py)."""
-    from pytest_llmbench.compare.order import ORDERS, order_effect
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from order_lab import ORDERS, order_effect
 
     blocks = [b for folder in args.folders for b in _records(Path(folder), "comparison_block")]
     print(f"{len(blocks)} blocks from {len(args.folders)} results folders\n")

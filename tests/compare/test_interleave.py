@@ -15,7 +15,6 @@ import pytest
 from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
 from pytest_llmbench.compare.interleave import (
     ArmServers,
-    block_order,
     block_window,
     round_order,
     run_rounds,
@@ -74,6 +73,11 @@ def _result(tokens_per_s: float, ttfts: list[float | None]) -> ScenarioResult:
         for i, t in enumerate(ttfts)
     ]
     return ScenarioResult(SC, recs, {"output_throughput": tokens_per_s, "duration": 1.0, "failed": 0})
+
+
+def block_order(rounds: int, unit_rounds: int = 2) -> list[tuple[int, str]]:
+    """(round, role) of every block of ``rounds`` rounds in units of ``unit_rounds``: A B | B A | B A | A B | …"""
+    return [(r, role) for r in range(rounds) for role in round_order(r, unit_rounds)]
 
 
 def test_abba_then_baab_from_unit_to_unit():

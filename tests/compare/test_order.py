@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import sys
+from typing import Any
 
 import numpy as np
 import pytest
 
 from pytest_llmbench.compare.interleave import round_order, start_first
-from pytest_llmbench.compare.order import order_effect
+
+from .test_plan import ROOT
+
+
+def _lab() -> Any:
+    """experiments/compare/order_lab.py: lab-only since issue 54 (used by compare_pytest_sessions.py)."""
+    spec = importlib.util.spec_from_file_location("order_lab", ROOT / "experiments" / "compare" / "order_lab.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+order_effect = _lab().order_effect
 
 
 def _blocks(units: int, start_bonus: float, play_bonus: float, noise: float = 0.002, seed: int = 0) -> list[dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ def _lab() -> Any:
     spec = importlib.util.spec_from_file_location("plan_lab", ROOT / "experiments" / "compare" / "plan_lab.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

@@ -4,7 +4,7 @@ Why ABBA: on a shared machine speed drifts within minutes (thermal state, neighb
 which arm goes first each round puts a linear drift on both arms equally, so the per-round ratio
 stays unbiased. Why BAAB next: so that neither arm always plays a unit's first block on its fresh server,
 and the arm whose server starts first alternates too (``start_first``); both orders are recorded on
-every block, and compare/order.py measures their effects. Each block starts from a flushed prefix cache (the block flushes before it, so the
+every block, and experiments/compare/order_lab.py measures their effects. Each block starts from a flushed prefix cache (the block flushes before it, so the
 other arm's prompts are never reused). A block sends ``block_prompts`` of the scenario's prompts, the
 window moving on each round, so short blocks and many rounds still cover every prompt; the warm-up
 round (compare/power.py) runs the scenario's own warmup requests, later blocks run none.
@@ -55,11 +55,6 @@ def start_first(unit_index: int) -> str:
     in odd ones (a start transient tied to the order of the starts is then cancelled, and measurable:
     experiments/compare/compare_pytest_sessions.py --order)."""
     return ROLES[1] if unit_index % 2 == 0 else ROLES[0]
-
-
-def block_order(rounds: int, unit_rounds: int = 2) -> list[tuple[int, str]]:
-    """(round, role) of every block of ``rounds`` rounds in units of ``unit_rounds``: A B | B A | B A | A B | …"""
-    return [(r, role) for r in range(rounds) for role in round_order(r, unit_rounds)]
 
 
 # --- the servers of the two arms ---------------------------------------------------------------------

@@ -51,12 +51,6 @@ MIN_ROUNDS = 2  # below this a round metric has no spread at all
 MIN_UNITS = MIN_DF + 1  # the fewest units a verdict stands on; no budget cuts a pilot below it
 
 
-def even_below(n: int) -> int:
-    """Rounds come in ABBA pairs: with an odd count the arm that went first once more carries the
-    first-in-round effect into the mean (an A/A on 2 cores read "improved" twice over 3 rounds)."""
-    return max(MIN_ROUNDS, n - n % 2)
-
-
 def whole_units(rounds: int, unit_rounds: int) -> int:
     """``rounds`` cut down to whole units (at least two) and whole ABBA pairs."""
     step = max(2, unit_rounds)

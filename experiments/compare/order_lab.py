@@ -6,6 +6,9 @@ either cancels in the verdicts; these functions measure it, so that the balance 
 not a hope. On an A/A both arms are one build, and any difference between the units (or rounds) where the
 candidate went first and those where the reference did is the order's effect, twice over: starting first
 worth ``+e`` to an arm gives ``+e`` to the candidate-first units and ``-e`` to the others.
+
+Lab-only (used by experiments/compare/compare_pytest_sessions.py and its test): moved out of the package
+from src/pytest_llmbench/compare/order.py (issue 54 §3).
 """
 
 from __future__ import annotations
