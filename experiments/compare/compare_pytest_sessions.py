@@ -193,7 +193,7 @@ def report(args: argparse.Namespace) -> None:
 
 
 def order(args: argparse.Namespace) -> None:
-    """The start-order and play-order effects over every session folder given (compare/order.py)."""
+    """The start-order and play-order effects over every session folder given (order_lab.py)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from order_lab import ORDERS, order_effect
 

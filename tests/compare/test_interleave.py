@@ -114,7 +114,7 @@ def test_a_units_first_block_alternates_at_every_unit_length_the_planner_picks(u
 
 def test_the_arm_that_starts_first_alternates_and_every_block_records_it():
     """Issue 37 finding 6: every unit restarted the candidate, then the reference. The start order now
-    alternates unit by unit, and each block records it (compare/order.py measures the effect)."""
+    alternates unit by unit, and each block records it (experiments/compare/order_lab.py measures the effect)."""
     assert [start_first(u) for u in range(4)] == ["candidate", "reference"] * 2
     servers, log, _ = _servers(keep_both=True)
     design = Design(restart_rounds=2, warmup_rounds=0, pilot_units=4, max_rounds=8, budget_s=None)
