@@ -57,7 +57,6 @@ def sessions() -> None:
         rows = read(folder)
         comps = {r["metric"]: r for r in rows if r.get("record") == "comparison"}
         effect = next((r for r in rows if r.get("record") == "comparison_set_effect"), None)
-        blocks = [r for r in rows if r.get("record") == "comparison_block"]
 
         def cell(metric: str, comps: dict = comps) -> str:
             c = comps.get(metric)
@@ -69,10 +68,13 @@ def sessions() -> None:
         eff = f"x{e['ratio']:.3f} [{e['low']:.3f}, {e['high']:.3f}] ({e['units']} units)" if e else "-"
         budget, wall, load = budget_and_wall(folder)
         rounds = comps.get("output_throughput", {}).get("rounds", "-")
-        spans = [b.get("wall_s") or 0 for b in blocks]
+        tput = comps.get("output_throughput", {})
+        share, spent = tput.get("budget_s"), tput.get("elapsed_s")
+        share_text = f"{budget} ({share:.0f} s)" if isinstance(share, (int, float)) else budget
+        spent_text = f"{spent:.0f} s" if isinstance(spent, (int, float)) else "-"
         print(
             f"| {folder.name} | {cell('output_throughput')} | {cell('median_tpot_ms')} | {cell('median_ttft_ms')} | "
-            f"{rounds} | {eff} | {budget} | {wall} s | {sum(spans):.0f} s in blocks | {load} |"
+            f"{rounds} | {eff} | {share_text} | {spent_text} | {wall} s | {load} |"
         )
 
 
