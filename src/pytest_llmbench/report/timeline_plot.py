@@ -42,7 +42,7 @@ def session_series(blocks: Sequence[Mapping[str, Any]], name: str) -> dict[str, 
 
 def timeline_plots(folder: ResultsFolder) -> list[Plot]:
     """The timelines of both arms for each compared scenario that has samples; empty when none has."""
-    blocks = folder.kind("comparison_block")
+    blocks = [b for b in folder.kind("comparison_block") if not b.get("warmup")]  # as the table: measured only
     plots = []
     for w in what_changed(folder)[:MAX_SCENARIOS]:
         mine = [
