@@ -6,8 +6,17 @@
 # The arms swap cores between the two halves of every unit; the set effect is in session.log and in the
 # comparison_set_effect record.
 #   LABEL=aa MODE=disjoint N=1 BUDGET=150s flock /tmp/llmbench-heavy.lock nice -n 5 bash experiments/compare/placements_cpu.sh
+# or several sessions under one hold of the lock (the shared host's lock queue is long):
+#   SPECS="aa:disjoint:1 topk:disjoint:1" BUDGET=120s flock /tmp/llmbench-heavy.lock nice -n 5 bash experiments/compare/placements_cpu.sh
 # Output: experiments/data/compare/placements/$LABEL-$MODE-$N/{session.log,results.jsonl,command.txt}
 set -uo pipefail
+if [ -n "${SPECS:-}" ]; then
+  for spec in $SPECS; do
+    IFS=: read -r l m n <<< "$spec"
+    SPECS= LABEL=$l MODE=$m N=$n bash "$0"
+  done
+  exit 0
+fi
 LABEL=${LABEL:-aa}; MODE=${MODE:-disjoint}; N=${N:-1}; BUDGET=${BUDGET:-150s}; ALPHA=${ALPHA:-0.05}
 SETS=${SETS:-cpu:0|1}
 NOISE=${NOISE:-offset=2% round=9%}
