@@ -316,3 +316,15 @@ def test_more_comparisons_than_counted_up_front_are_said(tmp_path, monkeypatch):
     tr = SimpleNamespace(write_sep=lambda *a, **k: None, write_line=lambda line, **k: lines.append(line))
     s.pytest_terminal_summary(tr)
     assert any("2 timing comparisons made, 1 counted up front" in line for line in lines), lines
+
+
+def test_a_comparison_record_says_what_it_spent_against_its_share_of_the_budget(tmp_path):
+    """Issue 57: a session is checked against its printed budget from its records: each comparison says
+    the seconds its rounds took (first warm-up block on) and the share of the budget it had."""
+    s, bench = _session(tmp_path, strict=False)
+    s.last_budget_s = 120.0
+    s._last[bench.nodeid] = _last(_rounds(97.0, 0.01))
+    assert s.judges(bench, "output_throughput")
+    s.check(bench, "output_throughput")
+    (record,) = [r for r in s.records if r["metric"] == "output_throughput"]
+    assert (record["elapsed_s"], record["budget_s"]) == (10.0, 120.0)
