@@ -21,7 +21,7 @@ LABEL=${LABEL:-aa}; MODE=${MODE:-disjoint}; N=${N:-1}; BUDGET=${BUDGET:-150s}; A
 SETS=${SETS:-cpu:0|1}
 NOISE=${NOISE:-offset=2% round=9%}
 DATA=${DATA:-experiments/data/compare/placements}
-cand_args="-t 1"
+cand_args="--threads 1"  # the A/A: the same flag spelled otherwise (identical arms are refused)
 [ "$LABEL" = topk ] && cand_args="-t 1 --top-k 0"
 tmp=$(mktemp -d /tmp/placements-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
