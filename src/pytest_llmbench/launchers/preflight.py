@@ -14,6 +14,8 @@ from pytest_llmbench.scheduling import server_config_name
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
+    if config.option.collectonly:
+        return  # no server starts: listing a docker suite on a machine without Docker is fine
     if stash.REGISTRY not in config.stash or stash.CONFIGS not in config.stash:
         return  # (under xdist each worker checks: the controller collects nothing)
     registry, configs = config.stash[stash.REGISTRY], config.stash[stash.CONFIGS]
