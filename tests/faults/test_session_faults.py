@@ -203,8 +203,8 @@ def test_serving(llm_server, bench):
         assert c["stop"] == "interrupted" and c["rounds"] == 4, c
         assert c["stop_reason"].startswith("interrupted (KeyboardInterrupt) after 4 rounds"), c
     summary = (out / "summary.md").read_text()
-    assert (
-        "### Comparisons" in summary
-        and "| interrupted (KeyboardInterrupt) after 4 rounds both arms finished |" in summary
-    )
+    comparisons = summary.split("### Comparisons", 1)[-1]
+    assert "### Comparisons" in summary, summary
+    # the stop reason is said once per scenario in the note above the table, not repeated as a cell per metric
+    assert "interrupted (KeyboardInterrupt) after 4 rounds both arms finished" in comparisons, comparisons
     assert_nothing_left_running(out)
