@@ -200,3 +200,46 @@ def test_report_html_draws_both_arms_timelines_and_the_tables(tmp_path: Path):
     assert plot.svg.startswith("<svg") and "smol-nospec · gsp" in plot.title
     page = html.render(folder)
     assert 'id="timelines"' in page and plot.id in page and "prefix_cache_hit_rate" in page
+
+
+class _Terminal:
+    """What pytest's terminal reporter is to compare/terminal.py: lines written, in order."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write_sep(self, sep: str, title: str) -> None:
+        self.lines.append(title)
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        self.lines.append(line)
+
+
+def test_the_session_summary_ends_with_what_changed_after_a_regressed_comparison():
+    from collections import Counter
+
+    from pytest_llmbench.compare import terminal
+
+    regressed = {
+        "record": "comparison",
+        "compare_session": SESSION,
+        "nodeid": NODE,
+        "scenario": "gsp",
+        "config": "smol-nospec",
+        "test_key": "gsp",
+        "metric": "median_ttft_ms",
+        "verdict": "regressed",
+    }
+    tr = _Terminal()
+    terminal.summary(
+        tr, [regressed], [], [], blocks=cache_off_blocks(), made=Counter(), counted=Counter(), budgeted=False
+    )
+    text = "\n".join(tr.lines)
+    assert "llmbench what changed: smol-nospec gsp (REGRESSED median_ttft_ms" in text, text
+    assert text.index("what changed") > text.index("llmbench comparisons"), text
+    tr = _Terminal()
+    equivalent = {**regressed, "verdict": "equivalent"}
+    terminal.summary(
+        tr, [equivalent], [], [], blocks=cache_off_blocks(), made=Counter(), counted=Counter(), budgeted=False
+    )
+    assert not any("what changed" in line for line in tr.lines), tr.lines

@@ -441,6 +441,7 @@ class CompareSession:
             rows,
             starts,
             self._all_records("arm_start_retry"),
+            blocks=self._all_records("comparison_block"),
             made=made,
             counted=self.counted,
             budgeted=budgeted,

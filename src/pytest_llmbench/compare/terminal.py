@@ -7,7 +7,7 @@ decides when to speak, this module what is said.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -56,13 +56,15 @@ def summary(
     starts: list[dict[str, Any]],
     retries: Iterable[Mapping[str, Any]],
     *,
+    blocks: Sequence[Mapping[str, Any]] = (),
     made: Counter[str],
     counted: Counter[str],
     budgeted: bool,
 ) -> None:
     """The session's comparison table: rows after Holm, the arms' starts, retried starts, a family that made
-    more comparisons than were counted up front (``budgeted``: its alpha was split by that count), and each
-    regression found at suite level only."""
+    more comparisons than were counted up front (``budgeted``: its alpha was split by that count), each
+    regression found at suite level only, and after a regressed comparison what moved between the arms in its
+    ``blocks``' telemetry (the first question a reader asks: why is it slower)."""
     tr.write_sep("=", "llmbench comparisons (reference vs candidate, interleaved)")
     for line in table.render(rows):
         tr.write_line(line)
@@ -90,3 +92,5 @@ def summary(
                 f"REGRESSED at suite level (test {r['nodeid']} passed; Holm q={r['q_value']:.3g}): {message(r)}",
                 red=True,
             )
+    for line in table.what_changed_lines([*rows, *blocks]):
+        tr.write_line(line)
