@@ -14,14 +14,19 @@ handler: a session started with SIGINT ignored (a background job) keeps ignoring
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 #: 128 + SIGTERM: the exit status of a session cancelled with SIGTERM.
 TERMINATED_EXIT = 128 + signal.SIGTERM
+#: 128 + SIGINT: a command (nightly, bisect) stopped with Ctrl-C, as a shell reports it.
+INTERRUPTED_EXIT = 128 + signal.SIGINT
 GIVE_UP_AFTER = 3  # Ctrl-C presses
 
 
@@ -95,3 +100,37 @@ def uninstall() -> None:
     for signum, handler in state.previous.items():
         signal.signal(signum, handler)
     state.previous.clear()
+
+
+@contextlib.contextmanager
+def handled() -> Iterator[None]:
+    """:func:`install` for a command that runs pytest sessions as children (nightly, bisect), and put the
+    handlers back after; a no-op where they are installed already (the command run inside a session)."""
+    mine = threading.current_thread() is threading.main_thread() and not state.previous
+    if mine:
+        install()
+    try:
+        yield
+    finally:
+        if mine:
+            uninstall()
+
+
+def forward(child: subprocess.Popen[Any], error: BaseException) -> None:
+    """The parent of a running pytest session was interrupted: pass SIGTERM on to the session. A CI cancel or
+    a pod's stop signals the parent alone, and a session left behind would run its servers on to its end (or
+    die with the pod, its containers left); a Ctrl-C at a terminal reached the whole process group already."""
+    if isinstance(error, Terminated) and child.poll() is None:
+        child.send_signal(signal.SIGTERM)
+
+
+def exit_status(error: BaseException) -> int:
+    """A command's exit status after ``error`` (an interrupt): 143 for SIGTERM, 130 for Ctrl-C."""
+    return TERMINATED_EXIT if isinstance(error, Terminated) else INTERRUPTED_EXIT
+
+
+def reraise_received() -> None:
+    """A step that caught the interrupt itself (bisect's ``main`` keeps its steps and returns) has ended:
+    raise it again for the command around it, which must not carry on as if the step had finished."""
+    if state.received:
+        raise Terminated("SIGTERM") if state.terminated else KeyboardInterrupt

@@ -71,6 +71,10 @@ def test_a_pass_and_a_broken_night_end_in_their_own_headlines(tmp_path):
     assert (ok.headline, ok.exit_status) == ("PASSED — night n2: 2 comparisons equivalent", 0)
     broken = job._verdict("FAILED", {"night": "n3", "id": "i", "detail": "1 test failed"}, None, [], REF, REF, [], [])
     assert broken.exit_status == 1 and broken.headline.startswith("FAILED — night n3")
+    unclear = {"night": "n4", "id": "i", "detail": "1 comparison inconclusive", "pytest_exit": 0}
+    assert job._verdict("INCONCLUSIVE", unclear, None, [], REF, REF, [], []).exit_status == 0
+    strict = {**unclear, "pytest_exit": 1}  # `-- --llmbench-strict`: the session failed on it, so does the night
+    assert job._verdict("INCONCLUSIVE", strict, None, [], REF, REF, [], []).exit_status == 1
     first = _job(tmp_path / "first", open_store(tmp_path / "empty"))
     (tmp_path / "first" / "out").mkdir(parents=True)
     meta = {"night": "n1", "id": "i", "detail": "regressed"}

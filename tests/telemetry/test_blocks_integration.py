@@ -60,10 +60,16 @@ def neighbour(tmp_path: Path):
 def test_busy_neighbour_is_named_in_every_block_and_the_terminal(pytester: pytest.Pytester, neighbour: int):
     folder = shlex.quote(str(llamacpp_binary().parent))
     pytester.makepyfile(test_bench=BENCH)
+    # the servers on one thread: a two-thread llama-server beside a busy core stalls at every thread barrier
+    # (blocks of 2 short prompts took 14-74 s, the test 4+ min); the host load is judged, not the speed
+    shared = '-t, "2"'
+    assert shared in CPU_YAML.read_text(), CPU_YAML
+    one_thread = pytester.path / "cpu-1-thread.yaml"
+    one_thread.write_text(CPU_YAML.read_text().replace(shared, '-t, "1"'))
     result = pytester.runpytest_inprocess(
         "-p",
         "no:cacheprovider",
-        f"--llmbench-configs={CPU_YAML}",
+        f"--llmbench-configs={one_thread}",
         "--results-dir",
         "out",
         "-k",

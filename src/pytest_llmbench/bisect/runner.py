@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_llmbench import interrupts
 from pytest_llmbench.bisect.builds import BuildCache, BuildError, Materialized
 from pytest_llmbench.bisect.search import Step, StepResult, reading_of
 from pytest_llmbench.compare.options import DEFAULT_BUDGET_S, DEFAULT_MAX_ROUNDS
@@ -247,7 +248,8 @@ def run_session(
             proc.kill()
             proc.wait()
         return TIMED_OUT
-    except BaseException:  # Ctrl-C of the bisect: the session got it too (same process group); let it clean up
+    except BaseException as e:  # Ctrl-C of the bisect reached the session too (same process group); SIGTERM is
+        interrupts.forward(proc, e)  # passed on: either way the session stops its servers before the bisect ends
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from pytest_llmbench import redact
+from pytest_llmbench import interrupts, redact
 from pytest_llmbench.bisect.builds import (
     Build,
     BuildCache,
@@ -317,15 +317,19 @@ def main(argv: list[str], builds: list[Build] | None = None) -> int:
         on_ahead=on_ahead,
     )
     try:
-        finding = search.run()
+        with interrupts.handled():  # SIGTERM as Ctrl-C, passed on to the step's session (run_session)
+            finding = search.run()
     except RunnerError as e:
         print(f"bisect: stopped: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # the step's session has stopped its servers (run_session); keep what was learnt
-        print(f"\nbisect: interrupted; the steps so far are in {out}: go on with --resume {out}", file=sys.stderr)
+    except KeyboardInterrupt as e:  # the step's session has stopped its servers (run_session); keep what was learnt
+        how = "SIGTERM" if isinstance(e, interrupts.Terminated) else "Ctrl-C"
+        print(
+            f"\nbisect: interrupted ({how}); the steps so far are in {out}: go on with --resume {out}", file=sys.stderr
+        )
         if not args.no_report:
             _report(out)  # the range so far, and the step that has no outcome (report/bisect.py)
-        return 130
+        return interrupts.exit_status(e)
     for r in replay.unused:
         print(f"bisect: note: the recorded step at {r.where} ({' '.join(map(str, r.key))}) was never asked for")
     command = "python -m pytest_llmbench bisect " + shlex.join(argv)

@@ -24,7 +24,7 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from pytest_llmbench import redact
+from pytest_llmbench import interrupts, redact
 from pytest_llmbench.compare.spend import parse_seconds
 from pytest_llmbench.nightly.candidates import CandidateError
 from pytest_llmbench.nightly.job import JobSettings, NightlyJob
@@ -131,7 +131,12 @@ def main(argv: list[str]) -> int:
         settings.hook = lambda: _hook_candidates(pytest_args, args.reference, args.candidate)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        result = NightlyJob(settings, open_store(args.store)).run()
+        job = NightlyJob(settings, open_store(args.store))
+        with interrupts.handled():  # SIGTERM (a CI cancel) as Ctrl-C, and passed on to the night's session
+            try:
+                result = job.run()
+            except KeyboardInterrupt as e:
+                result = job.interrupted(e)
     except (StoreError, CandidateError) as e:
         print(f"nightly: {e}", file=sys.stderr)
         return 2

@@ -20,13 +20,13 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_llmbench import redact
+from pytest_llmbench import interrupts, redact
 from pytest_llmbench.nightly.candidates import Candidate, CandidateError, between, parse_spec, resolve_pin
 from pytest_llmbench.nightly.store import Store, StoredNight, new_id
 from pytest_llmbench.report.folder import read_folder
@@ -72,7 +72,9 @@ def _copy_kept(src: Path, dest: Path) -> None:
 
 
 def run_logged(cmd: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> int:
-    """Run ``cmd``, its output both to the terminal (a CI log) and to ``log``; a Ctrl-C reaches it too."""
+    """Run ``cmd``, its output both to the terminal (a CI log) and to ``log``. Interrupted, the session is
+    let finish its own end (its servers stopped, its summary written; SIGTERM is passed on to it), its output
+    still read, and then the interrupt goes on to the caller."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w", encoding="utf-8") as sink:
         sink.write("$ " + redact.scrub(shlex.join(cmd)) + "\n")
@@ -81,14 +83,25 @@ def run_logged(cmd: Sequence[str], log: Path, env: Mapping[str, str] | None = No
         )
         assert proc.stdout is not None
         try:
-            for line in proc.stdout:
-                sink.write(line)
-                sys.stdout.write(line)
-                sys.stdout.flush()
-        finally:
-            if proc.wait() is None:  # pragma: no cover - wait() always returns the code
-                proc.kill()
+            _copy_lines(proc.stdout, sink)
+        except BaseException as e:
+            interrupts.forward(proc, e)
+            try:
+                _copy_lines(proc.stdout, sink)  # the session's end: a full pipe would stall it
+            finally:
+                if proc.poll() is None:  # a third Ctrl-C gave up on the orderly end
+                    proc.kill()
+                proc.wait()
+            raise
+        proc.wait()
     return proc.returncode
+
+
+def _copy_lines(lines: Iterable[str], sink: Any) -> None:
+    for line in lines:
+        sink.write(line)
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 class NightlyJob:
@@ -99,6 +112,24 @@ class NightlyJob:
         self.store = store
         self.say = say or (lambda line: print(line, flush=True))
         self.out = settings.out
+        self.stored_night = ""  # the night's id once it is in the store (an interrupt after it keeps the night)
+
+    def interrupted(self, error: BaseException) -> JobResult:
+        """The headline of a night stopped by Ctrl-C or SIGTERM: nothing half-judged goes to the store. Stopped
+        in its comparison, the night is not stored (the next night compares again); stopped in its bisect, the
+        night is stored without a finding, so the next night that regresses bisects again."""
+        how = "SIGTERM" if isinstance(error, interrupts.Terminated) else "Ctrl-C"
+        if not self.stored_night:
+            what = f"the night was not stored; its session's results are in {self.out / 'night'}"
+        else:
+            what = (
+                f"night {self.stored_night} stored, its bisect not finished (steps in {self.out / 'bisect'}; the "
+                f"next regressed night bisects again)"
+            )
+        result = JobResult("INTERRUPTED", f"INTERRUPTED ({how}) — {what}", interrupts.exit_status(error))
+        result.night_id = self.stored_night
+        self._write_summary(result)
+        return result
 
     # --- 0. the builds, pinned --------------------------------------------------------------------
     def pinned(self, spec: str) -> Candidate:
@@ -191,6 +222,7 @@ class NightlyJob:
         argv += ["--", *self.s.pytest_args]
         self.say(f"nightly: bisecting {len(builds)} builds {builds[0].label} … {builds[-1].label}")
         bisect_cli.main(argv, builds=[b.build() for b in builds])
+        interrupts.reraise_received()  # bisect kept its steps and returned: the night stops here, unbisected
         recs = [r for r in read_folder(folder).records if r.get("record") == "bisect"] if folder.is_dir() else []
         return dict(recs[-1]) if recs else {"status": "unknown", "message": "the bisect wrote no result"}
 
@@ -228,6 +260,7 @@ class NightlyJob:
         if regression:
             meta["regression"] = regression
         self.store.add_night(stored, meta)
+        self.stored_night = night_id
         self.say(f"nightly: night {night_id} stored in {self.store.url}: {state} ({detail})")
 
         code, changes = self.history()
@@ -282,8 +315,8 @@ class NightlyJob:
         if known:
             where = f"night {known.get('night')}"
             return JobResult(REGRESSED, f"REGRESSED at {where} — {known.get('finding')} (known)", 1, lines=lines)
-        if state != REGRESSED and not new_worse:
-            exit_status = 1 if state == FAILED else 0
+        if state != REGRESSED and not new_worse:  # inconclusive fails where its session failed (--llmbench-strict)
+            exit_status = 1 if state == FAILED or (state == INCONCLUSIVE and meta.get("pytest_exit") == 1) else 0
             return JobResult(state, f"{state} — night {label}: {meta['detail']}", exit_status, lines=lines)
         good_night = self._last_good(reference, earlier)
         if new_worse and state != REGRESSED:  # the history saw it first: bisect across its change point
