@@ -16,11 +16,11 @@ echo
 echo "Command: \`sh experiments/telemetry/prefix_cache_off.sh > experiments/telemetry/prefix_cache_off.out.md\` ($(date -u '+%Y-%m-%d %H:%M UTC'), 2-core CPU shared with other engineers' work)"
 echo
 echo '```'
-echo "\$ pytest experiments/telemetry/bench --llmbench-configs benches/configs/cpu.yaml --llmbench-candidate-args=--no-cache-prompt --llmbench-block-prompts 12 --llmbench-max-rounds 6 --llmbench-compare-budget 240 --results-dir $OUT"
+echo "\$ pytest experiments/telemetry/bench --llmbench-configs benches/configs/cpu.yaml --llmbench-candidate-args=--no-cache-prompt -k shared_prefix --llmbench-block-prompts 12 --llmbench-max-rounds 8 --llmbench-compare-budget 720 --results-dir $OUT"
 set +e
 flock /tmp/llmbench-heavy.lock nice -n 5 $PY -m pytest experiments/telemetry/bench -p no:cacheprovider \
   --llmbench-configs benches/configs/cpu.yaml --llmbench-candidate-args=--no-cache-prompt \
-  --llmbench-block-prompts 12 --llmbench-max-rounds 6 --llmbench-compare-budget 240 \
+  -k shared_prefix --llmbench-block-prompts 12 --llmbench-max-rounds 8 --llmbench-compare-budget 720 \
   --results-dir "$OUT" > "$OUT.log" 2>&1
 STATUS=$?
 sed -n '/llmbench comparisons/,$p' "$OUT.log"
