@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from pytest_llmbench.config_schema import ConfigFileKeys, ServerKeys, keys_of, problem
@@ -372,7 +373,12 @@ def load_configs(paths: Sequence[Path]) -> list[ServerConfig]:
     return out
 
 
+#: Every selected server config by name, loaded once at configure time (on ``pytest.Config.stash``).
+CONFIGS = pytest.StashKey[dict[str, ServerConfig]]()
+
+
 __all__ = [
+    "CONFIGS",
     "ConfigError",
     "Loaded",
     "ServerConfig",

@@ -19,9 +19,11 @@ import httpx
 import pytest
 
 from pytest_llmbench import host_load, sink, stash
+from pytest_llmbench.config import CONFIGS
 from pytest_llmbench.launchers.gpus import GPUAssignmentError
+from pytest_llmbench.registry import REGISTRY
 from pytest_llmbench.report import junit
-from pytest_llmbench.report.results import end_of_test_line, facts_line, scenario_line, server_line
+from pytest_llmbench.report.results import RESULTS, end_of_test_line, facts_line, scenario_line, server_line
 from pytest_llmbench.scheduling import (
     config_of_param,
     find_name,
@@ -58,11 +60,11 @@ def llm_server(request: pytest.FixtureRequest) -> Iterator[LLMServer]:
     if name is None:
         pytest.fail("llm_server is parameterized by the llmbench plugin; no server config was selected")
     config = request.config
-    cfg = config.stash[stash.CONFIGS][name]
-    results = config.stash[stash.RESULTS]
+    cfg = config.stash[CONFIGS][name]
+    results = config.stash[RESULTS]
     try:
         server = start_server(
-            cfg, results.server_dir(name), gpu_ids=_gpu_ids_for(config, cfg), registry=config.stash[stash.REGISTRY]
+            cfg, results.server_dir(name), gpu_ids=_gpu_ids_for(config, cfg), registry=config.stash[REGISTRY]
         )
     except (ServerStartError, GPUAssignmentError) as e:
         # the message and the log tail, once: no plugin source, no "During handling of the above exception"
@@ -84,7 +86,7 @@ def _write_facts(config: pytest.Config, server: LLMServer) -> None:
         facts = collect_facts(server)
     except Exception as e:  # facts are informative; never fail a teardown over them
         facts = {"error": f"{type(e).__name__}: {e}"}
-    config.stash[stash.RESULTS].write_resources(server.name, facts)
+    config.stash[RESULTS].write_resources(server.name, facts)
     sink.emit(config, facts_line(server.name, facts))
 
 
@@ -139,7 +141,7 @@ class Bench:
         """``<results>/<config>/<name>/`` for files beside the results, created for this test's config (the
         results root when the test has no server). ``config=`` names another config's folder, to read what
         it wrote earlier in this session; that one is never created."""
-        results = self.item.config.stash[stash.RESULTS]
+        results = self.item.config.stash[RESULTS]
         if config is not None and config != self.config_name:
             return results.dir / config / name
         d = (results.server_dir(self.config_name) if self.config_name else results.dir) / name

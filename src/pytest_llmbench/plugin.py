@@ -15,20 +15,21 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_llmbench import interrupts, stash
-from pytest_llmbench.config import ServerConfig, load_configs
+from pytest_llmbench import interrupts
+from pytest_llmbench.config import CONFIGS, ServerConfig, load_configs
 from pytest_llmbench.datasets.fixture import datasets  # noqa: F401  (registered by import)
 from pytest_llmbench.errors import ConfigError, RegistryError
 from pytest_llmbench.fixtures import _llmbench_server_usable, bench, llm_server  # noqa: F401  (registered by import)
 from pytest_llmbench.launchers.base import install_cleanup, stop_all
-from pytest_llmbench.registry import Registry
-from pytest_llmbench.report.results import ResultsWriter, new_session_id
+from pytest_llmbench.registry import REGISTRY, Registry
+from pytest_llmbench.report.results import RESULTS, ResultsWriter, new_session_id
 from pytest_llmbench.scheduling import server_config_name, start_id, start_param
 
 #: The built-ins, each a plugin module implementing the hooks of hookspec.py.
 pytest_plugins = [
     "pytest_llmbench.engines",
     "pytest_llmbench.launchers",
+    "pytest_llmbench.preflight",  # the Docker engine checked before any server starts
     "pytest_llmbench.gate.noise",
     "pytest_llmbench.report.junit",
 ]
@@ -167,7 +168,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigError as e:
         config.stash[CONFIG_ERROR] = e
         configs = []
-    config.stash[stash.CONFIGS] = {c.name: c for c in configs}
+    config.stash[CONFIGS] = {c.name: c for c in configs}
     _register_secrets(configs, registry)
     workerinput = getattr(config, "workerinput", None) or {}
     session_id, owner = workerinput.get(SESSION_KEY) or (new_session_id(), os.getpid())
@@ -175,7 +176,7 @@ def pytest_configure(config: pytest.Config) -> None:
     problem = results.unwritable()
     if problem:
         raise pytest.UsageError(f"--results-dir / ini llmbench_results_dir: cannot write results to {problem}")
-    config.stash[stash.RESULTS] = results
+    config.stash[RESULTS] = results
     config.pluginmanager.register(results, "llmbench-results")  # the results.jsonl sink
     from pytest_llmbench.report.session import HeadlineSession, ReportSession
 
@@ -205,7 +206,7 @@ def _registries(config: pytest.Config) -> Registry:
         register_from_hooks(config)
     except (RegistryError, TypeError) as e:
         raise pytest.UsageError(f"llmbench hooks: {e}") from None
-    config.stash[stash.REGISTRY] = registry
+    config.stash[REGISTRY] = registry
     return registry
 
 
@@ -234,7 +235,7 @@ def _results_dir(config: pytest.Config) -> Path:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """xdist controller: every worker writes into the controller's results folder."""
-    results = node.config.stash[stash.RESULTS]
+    results = node.config.stash[RESULTS]
     node.workerinput[RESULTS_DIR_KEY] = str(results.dir)
     node.workerinput[SESSION_KEY] = (results.session_id, results.owner_pid)
 
@@ -264,7 +265,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             id=start_id(cfg.name, k, starts),
             marks=[getattr(pytest.mark, m) for m in cfg.marks],
         )
-        for cfg in metafunc.config.stash[stash.CONFIGS].values()
+        for cfg in metafunc.config.stash[CONFIGS].values()
         for k in range(1, starts + 1)
     ]
     metafunc.parametrize("llm_server", params, indirect=True, scope="session")
@@ -289,7 +290,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         raise pytest.UsageError(f"llmbench config error: {error}")
     from pytest_llmbench import scenario_select
 
-    configs = config.stash[stash.CONFIGS]
+    configs = config.stash[CONFIGS]
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     left_out: list[tuple[str, str]] = []  # by a config's scenarios key: said at --collect-only
@@ -323,7 +324,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """xdist controller: all tests of a config on one worker (see scheduling.py)."""
     from pytest_llmbench.scheduling import make_scheduler, wants_own_scheduler
 
-    configs = config.stash[stash.CONFIGS]
+    configs = config.stash[CONFIGS]
     if not wants_own_scheduler(config.getvalue("dist"), configs):
         return None
     return make_scheduler(config, log, configs)
@@ -340,7 +341,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     from pytest_llmbench.launchers.gpus import check_gpu_requests
 
-    problems = check_gpu_requests(config, [config.stash[stash.CONFIGS][n] for n in sorted(names)])
+    problems = check_gpu_requests(config, [config.stash[CONFIGS][n] for n in sorted(names)])
     if problems:
         raise pytest.UsageError("; ".join(problems))
 
@@ -362,7 +363,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     stop_all()
-    results = config.stash.get(stash.RESULTS, None)
+    results = config.stash.get(RESULTS, None)
     if results is not None and not hasattr(config, "workerinput"):
         results.close()
         interrupts.uninstall()
@@ -374,7 +375,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if hasattr(config, "workerinput"):
         return
     _no_configs_hint(terminalreporter, config)
-    results = config.stash.get(stash.RESULTS, None)
+    results = config.stash.get(RESULTS, None)
     if results is None or not any(results.dir.glob("results*.jsonl")):
         return
     table = scenario_table(results.dir, session=results.session_id)  # this session's, in a shared folder too
@@ -389,7 +390,7 @@ def _no_configs_hint(terminalreporter, config: pytest.Config) -> None:
     """Say why no server test ran when no config was selected (else only "no tests collected")."""
     from pytest_llmbench.config import why_no_configs
 
-    if config.stash.get(stash.CONFIGS, None) != {} or config.stash.get(CONFIG_ERROR, None) is not None:
+    if config.stash.get(CONFIGS, None) != {} or config.stash.get(CONFIG_ERROR, None) is not None:
         return
     paths, tests = _config_paths(config), config.stash.get(SERVER_TESTS, 0)
     if not paths and not tests:

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from pytest_llmbench.errors import ConfigError, RegistryError
 
 if TYPE_CHECKING:
@@ -94,4 +96,8 @@ class Registry:
             self.check(cfg)
 
 
-__all__ = ["Registry"]
+#: The engines and launchers the hooks registered, on ``pytest.Config.stash``.
+REGISTRY = pytest.StashKey[Registry]()
+
+
+__all__ = ["REGISTRY", "Registry"]

@@ -169,8 +169,11 @@ class ShardSelector:
             raise pytest.UsageError(f"--llmbench-durations {durations}: not a folder")
         self.assignment: list[list[str]] = []
         self.costs: dict[str, float] = {}
+        # imported here: gate/session.py reads this module while report/results.py (through gate/files.py) loads
+        from pytest_llmbench.report.results import RESULTS
+
         gate = config.stash.get(stash.GATE, None)
-        results = config.stash.get(stash.RESULTS, None)
+        results = config.stash.get(RESULTS, None)
         if results is not None:
             results.origin = origin(gate.runner.slug if gate is not None else None, self.shard)
 

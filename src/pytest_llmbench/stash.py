@@ -1,21 +1,13 @@
-"""Keys for per-session objects kept on ``pytest.Config.stash`` (the seams between modules)."""
+"""The gate session's key on ``pytest.Config.stash``. The other per-session keys live with the type they hold
+(``config.CONFIGS``, ``registry.REGISTRY``, ``report.results.RESULTS``), as pytest's own modules keep theirs:
+a key here typed by a higher package would make this foundation module import it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-if TYPE_CHECKING:
-    from pytest_llmbench.config import ServerConfig
-    from pytest_llmbench.registry import Registry
-    from pytest_llmbench.report.results import ResultsWriter
-
-#: Every selected server config by name, loaded once at configure time.
-CONFIGS = pytest.StashKey[dict[str, "ServerConfig"]]()
-#: The engines and launchers the hooks registered (see registry.py).
-REGISTRY: pytest.StashKey[Registry] = pytest.StashKey()
-#: The results writer for this session (results.jsonl + per-config folders).
-RESULTS: pytest.StashKey[ResultsWriter] = pytest.StashKey()
-#: The gate session (baselines + verdicts); see pytest_llmbench.gate.session.
+#: The gate session (baselines + verdicts); see pytest_llmbench.gate.session. ``Any``: the gate reads
+#: fixtures.py, which reads this key.
 GATE = pytest.StashKey[Any]()

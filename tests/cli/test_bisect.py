@@ -174,7 +174,10 @@ def test_ctrl_c_keeps_the_steps_so_far_and_reports_the_range(pytester, monkeypat
     out = pytester.path / "out"
     argv = ["--good", "0", "--bad", "8", "--resume", str(recorded), "--out", str(out), "--", str(pytester.path)]
     assert main(argv) == 130
-    assert f"bisect: interrupted (Ctrl-C); the steps so far are in {out}: go on with --resume {out}" in capsys.readouterr().err
+    assert (
+        f"bisect: interrupted (Ctrl-C); the steps so far are in {out}: go on with --resume {out}"
+        in capsys.readouterr().err
+    )
     summary = (out / "summary.md").read_text()
     assert summary.startswith(
         "## ⚠️ llmbench: INCONCLUSIVE — bisect: interrupted after step 1 (no finding recorded): "

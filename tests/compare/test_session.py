@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pytest_llmbench import sink, stash
+from pytest_llmbench import sink
 from pytest_llmbench.compare.arms import ArmOptions, arms_from_options
 from pytest_llmbench.compare.interleave import Outcome
 from pytest_llmbench.compare.judging import Judge
@@ -23,7 +23,7 @@ from pytest_llmbench.compare.session import CompareSession, _LastRun
 from pytest_llmbench.config import load_config_file
 from pytest_llmbench.registry import Registry
 from pytest_llmbench.report import junit
-from pytest_llmbench.report.results import ResultsWriter
+from pytest_llmbench.report.results import RESULTS, ResultsWriter
 from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
 
@@ -82,7 +82,7 @@ def _session(tmp_path, *, strict: bool) -> tuple[CompareSession, SimpleNamespace
         writer.write(record)
         junit.pytest_llmbench_record(record, item)
 
-    config = SimpleNamespace(stash={stash.RESULTS: writer}, hook=SimpleNamespace(pytest_llmbench_record=sinks))
+    config = SimpleNamespace(stash={RESULTS: writer}, hook=SimpleNamespace(pytest_llmbench_record=sinks))
     s = CompareSession.__new__(CompareSession)
     s.config, s.settings, s.yaml_pairs = config, settings, []
     s.pairs = {"smol-nospec": arms_from_options(cfg, settings.arms, REGISTRY)}

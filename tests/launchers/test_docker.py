@@ -371,10 +371,10 @@ def test_options_reach_the_launcher_through_the_hook_not_the_environment(pyteste
     pytester.makepyfile(
         test_opts="""
         import os
-        from pytest_llmbench import stash
+        from pytest_llmbench.registry import REGISTRY
 
         def test_docker_options(request):
-            docker = request.config.stash[stash.REGISTRY].launcher("docker")
+            docker = request.config.stash[REGISTRY].launcher("docker")
             assert (docker.no_pull, docker.image) == (True, "img:1")
             assert "LLMBENCH_NO_PULL" not in os.environ
     """

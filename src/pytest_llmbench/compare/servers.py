@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmbench import sink, stash
+from pytest_llmbench import sink
 from pytest_llmbench.compare import records
 from pytest_llmbench.compare.interleave import ArmServers
 from pytest_llmbench.compare.terminal import say
-from pytest_llmbench.report.results import server_line
+from pytest_llmbench.report.results import RESULTS, server_line
 
 if TYPE_CHECKING:
     from pytest_llmbench.compare.arms import Arm, ArmPair
@@ -70,7 +70,7 @@ def starter(config: pytest.Config, gpu_ids: Any, session_id: str, retried: list[
     ``retried`` and recorded; a second failure fails the test."""
     from pytest_llmbench.server import ServerStartError, start_server
 
-    results = config.stash[stash.RESULTS]
+    results = config.stash[RESULTS]
 
     def start(arm: Arm) -> LLMServer:
         for attempt in (1, 2):

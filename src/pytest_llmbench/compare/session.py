@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from pytest_llmbench import sink, stash
+from pytest_llmbench import sink
 from pytest_llmbench.compare import cases as cases_mod
 from pytest_llmbench.compare import records, suite, terminal
 from pytest_llmbench.compare import servers as servers_mod
@@ -45,9 +45,11 @@ from pytest_llmbench.compare.spend import (
     floor_warning,
 )
 from pytest_llmbench.compare.stats import not_judged
-from pytest_llmbench.config import ConfigError
+from pytest_llmbench.config import CONFIGS, ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
 from pytest_llmbench.gate.verdict import fail_at_end
+from pytest_llmbench.registry import REGISTRY
+from pytest_llmbench.report.results import RESULTS
 from pytest_llmbench.scheduling import server_config_name
 from pytest_llmbench.workload.scenario import WorkloadError
 
@@ -119,8 +121,8 @@ class CompareSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        configs = self.config.stash[stash.CONFIGS]
-        registry = self.config.stash[stash.REGISTRY]
+        configs = self.config.stash[CONFIGS]
+        registry = self.config.stash[REGISTRY]
         named = [(i, name) for i in session.items if (name := server_config_name(i)) is not None]
         items = [i for i, _ in named]
         selected = sorted({name for _, name in named})
@@ -405,7 +407,7 @@ class CompareSession:
     def _all_records(self, kind: str) -> list[dict[str, Any]]:
         """This session's records of ``kind`` from every process's results file (never an earlier
         session's that shares the folder)."""
-        results = self.config.stash.get(stash.RESULTS, None)
+        results = self.config.stash.get(RESULTS, None)
         if results is None or not any(results.dir.glob("results*.jsonl")):
             return []
         from pytest_llmbench.report.results import iter_records

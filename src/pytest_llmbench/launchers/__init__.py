@@ -2,7 +2,8 @@
 
 A launcher is registered as an instance built with its options (``--no-pull``,
 ``--llmbench-candidate-image`` for Docker), so it never reads them from the environment; the Docker engine
-is checked once the selection is known, before any server starts.
+is checked once the selection is known, before any server starts (preflight.py, a plugin of its own:
+it reads the session's selection, which a launcher does not know).
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from pytest_llmbench.launchers.docker import DockerLauncher
 from pytest_llmbench.launchers.docker import add_options as _docker_options
 from pytest_llmbench.launchers.gpus import add_options as _gpu_options
 from pytest_llmbench.launchers.subprocess import SubprocessLauncher
-
-pytest_plugins = ["pytest_llmbench.launchers.preflight"]  # the Docker engine check before any start
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -312,3 +312,7 @@ def load_results(results_dir: Path | str) -> pd.DataFrame:
         row.update(obj.get("metrics") or {})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: This session's results writer (results.jsonl + per-config folders), on ``pytest.Config.stash``.
+RESULTS = pytest.StashKey[ResultsWriter]()

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmbench import interrupts, sink, stash
+from pytest_llmbench import interrupts, sink
 from pytest_llmbench.gate.types import fmt
 from pytest_llmbench.jsonl import TornLineWarning, iter_jsonl
 from pytest_llmbench.report import junit
+from pytest_llmbench.report.results import RESULTS
 
 if TYPE_CHECKING:
     from pytest_llmbench.report.headline import SessionVerdict
@@ -88,7 +89,7 @@ class HeadlineSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        results = self.config.stash.get(stash.RESULTS, None)
+        results = self.config.stash.get(RESULTS, None)
         if self.is_worker or results is None or not any(results.dir.glob("results*.jsonl")):
             return  # nothing of llmbench ran: pytest's own outcome stands
         from pytest_llmbench.report.headline import session_verdict
@@ -186,7 +187,7 @@ class ReportSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        results = self.config.stash.get(stash.RESULTS, None)
+        results = self.config.stash.get(RESULTS, None)
         if not self.enabled or self.is_worker or results is None or not any(results.dir.glob("results*.jsonl")):
             return
         from pytest_llmbench.gate.options import baselines_dir
@@ -257,7 +258,7 @@ def bench_extras(item: pytest.Item, bench: Any) -> list[dict[str, Any]]:
     from pytest_llmbench.report import plots as P
     from pytest_llmbench.report.folder import ResultsFolder
 
-    results = item.config.stash[stash.RESULTS]
+    results = item.config.stash[RESULTS]
     records = []
     if results.path.is_file():
         records = [

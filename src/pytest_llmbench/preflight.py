@@ -1,14 +1,15 @@
 """The Docker engine preflight: once the selection is known and before any server starts, a stopped daemon
 is one line naming the address tried (not a failed start per test), and the containers of dead sessions
-are removed, said on the terminal. A plugin of its own (``launchers/__init__.py`` loads it) because it
-reads the session's registry and configs from the stash."""
+are removed, said on the terminal. A plugin of its own (plugin.py loads it), above launchers/ and the
+scheduler: it reads the session's registry, configs and selected items, which no launcher knows."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_llmbench import stash
+from pytest_llmbench.config import CONFIGS
 from pytest_llmbench.launchers.docker import DockerLauncher, DockerUnavailable
+from pytest_llmbench.registry import REGISTRY
 from pytest_llmbench.scheduling import server_config_name
 
 
@@ -16,9 +17,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
     if config.option.collectonly:
         return  # no server starts: listing a docker suite on a machine without Docker is fine
-    if stash.REGISTRY not in config.stash or stash.CONFIGS not in config.stash:
+    if REGISTRY not in config.stash or CONFIGS not in config.stash:
         return  # (under xdist each worker checks: the controller collects nothing)
-    registry, configs = config.stash[stash.REGISTRY], config.stash[stash.CONFIGS]
+    registry, configs = config.stash[REGISTRY], config.stash[CONFIGS]
     names = {n for item in session.items if (n := server_config_name(item)) is not None}
     for launcher in registry.launchers.values():
         if isinstance(launcher, DockerLauncher):
