@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_llmbench.fixtures import test_key as key_of
+from pytest_llmbench.scheduling import test_key as key_of
 
 
 @pytest.mark.parametrize(

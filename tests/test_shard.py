@@ -188,7 +188,7 @@ def test_results_lines_carry_runner_profile_host_and_shard(fleet):
 
 
 def test_baseline_provenance_fields_name_the_host_and_the_shard(fleet):
-    from pytest_llmbench.shard import provenance_fields
+    from pytest_llmbench.gate.session import provenance_fields
 
     config = fleet.parseconfig("--llmbench-shard", "2/3")
     assert provenance_fields(config) == {"host": socket.gethostname(), "shard": "2/3"}

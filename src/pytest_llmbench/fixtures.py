@@ -26,11 +26,8 @@ from pytest_llmbench.report import junit
 from pytest_llmbench.report.results import RESULTS, end_of_test_line, facts_line, scenario_line, server_line
 from pytest_llmbench.scheduling import (
     config_of_param,
-    find_name,
-    is_start_token,
-    param_tokens,
     server_config_name,
-    without_group_suffix,
+    test_key,
 )
 from pytest_llmbench.server import LLMServer, ServerNotResponding, ServerStartError, start_server
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, WorkloadError, refused
@@ -88,23 +85,6 @@ def _write_facts(config: pytest.Config, server: LLMServer) -> None:
         facts = {"error": f"{type(e).__name__}: {e}"}
     config.stash[RESULTS].write_resources(server.name, facts)
     sink.emit(config, facts_line(server.name, facts))
-
-
-def test_key(item: pytest.Item, config_name: str | None) -> str:
-    """The node id without the config's part of the parametrization (its ``-startKofN`` under
-    ``--llmbench-record`` included) and without an xdist group suffix, so one test has one baseline key
-    however it was run."""
-    nodeid = without_group_suffix(item.nodeid)
-    parts = param_tokens(nodeid)
-    at = find_name(parts, config_name) if config_name else None
-    if at is None:
-        return nodeid
-    end = at + len(config_name.split("-"))  # type: ignore[union-attr]
-    if end < len(parts) and is_start_token(parts[end]):
-        end += 1
-    parts = parts[:at] + parts[end:]
-    base = nodeid[: nodeid.rindex("[")]
-    return f"{base}[{'-'.join(parts)}]" if parts else base
 
 
 @dataclass

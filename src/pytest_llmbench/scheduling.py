@@ -137,3 +137,20 @@ def make_scheduler(pytest_config: Any, log: Any, configs: dict[str, Any]) -> Any
 
 def wants_own_scheduler(dist_mode: str | None, config_names: Collection[str]) -> bool:
     return bool(config_names) and dist_mode in SPLITTING_MODES
+
+
+def test_key(item: Any, config_name: str | None) -> str:
+    """The node id without the config's part of the parametrization (its ``-startKofN`` under
+    ``--llmbench-record`` included) and without an xdist group suffix, so one test has one baseline key
+    however it was run. Here, beside the node-id parsing it shares, for the gate and the fixtures alike."""
+    nodeid = without_group_suffix(item.nodeid)
+    parts = param_tokens(nodeid)
+    at = find_name(parts, config_name) if config_name else None
+    if at is None:
+        return nodeid
+    end = at + len(config_name.split("-"))  # type: ignore[union-attr]
+    if end < len(parts) and is_start_token(parts[end]):
+        end += 1
+    parts = parts[:at] + parts[end:]
+    base = nodeid[: nodeid.rindex("[")]
+    return f"{base}[{'-'.join(parts)}]" if parts else base

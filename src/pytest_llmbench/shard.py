@@ -136,12 +136,6 @@ def origin(runner_profile: str | None, shard: Shard | None) -> dict[str, Any]:
     return {"profile": runner_profile, "host": socket.gethostname(), "shard": str(shard) if shard else None}
 
 
-def provenance_fields(config: pytest.Config) -> dict[str, Any]:
-    """What a baseline entry adds to its provenance: the host and shard that measured it."""
-    shard = config.getoption("llmbench_shard", None)
-    return {k: v for k, v in {"host": socket.gethostname(), "shard": str(shard) if shard else None}.items() if v}
-
-
 # --- the pytest side ------------------------------------------------------------------------------------
 
 _config_of = server_config_name

@@ -20,6 +20,7 @@ so the test — not a teardown — fails, in the terminal, the JUnit XML and und
 from __future__ import annotations
 
 import datetime as _dt
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -42,11 +43,17 @@ from pytest_llmbench.gate.store import BaselineStore, Measurement, Written
 from pytest_llmbench.gate.types import BaselineEntry, Observation, Verdict, fmt_p
 from pytest_llmbench.gate.verdict import fail_at_end
 from pytest_llmbench.scheduling import server_config_name
-from pytest_llmbench.shard import provenance_fields
+from pytest_llmbench.scheduling import test_key as key_of
 from pytest_llmbench.sink import emit
 
 NO_SERVER = "_noserver_"  # the config key of checks in tests that use no llm_server
 _UNTOUCHED_SHOWN = 20
+
+
+def provenance_fields(config: pytest.Config) -> dict[str, Any]:
+    """What a baseline entry adds to its provenance: the host and the shard (shard.py's option) that measured it."""
+    shard = config.getoption("llmbench_shard", None)
+    return {"host": socket.gethostname(), **({"shard": str(shard)} if shard else {})}
 
 
 class GateSession:
@@ -289,8 +296,6 @@ class GateSession:
         """Count, per family, the gates with a p-value that the selected tests can check (the budget's m)."""
         if self.budget is None:
             return
-        from pytest_llmbench.fixtures import test_key as key_of
-
         pairs = set()
         for item in session.items:
             if "bench" not in getattr(item, "fixturenames", ()):
