@@ -7,7 +7,7 @@ loop at 4 users (its request throughput is the reference rate), then Poisson arr
 fixed) at ``--fractions`` of that throughput, the same prompts at each rate.
 
 Run under the heavy lock (shared 2-core host; say so next to the numbers):
-``flock /tmp/llmbench-heavy.lock nice -n 5 python experiments/capacity/poisson_cpu.py --out /tmp/poisson_cpu`` (not run yet)
+``flock /tmp/llmbench-heavy.lock nice -n 5 python experiments/capacity/poisson_cpu.py --out /tmp/poisson_cpu`` (output: poisson_cpu.out.md)
 """
 
 from __future__ import annotations

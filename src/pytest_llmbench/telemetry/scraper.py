@@ -3,8 +3,9 @@
 A reading once per scenario (server facts) cannot show a queue that built up and drained, or a KV cache
 that filled mid-run; a timeline can. The thread has its own HTTP client (the control-plane client is not
 shared across threads) and reads one sample at the start, one every ``interval_s`` and one at the end,
-so even a scenario shorter than the interval has a window. Its cost on the timing it explains is measured
-nowhere yet (docs/TELEMETRY.md, "Not yet").
+so even a scenario shorter than the interval has a window. Its cost on the timing it explains: ~0.65 ms of
+CPU per sample, both sides, against llama-server (experiments/telemetry/scrape_cpu.out.md), so at the default
+1 s at most ~0.07% of one core, a bound on the TPOT it can cost; an engine with many more series parses longer.
 """
 
 from __future__ import annotations
