@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_llmbench.datasets.decision_schema import YES_NO, YES_NO_OPTIONS, Case, Question
 from pytest_llmbench.datasets.files import DatasetError, DatasetNotFound, data_dir, env_name, wheel_file
 from pytest_llmbench.datasets.sources import WheelSource, register
-from pytest_llmbench.evals.decisions.schema import YES_NO, YES_NO_OPTIONS, Case, Question
 from pytest_llmbench.jsonl import iter_jsonl
 
 CANARY = ("sys1bench", "sys1bench/data/canary/canary.jsonl")

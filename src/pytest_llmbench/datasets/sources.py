@@ -1,7 +1,7 @@
 """The source protocol every data set follows, the two kinds of source, and the registry by name.
 
 A source knows where its set comes from and how its rows become items (:class:`~.prompt.Prompt` for
-prompt sets, :class:`~pytest_llmbench.evals.decisions.schema.Case` for decision sets). Adding a set =
+prompt sets, :class:`~pytest_llmbench.datasets.decision_schema.Case` for decision sets). Adding a set =
 one :func:`register` call with a :class:`WheelSource` or :class:`LocalSource` (or your own class with
 ``name`` and ``load``); it is then available to the ``datasets`` fixture by name.
 """

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_llmbench.evals.decisions.schema import YES_NO_OPTIONS, Case, Question
+from pytest_llmbench.datasets.decision_schema import YES_NO_OPTIONS, Case, Question
 
 
 class DecisionRoutesDouble:

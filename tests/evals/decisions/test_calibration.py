@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
+from pytest_llmbench.datasets.decision_schema import Decision
 from pytest_llmbench.evals.decisions.calibration import Calibration, assign_folds, crossfit, fit, write_json
 from pytest_llmbench.evals.decisions.metrics import summary
-from pytest_llmbench.evals.decisions.schema import Decision
 
 
 def synthetic(

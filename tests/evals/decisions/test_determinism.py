@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_llmbench.datasets.decision_schema import Decision
 from pytest_llmbench.engines.llamacpp import LlamaCppEngine
 from pytest_llmbench.engines.sglang import SGLangEngine
 from pytest_llmbench.evals.decisions.clients import LogprobClient
 from pytest_llmbench.evals.decisions.determinism import cold_warm, compare_passes
-from pytest_llmbench.evals.decisions.schema import Decision
 
 
 def d(cid, probs, ok=True):

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from pytest_llmbench.datasets.decision_schema import Decision
 from pytest_llmbench.evals.decisions.metrics import decision_values, ece, flat, per_decision, summary, summary_by
-from pytest_llmbench.evals.decisions.schema import Decision
 
 
 def dec(cid, qtype, probs, gold, ok=True):

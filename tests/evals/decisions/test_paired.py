@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pytest_llmbench.datasets.decision_schema import Decision
 from pytest_llmbench.evals.decisions.paired import PairedGap, changed_answers, paired_bootstrap, paired_gap
-from pytest_llmbench.evals.decisions.schema import Decision
 
 GOLD = (1.0, 0.0)
 

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from pytest_llmbench.evals.decisions.schema import QUESTION_TYPES, Decision
+from pytest_llmbench.datasets.decision_schema import QUESTION_TYPES, Decision
 
 EPS = 1e-6
 LOG_T_BOUNDS = (float(np.log(0.05)), float(np.log(50.0)))

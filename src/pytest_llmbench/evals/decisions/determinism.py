@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_llmbench.datasets.decision_schema import Case, Decision
 from pytest_llmbench.evals.decisions.runner import DecisionClient
-from pytest_llmbench.evals.decisions.schema import Case, Decision
 from pytest_llmbench.transport.kinds import call_json
 
 

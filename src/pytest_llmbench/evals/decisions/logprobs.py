@@ -12,8 +12,8 @@ import string
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pytest_llmbench.datasets.decision_schema import YES_NO, Case, Decision, Question, normalise
 from pytest_llmbench.evals.decisions.runner import DecisionClient
-from pytest_llmbench.evals.decisions.schema import YES_NO, Case, Decision, Question, normalise
 from pytest_llmbench.transport.http import StreamClient
 
 LETTERS = string.ascii_uppercase

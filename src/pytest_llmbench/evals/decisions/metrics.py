@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_llmbench.evals.decisions.schema import QUESTION_TYPES, Decision
+from pytest_llmbench.datasets.decision_schema import QUESTION_TYPES, Decision
 
 EPS = 1e-6
 ECE_BINS = 15

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_llmbench.datasets.decision_schema import Decision
 from pytest_llmbench.evals.decisions.metrics import DIRECTIONS, decision_values
-from pytest_llmbench.evals.decisions.schema import Decision
 from pytest_llmbench.stats.clustered import ClusterMean, TooFewClusters, cluster_mean
 
 DEFAULT_RESAMPLES = 2000

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pytest_llmbench.datasets.decision_schema import Decision
 from pytest_llmbench.evals.decisions.calibration import write_json
-from pytest_llmbench.evals.decisions.schema import Decision
 
 
 def answers_path(folder: Path, name: str) -> Path:

@@ -9,8 +9,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_llmbench.datasets.decision_schema import YES_NO, YES_NO_OPTIONS, Case, Decision, Question, normalise
 from pytest_llmbench.evals.decisions.runner import DecisionClient
-from pytest_llmbench.evals.decisions.schema import YES_NO, YES_NO_OPTIONS, Case, Decision, Question, normalise
 from pytest_llmbench.transport.http import StreamClient
 
 

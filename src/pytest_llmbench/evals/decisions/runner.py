@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pytest_llmbench.evals.decisions.schema import Case, Decision
+from pytest_llmbench.datasets.decision_schema import Case, Decision
 from pytest_llmbench.transport.http import StreamClient
 from pytest_llmbench.transport.kinds import JsonReply, client_for_url, send_json
 

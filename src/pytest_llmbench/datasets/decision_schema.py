@@ -1,4 +1,5 @@
-"""The typed-decision records every other module of this package hands around.
+"""The typed-decision records that the decision datasets load and the decision evals (evals/decisions/) hand
+around. Here, with the data, so the loaders below the evals need not import them (pure: the standard library only).
 
 A :class:`Case` is one state with several :class:`Question` objects (a sys1bench task, a Typed Decisions
 case). Every question carries its options in a fixed order and its gold as a distribution over them, so
