@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench.evals.decisions.metrics import ece
-from pytest_llmbench.report import plots
+from pytest_llmbench.report import forest_plot, plots
 from pytest_llmbench.report.folder import ResultsFolder, read_folder
 
 RUN = Path(__file__).parent / "data" / "cpu-run-a"
@@ -74,8 +74,8 @@ def test_comparison_forest_draws_each_comparison_with_its_bands(tmp_path: Path) 
             "ci_high": 0.1,
         },
     ]
-    [fig] = plots.comparison_forest(ResultsFolder(tmp_path, comps))
+    [fig] = forest_plot.comparison_forest(ResultsFolder(tmp_path, comps))
     assert fig.id == "plot-comparisons" and fig.svg.startswith("<svg")
     assert "c · chat-1u · output_throughput" in fig.svg and "median_tpot_ms" in fig.svg
     assert "bfcl_passed" not in fig.svg  # a difference has no ratio to place on this axis
-    assert plots.comparison_forest(ResultsFolder(tmp_path, comps[2:])) == []
+    assert forest_plot.comparison_forest(ResultsFolder(tmp_path, comps[2:])) == []

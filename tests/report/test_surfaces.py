@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmbench.report import plots
+from pytest_llmbench.report import forest_plot, plots
 from pytest_llmbench.report import rows as R
 from pytest_llmbench.report.bisect import step_plot
 from pytest_llmbench.report.folder import read_folder
@@ -54,7 +54,7 @@ def test_the_comparison_table_says_each_scenarios_stop_reason_once_and_why_each_
 
 
 def test_the_forest_plot_draws_and_labels_both_bands_and_says_why_each_row_is_inconclusive():
-    (plot,) = plots.comparison_forest(read_folder(UNDERPOWERED))
+    (plot,) = forest_plot.comparison_forest(read_folder(UNDERPOWERED))
     shown = texts(plot.svg)
     assert "± ignore: regressed/improved when the interval clears it" in shown
     assert "± detect: equivalent when the interval lies inside it" in shown

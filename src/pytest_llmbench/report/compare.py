@@ -249,7 +249,7 @@ def markdown(c: Comparison) -> str:
 
 
 def html_page(c: Comparison) -> str:
-    from pytest_llmbench.report import html, plots
+    from pytest_llmbench.report import forest_plot, html
     from pytest_llmbench.report.rows import Table
 
     kinds = [r.verdict if r.verdict in ("regressed", "improved") else "" for r in c.rows]
@@ -261,7 +261,7 @@ def html_page(c: Comparison) -> str:
         note=f"A: {c.a.path} · B: {c.b.path} · ratio B / A; paired estimate with its {CONFIDENCE:.0%} "
         f"interval (compare/stats.py); timing rows descriptive (two sessions: no verdict), quality rows judged",
     )
-    sections = [html.Section("comparison", "B / A", table, plots.ratio_forest(c.rows))]
+    sections = [html.Section("comparison", "B / A", table, forest_plot.ratio_forest(c.rows))]
     extra = [
         f"only in A: {', '.join(c.only_a)}" if c.only_a else "",
         f"only in B: {', '.join(c.only_b)}" if c.only_b else "",

@@ -110,6 +110,7 @@ def render_page(
 
 
 def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
+    from pytest_llmbench.report import forest_plot
     from pytest_llmbench.report import plots as P
     from pytest_llmbench.report.pareto import pareto_plots
 
@@ -117,7 +118,7 @@ def render(folder: ResultsFolder, baselines_dir: Path | None = None) -> str:
     verdicts = R.verdict_table(folder)
     sections = [
         Section("verdicts", "Verdicts (regressions first)", verdicts if verdicts.rows else None),
-        Section("comparisons", "Comparisons", R.comparison_table(folder), P.comparison_forest(folder)),
+        Section("comparisons", "Comparisons", R.comparison_table(folder), forest_plot.comparison_forest(folder)),
         Section(
             "serving",
             "Serving",
