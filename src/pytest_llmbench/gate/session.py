@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from pytest_llmbench import stash
-from pytest_llmbench.gate import table, transport
+from pytest_llmbench.gate import transport
 from pytest_llmbench.gate.baselines import BaselineFileError, Key
 from pytest_llmbench.gate.budget import FAMILIES, Budget, holm, parse_alpha
 from pytest_llmbench.gate.cases import CasesFileError
@@ -47,7 +47,6 @@ from pytest_llmbench.scheduling import test_key as key_of
 from pytest_llmbench.sink import emit
 
 NO_SERVER = "_noserver_"  # the config key of checks in tests that use no llm_server
-_UNTOUCHED_SHOWN = 20
 
 
 def provenance_fields(config: pytest.Config) -> dict[str, Any]:
@@ -405,72 +404,6 @@ class GateSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or not (self.checks or self.errors or self.written):
             return
-        tr = terminalreporter
-        tr.write_sep("=", "llmbench verdicts")
-        for line in table.render(self.verdicts):
-            tr.write_line(line)
-        tr.write_line(table.summary(self.verdicts), bold=True)
-        for line in table.not_judged(self.verdicts):
-            tr.write_line(line)
-        tr.write_line(self._budget_line())
-        if self.recording and any(v.status == "REGRESSED" for v in self.verdicts):
-            tr.write_line(
-                "recording (--update-baselines=all): the REGRESSED rows are shown and recorded, and fail "
-                "nothing; judge a change with a plain run, or accept nightlies with =accept"
-            )
-        for nodeid, v in self.suite_regressed:
-            tr.write_line(
-                f"REGRESSED at suite level (test {nodeid} passed; Holm across the {v.family} family): {v.message()}",
-                red=not v.recorded,
-            )
-        if self.not_recorded:
-            tr.write_line(f"{len(self.not_recorded)} value(s) not recorded (measured on a busy host):")
-            for line in self.not_recorded[:_UNTOUCHED_SHOWN]:
-                tr.write_line(f"  {line}")
-        for w in self.written:
-            values = f", {w.values} values" if w.values > w.entries else ""
-            tr.write_line(f"baselines written: {_rel(w.path, self.config)} ({w.entries} entries{values})")
-            if w.regressed:
-                tr.write_line(
-                    f"  {len(w.regressed)} REGRESSED value(s) written as the new baseline (history "
-                    f"restarted; the run fails so the change is reviewed): {', '.join(w.regressed)}",
-                    red=True,
-                )
-        for err in self.errors:
-            tr.write_line(f"ERROR {err}", red=True)
-        self._summary_untouched(tr)
+        from pytest_llmbench.gate import terminal
 
-    def _budget_line(self) -> str:
-        if self.budget is None:
-            return "error budget off (each gate at its own level)"
-        judged = {f: sum(v.family == f and v.p_value is not None for v in self.verdicts) for f in FAMILIES}
-        parts = [f"{f} α={self.budget.alphas[f]:g} over {judged[f]} gates" for f in FAMILIES if judged[f]]
-        return (
-            "error budget: "
-            + (", ".join(parts) if parts else "no gate with a p-value")
-            + " (Holm per family; a test fails at p ≤ α/gates counted up front)"
-        )
-
-    def _summary_untouched(self, tr: Any) -> None:
-        untouched = self.untouched()
-        total = sum(len(k) for k in untouched.values())
-        if not total:
-            return
-        tr.write_line(f"{total} baseline entries were not checked in this run (kept):")
-        shown = 0
-        for path, keys in untouched.items():
-            for runner, test, metric in keys:
-                if shown == _UNTOUCHED_SHOWN:
-                    break
-                where = f"runners/{runner}" if runner else "shared"
-                tr.write_line(f"  {_rel(path, self.config)}: {where} {test} {metric}")
-                shown += 1
-        if total > shown:
-            tr.write_line(f"  … and {total - shown} more")
-
-
-def _rel(path: Path, config: pytest.Config) -> str:
-    try:
-        return str(path.relative_to(config.invocation_params.dir))
-    except ValueError:
-        return str(path)
+        terminal.summary(terminalreporter, self)
