@@ -14,6 +14,7 @@ from pytest_llmbench.compare.placement import (
     PER_BLOCK,
     SHARED,
     Runner,
+    auto_placement,
     choose,
     costs_of,
     noise_of,
@@ -91,3 +92,39 @@ def test_bad_runners_and_cost_keys_are_refused_with_what_was_wrong():
         Runner(1, 2, both_fit=True, interference=0.5)
     with pytest.raises(ValueError, match="by must be 'gpu' or 'wall'"):
         choose(Runner(1, 2, both_fit=True), 60.0, ROUND_S, NOISE, TARGET, by="money")
+
+
+# --- auto: the placement the session picks on a runner with a second set (issue 57) --------------------
+
+
+@pytest.mark.parametrize("both_fit", [True, False])
+def test_auto_goes_disjoint_parallel_where_a_second_set_exists_whatever_the_costs(both_fit):
+    """The pick does not turn on the round cost auto assumes before the pilot (ASSUMED_ROUND_S): at every
+    start, round cost and interference up to 1.3 the wall-time cheapest is disjoint-parallel, and the
+    candidate keeps the GPUs its server runs on."""
+    for start_s in (1.0, 60.0, 180.0, 600.0):
+        for round_s in (0.5, 2.0, 10.0, 30.0, 300.0):
+            for f in (1.0, 1.05, 1.3):
+                got = auto_placement(
+                    ("0", "1"), ("0", "1", "2", "3", "4"), both_fit=both_fit, start_s=start_s, noise=NOISE,
+                    target=TARGET, interference=f, round_s=round_s,
+                )  # fmt: skip
+                assert got is not None and got.mode == "disjoint-parallel", (start_s, round_s, f)
+                assert got.sets == (("2", "3"), ("0", "1"))
+    assert "disjoint-parallel, the reference on 2,3, the candidate on 0,1" in got.lines[0]
+    assert any(line.startswith("* disjoint-parallel") for line in got.lines)
+
+
+def test_auto_without_a_second_set_leaves_the_shared_or_per_block_rule():
+    assert auto_placement(("0", "1"), ("0", "1", "2"), both_fit=False, start_s=60, noise=NOISE, target=TARGET) is None
+    assert auto_placement((), ("0", "1"), both_fit=True, start_s=60, noise=NOISE, target=TARGET) is None
+
+
+def test_auto_with_disjoint_refused_prices_them_out_and_says_why():
+    why = "ini llmbench_compare_restart_rounds = 0 is not two halves of whole ABBA pairs"
+    for fit, mode in ((True, "both"), (False, "per-block")):
+        got = auto_placement(
+            ("0",), ("0", "1"), both_fit=fit, start_s=60, noise=NOISE, target=TARGET, disjoint_refused=why
+        )
+        assert got is not None and got.mode == mode and got.sets is None
+        assert got.lines[-1].endswith(why)

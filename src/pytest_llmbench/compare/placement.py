@@ -172,6 +172,62 @@ def choose(
     return min(ok, key=key), plans
 
 
+#: the session's mode for each placement (--llmbench-arm-servers)
+MODE_OF = {SHARED: "both", PER_BLOCK: "per-block", INTERLEAVED: "disjoint", PARALLEL: "disjoint-parallel"}
+
+#: the round cost the auto placement's table is priced at before the pilot has timed one. The choice does
+#: not turn on it: on a runner with a second set, disjoint-parallel is the cheapest in wall time at every
+#: round cost from 0.5 to 300 s and start cost from 1 to 600 s, parallel interference up to 1.3
+#: (tests/compare/test_placement.py), so only the printed seconds do
+ASSUMED_ROUND_S = 10.0
+
+
+@dataclass(frozen=True)
+class AutoPlacement:
+    """What ``auto`` chose for one compared config: the session mode, the two sets (reference's first; the
+    candidate keeps the GPUs its server already runs on) and the lines that say why."""
+
+    mode: str
+    sets: tuple[tuple[str, ...], tuple[str, ...]] | None
+    lines: tuple[str, ...]
+
+
+def auto_placement(
+    arm_gpus: Sequence[str],
+    slice_gpus: Sequence[str],
+    *,
+    both_fit: bool,
+    start_s: float,
+    noise: Noise,
+    target: Target,
+    disjoint_refused: str | None = None,
+    interference: float = 1.0,
+    round_s: float = ASSUMED_ROUND_S,
+) -> AutoPlacement | None:
+    """``--llmbench-arm-servers auto`` on a runner (this worker's GPUs, ``slice_gpus``) that may hold a second
+    set of the candidate's ``arm_gpus``: every placement priced by compare/plan.py at the measured start, the
+    cheapest in **wall time** chosen (the worker holds its GPUs whether they run or idle, so its hours are
+    the cost). None where no second set exists: the session keeps the shared / per-block rule.
+    ``disjoint_refused``: why the disjoint placements cannot run (e.g. a unit length that is not whole ABBA
+    pairs per half); they are then priced out and the line says so."""
+    spare = [g for g in slice_gpus if g not in set(arm_gpus)]
+    gpus = len(arm_gpus)
+    if not gpus or len(spare) < gpus:
+        return None
+    runner = Runner(gpus, gpus + len(spare), both_fit, interference)
+    allowed = [p for p in PLACEMENTS if p not in DISJOINT] if disjoint_refused else list(PLACEMENTS)
+    best, plans = choose(runner, start_s, round_s, noise, target, placements=allowed, by="wall")
+    sets = (tuple(spare[:gpus]), tuple(arm_gpus)) if best.placement in DISJOINT else None
+    where = ",".join(slice_gpus)
+    head = (
+        f"llmbench compare: auto placement on GPUs {where}: {best.placement}"
+        + (f", the reference on {','.join(sets[0])}, the candidate on {','.join(sets[1])}" if sets else "")
+        + f" (start {start_s:.0f} s measured, round {round_s:g} s assumed until timed; cheapest in wall time)"
+    )
+    refused = [f"  disjoint placements refused: {disjoint_refused}"] if disjoint_refused else []
+    return AutoPlacement(MODE_OF[best.placement], sets, (head, *table(best, plans, target), *refused))
+
+
 def table(best: PlacedPlan, plans: Sequence[PlacedPlan], target: Target) -> list[str]:
     """The lines the dry run and the session print: every placement, the chosen one marked."""
     size = f"{100 * target.sizes.detect:.3g}%" if target.sizes.kind == "ratio" else f"{target.sizes.detect:.3g}"

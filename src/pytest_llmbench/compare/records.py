@@ -8,13 +8,12 @@ the session only decides when each is written (through ``bench.emit`` or ``sink.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_llmbench.compare.arms import ArmPair
     from pytest_llmbench.compare.interleave import ArmStart, Outcome
-    from pytest_llmbench.compare.options import CompareSettings
     from pytest_llmbench.compare.placement import SetEffect
     from pytest_llmbench.compare.plan import Costs
     from pytest_llmbench.compare.power import Design, Plan
@@ -194,13 +193,20 @@ def budget(
 
 
 def set_effect(
-    session_id: str, pair: ArmPair, bench: Any, scenario: str, effect: SetEffect | None, settings: CompareSettings
+    session_id: str,
+    pair: ArmPair,
+    bench: Any,
+    scenario: str,
+    effect: SetEffect | None,
+    placement: str,
+    sets: Sequence[Sequence[str]],
+    device_kind: str,
 ) -> dict[str, Any]:
     """A disjoint placement's set effect (compare/placement.py), None where too few units had both halves."""
     return {
         **_head("comparison_set_effect", session_id, pair, bench, scenario),
-        "placement": settings.server_mode,
-        "sets": [list(s) for s in settings.sets or ()],
-        "device_kind": settings.device_kind,
+        "placement": placement,
+        "sets": [list(s) for s in sets],
+        "device_kind": device_kind,
         "set_effect": effect.as_record() if effect is not None else None,
     }

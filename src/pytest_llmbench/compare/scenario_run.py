@@ -110,12 +110,22 @@ class ScenarioRun:
         if plan.underpowered:
             self.say(f"llmbench compare: {self.name}: {plan.describe()}")
 
-    def show_set_effect(self, rounds: Rounds) -> None:
-        """Disjoint sets: the set effect (cancelled by the swap in every unit) recorded and said."""
-        if self.settings.sets is None:
+    def show_set_effect(self, rounds: Rounds, placement: str, sets: Any) -> None:
+        """Disjoint sets (given, or chosen by ``auto``): the set effect (cancelled by the swap in every unit)
+        recorded and said."""
+        if sets is None:
             return
-        effect = set_effect(rounds.blocks, self.settings.sets)
+        effect = set_effect(rounds.blocks, sets)
         self.bench.emit(
-            records.set_effect(self.session_id, self.pair, self.bench, self.scenario, effect, self.settings)
+            records.set_effect(
+                self.session_id,
+                self.pair,
+                self.bench,
+                self.scenario,
+                effect,
+                placement,
+                sets,
+                self.settings.device_kind,
+            )
         )
         self.say(f"llmbench compare: {self.name}: " + (effect.describe() if effect else "set effect: too few units"))

@@ -8,7 +8,7 @@ GPU; the session only asks for a starter and closes what it got.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,11 @@ from pytest_llmbench.report.results import RESULTS, server_line
 
 if TYPE_CHECKING:
     from pytest_llmbench.compare.arms import Arm, ArmPair
+    from pytest_llmbench.compare.placement import AutoPlacement
     from pytest_llmbench.server import LLMServer
+
+#: ``auto``'s placement for a loaded candidate on GPUs (compare/placement.py), None: the shared / per-block rule
+AutoPlacer = Callable[[Any], "AutoPlacement | None"]
 
 #: auto mode keeps both arms up when the loaded candidate uses at most this share of its GPUs' memory (the
 #: reference is assumed the same size; engines that reserve most of the GPU, as SGLang does, go per block).
@@ -106,6 +110,41 @@ def starter(config: pytest.Config, gpu_ids: Any, session_id: str, retried: list[
     return start
 
 
+def auto_placer(config: pytest.Config, settings: Any, alphas: Callable[[], Mapping[str, float]]) -> AutoPlacer:
+    """``auto`` on this worker's GPUs (its xdist slice): where they hold a second set of the candidate's, the
+    placement compare/placement.py prices cheapest; the disjoint ones are refused where the ini's unit
+    length is not two halves of whole ABBA pairs."""
+
+    def place(candidate: Any) -> AutoPlacement | None:
+        from pytest_llmbench.compare.placement import auto_placement
+        from pytest_llmbench.compare.plan import Noise
+        from pytest_llmbench.compare.spend import target_for
+        from pytest_llmbench.launchers.gpus import worker_slice
+
+        design = settings.design
+        aim = target_for(settings.decide, alphas(), detect=settings.detect, ignore=settings.ignore, power=design.power)
+        slice_gpus = worker_slice(config)
+        if aim is None or len(slice_gpus) < 2 * len(candidate.gpu_ids):
+            return None
+        rounds = design.restart_rounds
+        refused = (
+            None
+            if rounds is None or (rounds > 0 and rounds % 4 == 0)
+            else f"ini llmbench_compare_restart_rounds = {rounds} is not two halves of whole ABBA pairs (4, 8, ... or auto)"
+        )
+        return auto_placement(
+            candidate.gpu_ids,
+            slice_gpus,
+            both_fit=both_fit(candidate),
+            start_s=float(getattr(candidate, "startup_s", 0.0) or 0.0),
+            noise=Noise(design.prior_sd_between, design.prior_sd_within),
+            target=aim[1],
+            disjoint_refused=refused,
+        )
+
+    return place
+
+
 class SessionServers:
     """The servers of the config being compared (one :class:`ArmServers` at a time): both arms kept up or one
     at a time by ``server_mode`` (``auto``: both where they fit), each start recorded as ``arm_start``."""
@@ -119,25 +158,33 @@ class SessionServers:
         *,
         sets: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
         device_kind: str = "gpu",
+        auto: AutoPlacer | None = None,
     ) -> None:
         self.config, self.server_mode, self.session_id, self.retried = config, server_mode, session_id, retried
-        self.sets, self.device_kind = sets, device_kind
+        self.sets, self.device_kind, self.auto = sets, device_kind, auto
         self.current: ArmServers | None = None
+        self.mode = server_mode  # the running pair's placement: ``auto`` resolved where it chose one
 
     def for_pair(self, pair: ArmPair, candidate: Any) -> ArmServers:
         """The pair's servers; another pair or another ``llm_server`` closes the last one's first."""
         if self.current is not None and (self.current.pair is not pair or self.current.candidate is not candidate):
             self.close()
         if self.current is None:
-            mode = self.server_mode
+            mode, sets = self.server_mode, self.sets
+            chosen = self.auto(candidate) if mode == "auto" and candidate.gpu_ids and self.auto is not None else None
+            if chosen is not None:  # a runner with a second set: the planner's cheapest placement
+                mode, sets = chosen.mode, chosen.sets
+                for line in chosen.lines:
+                    say(self.config, line)
             keep_both = mode == "both" or (mode == "auto" and both_fit(candidate))
+            self.mode = mode if mode != "auto" else ("both" if keep_both else "per-block")
             self.current = ArmServers(
                 pair,
                 candidate,
                 self.starter(candidate),
                 keep_both=keep_both,
                 facts=facts,
-                sets=self.sets,
+                sets=sets,
                 device_kind=self.device_kind,
                 parallel=mode == "disjoint-parallel",
             )

@@ -3,9 +3,9 @@
 With any ``--llmbench-reference-*`` / ``--llmbench-candidate-*`` option, or a YAML ``compare:`` block, the
 selected configs' bench tests become comparisons without a change to the bench code: ``llm_server`` is the
 candidate arm, ``bench.run`` plays the scenario on both arms (compare/interleave.py; one scenario's callbacks
-in compare/scenario_run.py), ``bench.check`` of a serving metric returns the comparison, and other checks keep
-their stored baseline. This module holds what lives across tests (arms, alphas, the budget, each test's
-verdicts, Holm at the end); servers live in compare/servers.py, records in records.py, words in terminal.py.
+in compare/scenario_run.py), ``bench.check`` of a serving metric returns the comparison, other checks keep their
+stored baseline. This module holds what lives across tests (arms, alphas, budget, verdicts, Holm at the end);
+servers (and ``auto``'s placement) live in compare/servers.py, records in records.py, words in terminal.py.
 """
 
 from __future__ import annotations
@@ -99,8 +99,7 @@ class CompareSession:
         self._failing: dict[str, list[str]] = {}
         self.records: list[dict[str, Any]] = []  # this process's comparison records
         self.is_worker = hasattr(config, "workerinput")
-        #: Every record this session writes carries it, and the table and Holm read only its records: a
-        #: reused --results-dir keeps earlier sessions' lines (results.jsonl only appends), never their verdicts.
+        #: On every record it writes; the table and Holm read only its own (a reused --results-dir appends).
         self.session_id: str = (getattr(config, "workerinput", None) or {}).get(SESSION_KEY) or uuid.uuid4().hex[:12]
         self.counted: Counter[str] = Counter()  # comparisons per family counted up front
         self.made: Counter[str] = Counter()  # comparisons per family made (this process)
@@ -114,6 +113,7 @@ class CompareSession:
             self.retried,
             sets=settings.sets,
             device_kind=settings.device_kind,
+            auto=servers_mod.auto_placer(config, settings, lambda: self.alphas),
         )
         config.stash[COMPARE] = self
 
@@ -228,7 +228,7 @@ class CompareSession:
         finally:
             self.servers.write_starts(pair, servers)
             self.budget.finished(time.monotonic() - run.t_run)
-        run.show_set_effect(rounds)
+        run.show_set_effect(rounds, self.servers.mode, servers.sets)
         if outcome.note:  # the budget (a cap) could not hold the floor: nothing was judged
             terminal.say(self.config, f"llmbench compare: {pair.config_name} {scenario.name}: {outcome.note}")
         for role in ("reference", "candidate"):

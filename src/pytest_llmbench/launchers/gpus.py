@@ -102,6 +102,12 @@ def worker_gpus(visible: tuple[str, ...], index: int, count: int) -> tuple[str, 
     return visible[index * per : (index + 1) * per]
 
 
+def worker_slice(pytest_config: Any = None) -> tuple[str, ...]:
+    """This process's GPUs: its xdist worker's slice of the visible ones (all of them without xdist)."""
+    index, count = worker_slot()
+    return worker_gpus(visible_gpus(pytest_config), index, count)
+
+
 def pick(cfg: Any, visible: tuple[str, ...], index: int = 0, count: int = 1) -> tuple[str, ...]:
     """The GPUs config ``cfg`` gets on worker ``index`` of ``count``, or a clear error."""
     need = int(getattr(cfg, "gpus", 0) or 0)
