@@ -103,8 +103,9 @@ def add_options(parser: pytest.Parser) -> None:
         choices=SERVER_MODES,
         default="auto",
         help="both: keep both arms' servers up; per-block: start one arm's server per block (when both do "
-        "not fit in GPU memory); auto: both on CPU, and on GPUs while the loaded candidate leaves more "
-        "than half of their memory free, else per-block; disjoint / disjoint-parallel: each arm on its own "
+        "not fit in GPU memory); auto: disjoint-parallel where the worker's GPUs hold a second set of the "
+        "config's, else both on CPU and on GPUs while the loaded candidate leaves more than half of their "
+        "memory free, else per-block; disjoint / disjoint-parallel: each arm on its own "
         "set of --llmbench-compare-sets, swapped between the two halves of every unit, blocks interleaved or "
         "at once (issue 57)",
     )
