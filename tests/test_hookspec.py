@@ -129,6 +129,7 @@ def test_every_hook_has_a_spec_the_plugin_adds(pytester):
     assert names == {
         "pytest_llmbench_bisect_ahead",
         "pytest_llmbench_bisect_builds",
+        "pytest_llmbench_check",
         "pytest_llmbench_engines",
         "pytest_llmbench_launchers",
         "pytest_llmbench_nightly_candidates",
@@ -207,3 +208,33 @@ def test_a_sink_sees_records_of_a_test_without_a_server(pytester):
     [rec] = [r for r in lines if r["record"] == "my_eval"]  # and the session verdict (report/headline.py)
     assert rec["score"] is None and rec["config"] is None
     assert [r["record"] for r in lines] == ["session_start", "my_eval", "session"]
+
+
+def test_a_conftest_checker_judges_its_own_metric_and_leaves_the_rest_to_the_gate(pytester):
+    """``bench.check`` walks the checkers (hookspec ``pytest_llmbench_check``): a house rule answers for its
+    metric, the stored-baseline gate for what the house rule leaves (None)."""
+    pytester.makeconftest("""
+        import pytest
+        from pytest_llmbench.gate.types import Verdict
+
+        def pytest_llmbench_check(bench, check):
+            if not check.metric.startswith("house_"):
+                return None
+            if check.observed < 0.5:
+                pytest.fail(f"{check.metric} {check.observed} under the house floor 0.5", pytrace=False)
+            return Verdict(check.metric, check.observed, 0.5, None, "house floor", "pass", "higher", "House")
+    """)
+    pytester.makepyfile(
+        test_h="""
+        def test_above(bench):
+            v = bench.check("house_score", 0.9)
+            assert (v.rule, v.status) == ("house floor", "pass") and bench.verdicts == [v]
+            assert bench.check("other_score", 1.0).status == "new"  # the gate: no baseline stored
+
+        def test_below(bench):
+            bench.check("house_score", 0.1)
+    """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--results-dir={pytester.path / 'r'}")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*house_score 0.1 under the house floor 0.5*"])

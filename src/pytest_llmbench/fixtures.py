@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from pytest_llmbench import host_load, sink, stash
+from pytest_llmbench import host_load, sink
 from pytest_llmbench.config import CONFIGS
+from pytest_llmbench.gate.types import Check
 from pytest_llmbench.launchers.gpus import GPUAssignmentError
 from pytest_llmbench.registry import REGISTRY
 from pytest_llmbench.report import junit
@@ -238,34 +239,13 @@ class Bench:
         so are ``cases`` given with ``reference_cases`` (the reference arm's, from :meth:`arms`).
         ``detect``/``ignore`` (``"5%"``, ``0.1``) are this check's sizes in a comparison, over the ini's
         (compare/margins.py); the stored-baseline gate has its own noise models and does not read them."""
-        gate = self.item.config.stash.get(stash.GATE, None)
-        compare = _comparison(self)  # a serving metric of a compared config is a comparison
-        sizes = {k: v for k, v in (("detect", detect), ("ignore", ignore)) if v is not None}
-        if compare is not None and reference_cases is not None and cases is not None:
-            verdict = compare.check_cases(
-                self, metric, cases, reference_cases, noise=noise, direction=direction, family=family, **sizes
-            )
-            self.verdicts.append(verdict)
-            return verdict
-        if compare is not None and compare.judges(self, metric, **sizes):
-            verdict = compare.check(self, metric)
-            self.verdicts.append(verdict)
-            return verdict
-        if gate is None:
-            raise RuntimeError("the llmbench gate is not active in this session")
-        verdict = gate.check(
-            self,
-            metric,
-            observed,
-            noise=noise,
-            n=n,
-            direction=direction,
-            hardware_bound=hardware_bound,
-            se=se,
-            family=family,
-            reference=reference,
-            cases=cases,
-        )
+        check = Check(
+            metric, observed, noise, n, direction, hardware_bound, se, family, reference, cases, reference_cases,
+            detect, ignore,
+        )  # fmt: skip
+        verdict = self.item.config.hook.pytest_llmbench_check(bench=self, check=check)
+        if verdict is None:
+            raise RuntimeError(f"bench.check({metric!r}): no checker judged it (the llmbench gate is not active)")
         self.verdicts.append(verdict)
         return verdict
 

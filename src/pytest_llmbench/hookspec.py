@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pytest_llmbench.bisect.builds import Build
     from pytest_llmbench.engines.base import Engine
     from pytest_llmbench.gate.noise.base import NoiseModel
+    from pytest_llmbench.gate.types import Check, Verdict
     from pytest_llmbench.launchers.base import Launcher
 
 hookspec = pytest.hookspec
@@ -63,6 +64,19 @@ def pytest_llmbench_record(config: pytest.Config, record: Mapping[str, Any], ite
     ``record`` is a plain JSON-able mapping with a ``"record"`` kind ("server", "scenario", "test",
     "check", "verdict", "gate_budget", "facts", "decisions" or an eval's own kind); ``item`` is the test
     that emitted it, or None for session-level lines. Sinks must not modify ``record``.
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_llmbench_check(bench: Any, check: Check) -> Verdict | None:
+    """Judge one ``bench.check``: the checkers are walked in hook order and the first to answer judges it
+    (as syrupy walks its extensions); return None for a check this checker does not judge.
+
+    The built-ins are peers on this hook: a comparison session (``compare/checker.py``, tryfirst) judges a
+    serving metric of a compared config, and per-case values given with the reference arm's; the stored
+    baseline gate (``gate/session.py``, trylast) judges the rest. A plugin judges a metric its own way by
+    answering for it here. ``bench`` is the test's :class:`~pytest_llmbench.fixtures.Bench`; the verdict
+    fails the test at its end where it regressed (``gate/verdict.py``).
     """
 
 

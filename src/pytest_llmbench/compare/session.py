@@ -33,6 +33,7 @@ from pytest_llmbench.compare.arms import (
     block_pairs,
     read_compare_blocks,
 )
+from pytest_llmbench.compare.checker import ComparisonChecker
 from pytest_llmbench.compare.count import comparisons_by_family
 from pytest_llmbench.compare.interleave import Outcome, run_rounds
 from pytest_llmbench.compare.judging import Judge, compare_metric, family_of, source_of
@@ -67,7 +68,9 @@ def maybe_register(config: pytest.Config, config_paths: list[Path]) -> None:
         raise pytest.UsageError(f"llmbench config error: {e}") from None
     if not settings.arms.active and not yaml_pairs:
         return
-    config.pluginmanager.register(CompareSession(config, settings, yaml_pairs), "llmbench-compare")
+    session = CompareSession(config, settings, yaml_pairs)
+    config.pluginmanager.register(session, "llmbench-compare")
+    config.pluginmanager.register(ComparisonChecker(session), "llmbench-compare-checker")  # bench.check, first
 
 
 def active_for(bench: Any) -> CompareSession | None:
@@ -273,15 +276,9 @@ class CompareSession:
 
     def check(self, bench: Any, metric: str) -> Any:
         last = self._last[bench.nodeid]
-        c = last.comparisons[metric]
+        c, rounds, prompts = last.comparisons[metric], len(last.rounds.complete), last.rounds.prompts_used()
         return self._conclude(
-            bench,
-            c,
-            family_of(metric),
-            scenario=last.scenario,
-            rounds=len(last.rounds.complete),
-            prompts=last.rounds.prompts_used(),
-            outcome=last.outcome,
+            bench, c, family_of(metric), scenario=last.scenario, rounds=rounds, prompts=prompts, outcome=last.outcome
         )
 
     def check_cases(

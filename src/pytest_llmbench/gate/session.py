@@ -40,7 +40,7 @@ from pytest_llmbench.gate.noise import NOISE_MODELS, NoiseModel, NoiseModelError
 from pytest_llmbench.gate.options import alpha_spec, baselines_dir, record_starts
 from pytest_llmbench.gate.runner import RunnerProfile, check_name, detect
 from pytest_llmbench.gate.store import BaselineStore, Measurement, Written
-from pytest_llmbench.gate.types import BaselineEntry, Observation, Verdict, fmt_p
+from pytest_llmbench.gate.types import BaselineEntry, Check, Observation, Verdict, fmt_p
 from pytest_llmbench.gate.verdict import fail_at_end
 from pytest_llmbench.scheduling import server_config_name
 from pytest_llmbench.scheduling import test_key as key_of
@@ -104,6 +104,23 @@ class GateSession:
         return self._machine
 
     # --- the check --------------------------------------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_llmbench_check(self, bench: Any, check: Check) -> Verdict:
+        """The last checker (hookspec ``pytest_llmbench_check``): what no other judged, against its baseline."""
+        return self.check(
+            bench,
+            check.metric,
+            check.observed,
+            noise=check.noise,
+            n=check.n,
+            direction=check.direction,
+            hardware_bound=check.hardware_bound,
+            se=check.se,
+            family=check.family,
+            reference=check.reference,
+            cases=check.cases,
+        )
 
     def check(
         self,

@@ -25,6 +25,30 @@ JUDGED: tuple[Status, ...] = ("REGRESSED", "improved", "pass")
 
 
 @dataclass(frozen=True)
+class Check:
+    """One ``bench.check`` call as the checkers see it (hookspec ``pytest_llmbench_check``): what was
+    observed and how the test asked it to be judged. Fields a checker does not use, it ignores."""
+
+    metric: str
+    observed: float | Sequence[float] | None = None
+    noise: Any = None  # a NoiseModel (gate/noise): the stored gate's, and the paired case models'
+    n: int | None = None
+    direction: str | None = None
+    hardware_bound: bool | None = None
+    se: float | None = None
+    family: str | None = None
+    reference: float | None = None
+    cases: Mapping[str, float] | None = None
+    reference_cases: Mapping[str, float] | None = None
+    detect: float | str | None = None  # a comparison's own sizes (compare/margins.py)
+    ignore: float | str | None = None
+
+    def sizes(self) -> dict[str, float | str]:
+        """The sizes given (``detect``/``ignore``), for a comparison's check."""
+        return {k: v for k, v in (("detect", self.detect), ("ignore", self.ignore)) if v is not None}
+
+
+@dataclass(frozen=True)
 class Verdict:
     """One row of the verdict table; also written to results.jsonl and the JUnit XML."""
 
