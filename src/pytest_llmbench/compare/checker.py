@@ -7,8 +7,7 @@ name, so the comparison, the stored-baseline gate and a user's own checker are p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,37 +15,12 @@ if TYPE_CHECKING:
     from pytest_llmbench.gate.types import Check
 
 
-class Comparing(Protocol):
-    """What the checker asks of the comparison session (compare/session.py's ``CompareSession``)."""
-
-    @property
-    def pairs(self) -> Mapping[str, Any]: ...
-
-    def judges(self, bench: Any, metric: str, detect: object = None, ignore: object = None) -> bool: ...
-
-    def check(self, bench: Any, metric: str) -> Any: ...
-
-    def check_cases(
-        self,
-        bench: Any,
-        metric: str,
-        cases: Mapping[str, float],
-        reference_cases: Mapping[str, float],
-        *,
-        noise: Any = None,
-        direction: str | None = None,
-        family: str | None = None,
-        detect: object = None,
-        ignore: object = None,
-    ) -> Any: ...
-
-
 class ComparisonChecker:
     """Judges, on a compared config: per-case values given with the reference arm's (``reference_cases``),
     and a metric of the last ``bench.run`` the comparison decides (``CompareSession.judges``)."""
 
-    def __init__(self, session: Comparing) -> None:
-        self.session = session
+    def __init__(self, session: Any) -> None:
+        self.session = session  # compare/session.py's CompareSession (not imported: it registers this)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_llmbench_check(self, bench: Any, check: Check) -> Any:
