@@ -244,3 +244,26 @@ def test_itl_is_judged_over_every_token_gap_as_metrics_py_computes_it():
         assert c is not None and "token gaps" in c.method and "over token gaps" in c.statistic, c
         assert c.estimate == pytest.approx(_merged_ratio(rounds, metric)), (metric, c)
     assert compare_metric("median_itl_ms", rounds, alpha=0.01).estimate == pytest.approx(1.0)
+
+
+def _capacity_rounds(values: list[tuple[float, float]]) -> Rounds:
+    """One capacity search per block: (reference, candidate) req/s; 0 = no rate passed, the lowest failed 0.25."""
+    rounds = Rounds(SC)
+    for r, pair in enumerate(values):
+        for role, v in zip(("reference", "candidate"), pair, strict=True):
+            m = {"capacity_rps": v, "capacity_failed_rps": 0.25 if v == 0 else v * 1.15}
+            rounds.add(Block(r, role, ScenarioResult(SC, [], m)))
+    return rounds
+
+
+def test_a_capacity_below_the_search_floor_is_judged_at_it_not_a_crash():
+    """A search that passed no rate (capacity 0, e.g. on a host that turned busy) made the session stop on
+    "a ratio needs positive values"; it is judged at its lowest failed rate, an upper bound, and said."""
+    a_a = _capacity_rounds([(4.2, 4.3), (0.0, 0.0), (4.8, 4.7), (4.5, 4.5), (4.1, 4.2)])
+    c = compare_metric("capacity_rps", a_a, alpha=0.01)
+    assert c is not None and c.verdict != "regressed" and c.n == 5
+    assert "2 block(s) below the search's floor, judged at it" in c.method
+    slow = _capacity_rounds([(4.2, 0.0), (4.4, 0.0), (4.6, 0.0), (4.3, 0.0), (4.5, 0.0)])
+    c = compare_metric("capacity_rps", slow, alpha=0.01)
+    assert c.verdict == "regressed" and c.ci_high < 0.06  # at most 0.25 against ~4.4 req/s
+    assert "5 block(s)" in c.method

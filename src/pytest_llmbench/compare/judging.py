@@ -166,7 +166,7 @@ def compare_metric(
         ref, cand = rounds.round_values(metric)
         if len(ref) < MIN_ROUNDS:
             return None
-        return compare_rounds(
+        c = compare_rounds(
             metric,
             ref,
             cand,
@@ -176,6 +176,10 @@ def compare_metric(
             spread=spread,
             unit=rounds.unit_name,
         )
+        censored = rounds.censored(metric)
+        if censored:  # judged at their bound (compare/rounds.py CENSORED_AT): the table says how many
+            c = replace(c, method=f"{c.method}; {censored} block(s) below the search's floor, judged at it")
+        return c
     assert source.value is not None  # source_of gives every per-prompt source its value function
     hib = source.higher_is_better
     if family_of(metric) == "timing":

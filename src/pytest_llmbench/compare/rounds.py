@@ -77,11 +77,20 @@ class Rounds:
         ref, cand = self._by_round("reference"), self._by_round("candidate")
         units: dict[int, list[tuple[float, float]]] = {}
         for r in self.complete:
-            a, b = ref[r].result.metrics.get(metric), cand[r].result.metrics.get(metric)
+            a, b = censored_value(ref[r].result.metrics, metric), censored_value(cand[r].result.metrics, metric)
             if isinstance(a, (int, float)) and isinstance(b, (int, float)):
                 units.setdefault(self.unit_of(r), []).append((float(a), float(b)))
         pairs = [(_gmean([a for a, _ in v]), _gmean([b for _, b in v])) for v in units.values()]
         return [a for a, _ in pairs], [b for _, b in pairs]
+
+    def censored(self, metric: str) -> int:
+        """Blocks whose ``metric`` was below what their search could measure (``CENSORED_AT``)."""
+        complete = set(self.complete)
+        return sum(
+            1
+            for b in self.blocks
+            if b.round in complete and censored_value(b.result.metrics, metric) != b.result.metrics.get(metric)
+        )
 
     def request_values(
         self, value: Callable[[RequestRecord], float | None]
@@ -122,6 +131,22 @@ class Rounds:
         metrics: dict[str, Any] = {**scenario_metrics(records, duration)} if records and duration > 0 else {}
         metrics["rounds"] = len(blocks)
         return ScenarioResult(self.scenario, records, metrics, notes, info)
+
+
+#: A round metric that can fall below what its block could measure, and the block's metric bounding it there.
+#: A capacity search that passed no rate has capacity 0 (capacity/search.py): the truth is below its lowest
+#: failed rate, so a comparison judges the block at that rate, an upper bound. A round where both arms were
+#: censored then counts as no change, one where only one was understates the change: toward "no change",
+#: never past it (and 0 would leave the log ratio undefined: the session stopped on a ValueError).
+CENSORED_AT = {"capacity_rps": "capacity_failed_rps"}
+
+
+def censored_value(metrics: Any, metric: str) -> Any:
+    """``metrics[metric]``, or its bound where the block censored it (``CENSORED_AT``)."""
+    value, bound = metrics.get(metric), CENSORED_AT.get(metric)
+    if bound and value == 0 and isinstance(metrics.get(bound), (int, float)) and metrics[bound] > 0:
+        return float(metrics[bound])
+    return value
 
 
 def _gmean(values: list[float]) -> float:
