@@ -9,7 +9,7 @@ from pytest_llmbench.gate.merge import BaselineMergeError
 from pytest_llmbench.gate.noise import NoiseModelError
 from pytest_llmbench.launchers.docker import ContainerCleanupError
 from pytest_llmbench.launchers.gpus import GPUAssignmentError
-from pytest_llmbench.report.folder import ResultsFolderError
+from pytest_llmbench.records.folder import ResultsFolderError
 from pytest_llmbench.report.merge import MergeError
 
 

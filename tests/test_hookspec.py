@@ -205,7 +205,7 @@ def test_a_sink_sees_records_of_a_test_without_a_server(pytester):
     )
     pytester.runpytest("-p", "no:cacheprovider", f"--results-dir={pytester.path / 'r'}").assert_outcomes(passed=1)
     lines = [json.loads(x) for x in (pytester.path / "r" / "results.jsonl").read_text().splitlines()]
-    [rec] = [r for r in lines if r["record"] == "my_eval"]  # and the session verdict (report/headline.py)
+    [rec] = [r for r in lines if r["record"] == "my_eval"]  # and the session verdict (records/verdict.py)
     assert rec["score"] is None and rec["config"] is None
     assert [r["record"] for r in lines] == ["session_start", "my_eval", "session"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench import redact
-from pytest_llmbench.report.results import server_line
+from pytest_llmbench.records.results import server_line
 from pytest_llmbench.server import PORT_ATTEMPTS, ServerStartError, log_tail, start_server
 from tests.engines.adapter_helpers import gone, make_config
 

@@ -215,7 +215,7 @@ def test_two_shards_on_real_servers_merge_into_the_unsharded_set_with_each_serve
 
     from pytest_llmbench.__main__ import main
     from pytest_llmbench.gate.baselines import load
-    from pytest_llmbench.report.results import iter_records
+    from pytest_llmbench.records.results import iter_records
 
     pytester.makefile(".yaml", **{"configs/servers": REAL_CONFIGS})
     pytester.makeini("[pytest]\nllmbench_configs = configs\n")

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from pytest_llmbench.config import load_config_file
-from pytest_llmbench.report.results import scenario_line
+from pytest_llmbench.records.results import scenario_line
 from pytest_llmbench.server import start_server
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, run_scenario
 

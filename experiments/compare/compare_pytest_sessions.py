@@ -34,7 +34,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from pytest_llmbench.compare.suite import joined
+from pytest_llmbench.records.verdict import joined
 
 ROOT = Path(__file__).resolve().parents[2]
 

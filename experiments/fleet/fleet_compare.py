@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
+from pytest_llmbench.records.results import iter_records
 from pytest_llmbench.report.merge import SESSION_RECORDS
-from pytest_llmbench.report.results import iter_records
 
 #: what identifies a record of each kind, so two runs can be compared as sets
 KEYS = {

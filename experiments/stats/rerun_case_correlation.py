@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE.parents[1] / "src"))
 
 from pytest_llmbench.evals.decisions.paired import gate_cases
 from pytest_llmbench.evals.decisions.results import read_answers
-from pytest_llmbench.report.results import iter_records
+from pytest_llmbench.records.results import iter_records
 
 
 def case_sets(folder: Path) -> dict[str, dict[str, float]]:

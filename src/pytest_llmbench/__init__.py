@@ -11,7 +11,7 @@ from pytest_llmbench.fixtures import Bench
 from pytest_llmbench.gate.noise import Binomial, History, NoiseModel, Relative, Spread, StdErr
 from pytest_llmbench.gate.types import Verdict
 from pytest_llmbench.metrics import ScenarioMetrics
-from pytest_llmbench.report.results import load_results
+from pytest_llmbench.records.results import load_results
 from pytest_llmbench.server import LLMServer, ServerStartError, start_server
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult, run_scenario
 

@@ -22,9 +22,9 @@ from pytest_llmbench import host_load, sink
 from pytest_llmbench.config import CONFIGS
 from pytest_llmbench.gate.types import Check
 from pytest_llmbench.launchers.gpus import GPUAssignmentError
+from pytest_llmbench.records.results import RESULTS, end_of_test_line, facts_line, scenario_line, server_line
 from pytest_llmbench.registry import REGISTRY
 from pytest_llmbench.report import junit
-from pytest_llmbench.report.results import RESULTS, end_of_test_line, facts_line, scenario_line, server_line
 from pytest_llmbench.scheduling import (
     config_of_param,
     server_config_name,

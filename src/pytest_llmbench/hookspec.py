@@ -2,7 +2,7 @@
 a results sink or the builds a bisect walks, without editing the package.
 
 The built-ins register through these same hooks (``engines/__init__.py``, ``launchers/__init__.py``,
-``gate/noise/__init__.py``, ``report/results.py``, ``report/junit.py``), so a third-party piece is a
+``gate/noise/__init__.py``, ``records/results.py``, ``report/junit.py``), so a third-party piece is a
 peer, not a special case. The plugin adds these specs with ``pytest_addhooks`` and calls the
 registration hooks once, in ``pytest_configure``: implement them in a plugin or in a ``conftest.py``
 pytest loads before that (the rootdir's or the test paths'), not in a conftest deeper down.

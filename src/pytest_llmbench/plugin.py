@@ -21,8 +21,8 @@ from pytest_llmbench.datasets.fixture import datasets  # noqa: F401  (registered
 from pytest_llmbench.errors import ConfigError, RegistryError
 from pytest_llmbench.fixtures import _llmbench_server_usable, bench, llm_server  # noqa: F401  (registered by import)
 from pytest_llmbench.launchers.base import install_cleanup, stop_all
+from pytest_llmbench.records.results import RESULTS, ResultsWriter, new_session_id
 from pytest_llmbench.registry import REGISTRY, Registry
-from pytest_llmbench.report.results import RESULTS, ResultsWriter, new_session_id
 from pytest_llmbench.scheduling import server_config_name, start_id, start_param
 
 #: The built-ins, each a plugin module implementing the hooks of hookspec.py.

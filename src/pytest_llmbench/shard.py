@@ -108,7 +108,7 @@ def expected_costs(tests: Mapping[str, int], durations: Mapping[str, float] | No
 
 def durations_from_results(results_dir: Path | str) -> dict[str, float]:
     """Wall-clock seconds of each config in a results folder: startup plus first to last record."""
-    from pytest_llmbench.report.results import iter_records
+    from pytest_llmbench.records.results import iter_records
 
     first: dict[str, datetime] = {}
     last: dict[str, datetime] = {}
@@ -163,8 +163,8 @@ class ShardSelector:
             raise pytest.UsageError(f"--llmbench-durations {durations}: not a folder")
         self.assignment: list[list[str]] = []
         self.costs: dict[str, float] = {}
-        # imported here: gate/session.py reads this module while report/results.py (through gate/files.py) loads
-        from pytest_llmbench.report.results import RESULTS
+        # imported here: gate/session.py reads this module while records/results.py (through gate/files.py) loads
+        from pytest_llmbench.records.results import RESULTS
 
         gate = config.stash.get(stash.GATE, None)
         results = config.stash.get(RESULTS, None)

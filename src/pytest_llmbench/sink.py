@@ -1,7 +1,7 @@
 """The one way a measurement leaves the process: :func:`emit` hands a plain record to every results sink.
 
 Sinks implement ``pytest_llmbench_record`` (see hookspec.py): the built-ins write results.jsonl
-(``report.results.ResultsWriter``) and JUnit properties (``report.junit``); a plugin or conftest adds its
+(``records.results.ResultsWriter``) and JUnit properties (``report.junit``); a plugin or conftest adds its
 own (a database, a dashboard) the same way. Records are made JSON-safe and have every registered secret
 scrubbed before any sink sees them, so no sink can leak what the results file would not.
 """

@@ -96,7 +96,7 @@ def test_the_bisect_finds_the_first_slower_build_and_skips_the_broken_one(tmp_pa
     assert b5["identity"]["folder"] == str(builds[5].resolve()) and b5["identity"]["binary_sha256"]
     # the table and the finding in the terminal, summary.md and report.html
     assert "ratio [95% CI]" in stdout and "bisect: first slower build: b5 (last good b4" in stdout
-    # summary.md opens with the one session verdict (report/headline.py); the bisect is its reader
+    # summary.md opens with the one session verdict (records/verdict.py); the bisect is its reader
     headline = (out / "summary.md").read_text().splitlines()[0]
     assert "REGRESSED" in headline and "bisect: first slower build: b5" in headline, headline
     assert 'id="plot-bisect"' in (out / "report.html").read_text()

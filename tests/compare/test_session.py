@@ -21,9 +21,9 @@ from pytest_llmbench.compare.rounds import Block, Rounds
 from pytest_llmbench.compare.servers import SessionServers
 from pytest_llmbench.compare.session import CompareSession, _LastRun
 from pytest_llmbench.config import load_config_file
+from pytest_llmbench.records.results import RESULTS, ResultsWriter
 from pytest_llmbench.registry import Registry
 from pytest_llmbench.report import junit
-from pytest_llmbench.report.results import RESULTS, ResultsWriter
 from pytest_llmbench.workload.records import RequestRecord
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
 
@@ -281,7 +281,7 @@ def test_q_and_the_suite_verdict_reach_every_reader_of_the_comparison_records(tm
     """Issue 37 finding 5: Holm's q lived only in the comparison_budget record, so report.html and
     summary.md printed q as "-". A comparison_suite record per comparison carries q and the suite
     verdict; the report joins it onto the comparison (report/rows.py)."""
-    from pytest_llmbench.report.folder import read_folder
+    from pytest_llmbench.records.folder import read_folder
     from pytest_llmbench.report.rows import comparison_table
 
     s, bench = _session(tmp_path, strict=False)

@@ -68,7 +68,7 @@ def test_a_torn_last_line_is_skipped_with_a_warning_by_the_next_session_every_cl
 def records_skipping(results: Path, kind: str) -> list[dict]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the torn line's warning: asserted above
-        from pytest_llmbench.report.results import iter_records
+        from pytest_llmbench.records.results import iter_records
 
         return list(iter_records(results, kind))
 

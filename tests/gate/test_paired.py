@@ -10,7 +10,7 @@ from pytest_llmbench.gate import McNemar, PairedBootstrap, PairedT
 from pytest_llmbench.gate.noise import Binomial, NoiseModelError, StdErr, noise_from_dict
 from pytest_llmbench.gate.noise.paired import common_cases
 from pytest_llmbench.gate.types import BaselineEntry, Observation
-from pytest_llmbench.report.results import iter_records
+from pytest_llmbench.records.results import iter_records
 
 
 def entry_of(cases: dict[str, float], direction="higher", *, count=False) -> BaselineEntry:

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from pytest_llmbench.records.folder import read_folder
 from pytest_llmbench.report import html, summary
 from pytest_llmbench.report.bisect import bisect_tables, step_plot, terminal_lines
-from pytest_llmbench.report.folder import read_folder
 
 from ..bisect.test_record import run_bisect
-from .test_headline import INTERRUPTED, bisect_step
+from ..records.test_verdict import INTERRUPTED, bisect_step
 
 
 @pytest.fixture
@@ -35,7 +35,9 @@ def test_the_steps_table_has_one_row_per_comparison(folder):
 
 def test_summary_and_html_lead_with_the_finding(folder):
     md = summary.render(folder)
-    assert md.startswith("## ❌ llmbench: REGRESSED — bisect: first slower build: v4")  # the one verdict (headline.py)
+    assert md.startswith(
+        "## ❌ llmbench: REGRESSED — bisect: first slower build: v4"
+    )  # one verdict: records/verdict.py
     assert (
         "### Bisect: v0 → v5" in md
         and "| **1** | ends | v0 → v5 | output_throughput | ×0.800 [0.780, 0.820] | different | 12 |" in md

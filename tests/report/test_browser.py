@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_llmbench.records.folder import read_folder
 from pytest_llmbench.report import html
-from pytest_llmbench.report.folder import read_folder
 
 from .headless import PLOT_BOXES, Chromium, blank_fraction, require_chromium, table_rows
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_llmbench.records.folder import read_folder
 from pytest_llmbench.report import html
-from pytest_llmbench.report.folder import read_folder
 
 from ..compare.test_session import _finish, _last, _rounds, _session
 from .headless import Chromium, require_chromium

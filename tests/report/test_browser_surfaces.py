@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
+from pytest_llmbench.records.folder import read_folder
 from pytest_llmbench.report import html
-from pytest_llmbench.report.folder import read_folder
 
 from .headless import Chromium, require_chromium
 from .test_surfaces import DATA, UNDERPOWERED

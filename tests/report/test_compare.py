@@ -12,8 +12,8 @@ import pytest
 from pytest_llmbench.__main__ import main
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.stats import VERDICTS, compare_paired
+from pytest_llmbench.records.folder import read_folder
 from pytest_llmbench.report.compare import ALPHA, compare, judge_items, markdown
-from pytest_llmbench.report.folder import read_folder
 
 DATA = Path(__file__).parent / "data"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench.cli.report import main as report_main
-from pytest_llmbench.report.headline import LABEL, State
+from pytest_llmbench.records.verdict import LABEL, State
 
 from .headless import Chromium, require_chromium
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench.__main__ import main
+from pytest_llmbench.records.folder import read_folder
 from pytest_llmbench.report import html
-from pytest_llmbench.report.folder import read_folder
 
 DATA = Path(__file__).parent / "data"
 RUN = DATA / "cpu-run-a"

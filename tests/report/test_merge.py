@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench import load_results
+from pytest_llmbench.records.results import ResultsWriter, iter_records
 from pytest_llmbench.report.merge import MANIFEST, MergeError, merge_results
-from pytest_llmbench.report.results import ResultsWriter, iter_records
 
 
 def shard_folder(
@@ -99,10 +99,10 @@ def test_each_shards_session_records_are_kept_not_an_overlap(tmp_path):
 
 
 def test_the_merged_verdict_counts_every_shards_session(tmp_path):
-    """Each shard's controller writes its ``session`` record (report/headline.py): a test failed in one shard
+    """Each shard's controller writes its ``session`` record (records/verdict.py): a test failed in one shard
     fails the merged run, whatever the other shard said."""
-    from pytest_llmbench.report.folder import read_folder
-    from pytest_llmbench.report.headline import State
+    from pytest_llmbench.records.folder import read_folder
+    from pytest_llmbench.records.verdict import State
 
     a = shard_folder(tmp_path / "s1", "1/2", ["alpha"])
     b = shard_folder(tmp_path / "s2", "2/2", ["beta"])

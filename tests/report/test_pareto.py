@@ -3,7 +3,7 @@ search's curve (scenario records and comparison blocks)."""
 
 import json
 
-from pytest_llmbench.report.folder import read_folder
+from pytest_llmbench.records.folder import read_folder
 from pytest_llmbench.report.pareto import arm_points, front, pareto_plots
 
 

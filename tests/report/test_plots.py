@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_llmbench.evals.decisions.metrics import ece
+from pytest_llmbench.records.folder import ResultsFolder, read_folder
 from pytest_llmbench.report import forest_plot, plots
-from pytest_llmbench.report.folder import ResultsFolder, read_folder
 
 RUN = Path(__file__).parent / "data" / "cpu-run-a"
 

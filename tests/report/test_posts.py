@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_llmbench.records.results import ResultsWriter, iter_records
 from pytest_llmbench.report.posts import POST_TABLES, Cell, ratio_of, render_post, scenario_cells
-from pytest_llmbench.report.results import ResultsWriter, iter_records
 
 
 def scenario(config, name, throughput, *, tpots=None, accept=None):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_llmbench.records.folder import read_folder
 from pytest_llmbench.report import summary
-from pytest_llmbench.report.folder import read_folder
 
 DATA = Path(__file__).parent / "data" / "cpu-run-a"
 

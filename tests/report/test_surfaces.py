@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_llmbench.records.folder import read_folder
 from pytest_llmbench.report import forest_plot, plots
 from pytest_llmbench.report import rows as R
 from pytest_llmbench.report.bisect import step_plot
-from pytest_llmbench.report.folder import read_folder
 
 DATA = Path(__file__).parent / "data"
 #: an underpowered A/A comparison on the 2-core CPU (experiments/data/compare/slow_start_cpu/aa-loaded)

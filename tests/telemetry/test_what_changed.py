@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 from pytest_llmbench.compare.table import what_changed_lines
+from pytest_llmbench.records.folder import read_folder
 from pytest_llmbench.report import summary
-from pytest_llmbench.report.folder import read_folder
 from pytest_llmbench.report.what_changed import busy_host_table, tables, what_changed_tables
 from pytest_llmbench.telemetry import what_changed as W
 

@@ -21,9 +21,14 @@ SC = Scenario(
     # min_rps 0.5: a search that passes nothing stops there (3 probes, ~85 s) instead of probing down to 0.125 req/s
     # (382 s a block; two such blocks made one A/A round 21 min on a busy host: data/capacity/capacity_aa_1/)
     capacity={
-        "target": 0.9, "confidence": 0.75, "start_rps": 2.0, "min_rps": 0.5, "resolution": 1.15, "max_probes": 5,
+        "target": 0.9,
+        "confidence": 0.75,
+        "start_rps": 2.0,
+        "min_rps": 0.5,
+        "resolution": 1.15,
+        "max_probes": 5,
         "repeats": 0,
-    },  # fmt: skip
+    },
 )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from pytest_llmbench import sink
 from pytest_llmbench.bisect.builds import BuildCache, BuildError
 from pytest_llmbench.bisect.search import Finding, Step, StepResult
-from pytest_llmbench.report.results import ResultsWriter
+from pytest_llmbench.records.results import ResultsWriter
 
 #: the shown comparison's fields a step line carries flat (resume.py reads them back)
 SHOWN = ("metric", "test_key", "verdict", "ratio", "difference", "ci_low", "ci_high", "se", "higher_is_better")

@@ -1,5 +1,5 @@
 """``python -m pytest_llmbench bench-serving RESULTS_DIR OUT.jsonl``: a session's scenarios as sglang bench_serving
-JSONL lines (report/bench_serving.py), for the dashboards that read them. Reading such a file needs no
+JSONL lines (records/bench_serving.py), for the dashboards that read them. Reading such a file needs no
 command: ``compare`` and ``history`` take the file where they take a results folder."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from pytest_llmbench.report.bench_serving import export_lines
-from pytest_llmbench.report.folder import ResultsFolderError, read_folder
+from pytest_llmbench.records.bench_serving import export_lines
+from pytest_llmbench.records.folder import ResultsFolderError, read_folder
 
 
 def main(argv: list[str]) -> int:

@@ -47,8 +47,8 @@ from pytest_llmbench.bisect.runner import (
 from pytest_llmbench.bisect.search import Search, Step, StepResult, max_comparisons
 from pytest_llmbench.compare.options import DEFAULT_BUDGET_S, DEFAULT_MAX_ROUNDS
 from pytest_llmbench.launchers.containers import DockerUnavailable
+from pytest_llmbench.records.verdict import BISECT_FOUND
 from pytest_llmbench.report.bisect import terminal_lines
-from pytest_llmbench.report.headline import BISECT_FOUND
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_llmbench.records.folder import ResultsFolderError, read_folder
 from pytest_llmbench.report.compare import compare, html_page, markdown
-from pytest_llmbench.report.folder import ResultsFolderError, read_folder
 
 
 def main(argv: list[str]) -> int:

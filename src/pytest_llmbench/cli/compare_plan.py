@@ -18,7 +18,7 @@ from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.placement import Runner
 from pytest_llmbench.compare.plan import Target
 from pytest_llmbench.compare.spend import parse_seconds
-from pytest_llmbench.report.results import iter_records
+from pytest_llmbench.records.results import iter_records
 
 
 def _fraction(text: str) -> float:

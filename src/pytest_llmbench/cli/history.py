@@ -20,8 +20,8 @@ from pytest_llmbench.history.analysis import WEIGHTED, history_report
 from pytest_llmbench.history.changepoints import DEFAULT_MAX_P, DEFAULT_WINDOW
 from pytest_llmbench.history.series import HistoryError, build_series, expand, read_nights
 from pytest_llmbench.nightly.store import NIGHTS, StoreError, open_store
+from pytest_llmbench.records.folder import ResultsFolderError
 from pytest_llmbench.report import trend_summary
-from pytest_llmbench.report.folder import ResultsFolderError
 from pytest_llmbench.report.summary import append_to_step_summary
 
 

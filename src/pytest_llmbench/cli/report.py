@@ -1,6 +1,6 @@
 """``python -m pytest_llmbench report RESULTS_DIR``: write report.html and summary.md into the folder.
 
-It prints the session verdict (report/headline.py), the line the pytest run ended with. With ``--check``
+It prints the session verdict (records/verdict.py), the line the pytest run ended with. With ``--check``
 its exit status is the verdict's too (1 for a run that regressed or failed), so a CI step that only
 reads a merged folder goes red as the run did; without it, 0 means the files were written (the fleet
 recipes in docs/fleet build the report first and fail on the shards' own statuses after).
@@ -12,8 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_llmbench.records.folder import ResultsFolderError
 from pytest_llmbench.report.build import write_report
-from pytest_llmbench.report.folder import ResultsFolderError
 
 
 def main(argv: list[str]) -> int:

@@ -178,7 +178,7 @@ def budget(
     per_comparison: Mapping[str, float],
     adjusted: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    """Holm across the session's comparisons: the record the session verdict (report/headline.py) reads."""
+    """Holm across the session's comparisons: the record the session verdict (records/verdict.py) reads."""
     regressed = [r for r in adjusted if r.get("suite_verdict") == "regressed"]
     return {
         "record": "comparison_budget",

@@ -18,7 +18,7 @@ from pytest_llmbench import sink
 from pytest_llmbench.compare import records
 from pytest_llmbench.compare.interleave import ArmServers
 from pytest_llmbench.compare.terminal import say
-from pytest_llmbench.report.results import RESULTS, server_line
+from pytest_llmbench.records.results import RESULTS, server_line
 
 if TYPE_CHECKING:
     from pytest_llmbench.compare.arms import Arm, ArmPair

@@ -49,8 +49,8 @@ from pytest_llmbench.compare.stats import not_judged
 from pytest_llmbench.config import CONFIGS, ConfigError
 from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
 from pytest_llmbench.gate.verdict import fail_at_end
+from pytest_llmbench.records.results import RESULTS
 from pytest_llmbench.registry import REGISTRY
-from pytest_llmbench.report.results import RESULTS
 from pytest_llmbench.scheduling import server_config_name
 from pytest_llmbench.workload.scenario import WorkloadError
 
@@ -407,14 +407,14 @@ class CompareSession:
         results = self.config.stash.get(RESULTS, None)
         if results is None or not any(results.dir.glob("results*.jsonl")):
             return []
-        from pytest_llmbench.report.results import iter_records
+        from pytest_llmbench.records.results import iter_records
 
         return [r for r in iter_records(results.dir, kind) if r.get("compare_session") == self.session_id]
 
     @pytest.hookimpl(tryfirst=True)  # before the session verdict (report/session.py) reads the records
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Servers down, then Holm across comparisons; a suite-level regression fails the run through the
-        session verdict (report/headline.py), which reads this ``comparison_budget`` record."""
+        session verdict (records/verdict.py), which reads this ``comparison_budget`` record."""
         self.servers.close()
         if self.is_worker:
             return

@@ -9,7 +9,7 @@ Without a family budget (no ``--gate-alpha``) q is still computed, for the reade
 The comparison records are written as each test ends, before q exists, and results.jsonl only appends
 (a line written is never rewritten: nothing is lost if the session dies). So q and the suite verdict go
 into one ``comparison_suite`` record per comparison at session end, and a reader joins them
-(:func:`joined`): the latest suite record of the same session, test and metric wins.
+(records/verdict.py :func:`joined`): the latest suite record of the same session, test and metric wins.
 """
 
 from __future__ import annotations
@@ -61,28 +61,6 @@ def suite_record(adjusted: Mapping[str, Any], session: str) -> dict[str, Any]:
         "suite_verdict": adjusted.get("suite_verdict") or adjusted.get("verdict"),
         "regressed_at_suite_level": adjusted.get("suite_verdict") == "regressed",
     }
-
-
-def _key(r: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (r.get("compare_session"), r.get("nodeid"), r.get("scenario"), r.get("metric"))
-
-
-def joined(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The ``comparison`` records among ``records`` with ``q_value`` and ``suite_verdict`` from the latest
-    ``comparison_suite`` record of the same session, test, scenario and metric (a comparison without one:
-    the session ended before Holm ran, and it keeps what it had)."""
-    latest = {_key(r): r for r in records if r.get("record") == "comparison_suite"}
-    out = []
-    for r in records:
-        if r.get("record") != "comparison":
-            continue
-        extra = latest.get(_key(r))
-        row = dict(r)
-        if extra is not None:
-            row["q_value"] = extra.get("q_value")
-            row["suite_verdict"] = extra.get("suite_verdict")
-        out.append(row)
-    return out
 
 
 def _worse_beyond_ignore(r: Mapping[str, Any]) -> bool:

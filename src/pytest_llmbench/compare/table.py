@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_llmbench.compare.stats import TOO_FEW
-from pytest_llmbench.report.table import render as aligned
+from pytest_llmbench.tell import aligned
 
 ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "equivalent": 3}
 

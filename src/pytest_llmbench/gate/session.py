@@ -356,7 +356,7 @@ class GateSession:
     @pytest.hookimpl(tryfirst=True)  # before the session verdict (report/session.py) reads the records
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Holm, the verdict records, the baseline files; the exit status follows from the records (a
-        suite-level REGRESSED verdict, a baseline file not written) in report/headline.py."""
+        suite-level REGRESSED verdict, a baseline file not written) in records/verdict.py."""
         if self.is_worker:
             return
         self.adjust()

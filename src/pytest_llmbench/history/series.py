@@ -23,8 +23,8 @@ import numpy as np
 from scipy import stats
 
 from pytest_llmbench.errors import LlmbenchError
-from pytest_llmbench.report.bench_serving import is_bench_serving
-from pytest_llmbench.report.folder import ResultsFolder, read_folder
+from pytest_llmbench.records.bench_serving import is_bench_serving
+from pytest_llmbench.records.folder import ResultsFolder, read_folder
 
 #: server_info / resources.json keys that name the build, most specific first (a distinguishing id or
 #: digest where the engine adapter records one; llama.cpp's own build_info otherwise)
@@ -103,7 +103,7 @@ def expand(patterns: Sequence[str | Path]) -> list[Path]:
 
 
 def read_nights(folders: Iterable[Path]) -> list[Night]:
-    """Each folder read once (report/folder.py), ordered by when its session ran (then by name)."""
+    """Each folder read once (records/folder.py), ordered by when its session ran (then by name)."""
     nights = []
     for path in folders:
         folder = read_folder(path)

@@ -29,8 +29,8 @@ from typing import Any
 from pytest_llmbench import interrupts, redact
 from pytest_llmbench.nightly.candidates import Candidate, CandidateError, between, parse_spec, resolve_pin
 from pytest_llmbench.nightly.store import Store, StoredNight, new_id
-from pytest_llmbench.report.folder import read_folder
-from pytest_llmbench.report.headline import session_verdict
+from pytest_llmbench.records.folder import read_folder
+from pytest_llmbench.records.verdict import session_verdict
 
 #: what of a session's results folder the store keeps: the records and the summary (server logs and the
 #: report stay in the job's --out, the CI artifact; a store grows by every night)

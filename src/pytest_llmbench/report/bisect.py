@@ -13,10 +13,10 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_llmbench.report.folder import ResultsFolder
-from pytest_llmbench.report.headline import BisectSoFar, bisect_so_far
+from pytest_llmbench.records.folder import ResultsFolder
+from pytest_llmbench.records.verdict import BisectSoFar, bisect_so_far
 from pytest_llmbench.report.rows import Table
-from pytest_llmbench.report.table import render as aligned
+from pytest_llmbench.tell import aligned
 
 OUTCOME_COLOR = {"different": "#d62728", "same": "#1f77b4", "unknown": "#7f7f7f", "skip": "#ff7f0e"}
 MAX_LABELS = 12  # past this many builds only those the steps compared are named

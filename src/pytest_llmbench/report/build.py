@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_llmbench.records.folder import read_folder
+from pytest_llmbench.records.verdict import SessionVerdict
 from pytest_llmbench.report import html, summary
-from pytest_llmbench.report.folder import read_folder
-from pytest_llmbench.report.headline import SessionVerdict
 
 
 @dataclass(frozen=True)

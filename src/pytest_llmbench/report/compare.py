@@ -23,7 +23,7 @@ from pytest_llmbench.compare.judging import family_of
 from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.stats import CONFIDENCE, compare_paired, compare_pass_fail
 from pytest_llmbench.gate.types import fmt
-from pytest_llmbench.report.folder import ResultsFolder
+from pytest_llmbench.records.folder import ResultsFolder
 
 ALPHA = (1 - CONFIDENCE) / 2  # each side of the 95% interval: the verdict reads the interval shown
 MIN_ITEMS = 3  # fewer paired items than this give no interval

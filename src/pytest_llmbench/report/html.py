@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_llmbench.gate.files import write_atomic
+from pytest_llmbench.records.folder import ResultsFolder
 from pytest_llmbench.report import rows as R
-from pytest_llmbench.report.folder import ResultsFolder
 
 NUMERIC = {
     "baseline",
@@ -92,7 +92,7 @@ def render_page(
     heading: str = "llmbench report",
 ) -> str:
     """The page shell shared by ``report``, ``compare --html`` and ``history``; ``tone`` colours the banner (bad,
-    warn, neutral, good: report/headline.py); ``heading`` is the page's title and first heading."""
+    warn, neutral, good: records/verdict.py); ``heading`` is the page's title and first heading."""
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=title,

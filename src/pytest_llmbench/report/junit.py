@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_llmbench.report.headline import SessionVerdict
+    from pytest_llmbench.records.verdict import SessionVerdict
 
 PREFIX = "llmbench"
 

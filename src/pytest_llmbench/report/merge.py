@@ -116,7 +116,7 @@ def merge_results(out: Path, folders: list[Path]) -> dict[str, Any]:
 
 
 def _is_results(path: Path) -> bool:
-    """results*.jsonl (merged into one), or a session's live marker (report/results.py: not copied)."""
+    """results*.jsonl (merged into one), or a session's live marker (records/results.py: not copied)."""
     return (path.name.startswith("results") and path.suffix == ".jsonl") or path.name.startswith(".llmbench-session.")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pytest_llmbench.report.folder import ResultsFolder
+from pytest_llmbench.records.folder import ResultsFolder
 from pytest_llmbench.report.plots import Plot, _figure, _svg
 
 #: the latency on the y axis, then the one used when a probe lacks it

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_llmbench.report.folder import ResultsFolder
+from pytest_llmbench.records.folder import ResultsFolder
 from pytest_llmbench.report.rows import mean_prompt_tokens
 
 STATUS_COLOR = {

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from pytest_llmbench.report.results import iter_records
+from pytest_llmbench.records.results import iter_records
 
 SCENARIOS = ("chat-1u", "chat-4u", "prompt20k-1u", "prompt20k-4u", "prompt40k-1u", "prompt80k-1u", "prompt120k-1u")
 ROW_LABELS = {

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_llmbench.gate.types import fmt
-from pytest_llmbench.report.folder import ResultsFolder
-from pytest_llmbench.report.results import ok_of_planned
+from pytest_llmbench.records.folder import ResultsFolder
+from pytest_llmbench.records.results import ok_of_planned
 
 STATUS_LABEL = {
     "REGRESSED": "REGRESSED",

@@ -6,7 +6,7 @@ Wiring — the plugin makes these calls (like the gate)::
     config.pluginmanager.register(HeadlineSession(config), "llmbench-headline")  # before the gate
     config.pluginmanager.register(ReportSession(config), "llmbench-report")   # in pytest_configure
 
-:class:`HeadlineSession` computes the run's one verdict (report/headline.py) at session end, once the
+:class:`HeadlineSession` computes the run's one verdict (records/verdict.py) at session end, once the
 gate and the comparisons have written their end-of-session records (their ``pytest_sessionfinish`` are
 ``tryfirst`` and registered after it, so they run first) and before the JUnit file is written; it sets
 the exit status, writes the ``session`` record the report reads back, and prints the terminal's last
@@ -31,11 +31,11 @@ import pytest
 from pytest_llmbench import interrupts, sink
 from pytest_llmbench.gate.types import fmt
 from pytest_llmbench.jsonl import TornLineWarning, iter_jsonl
+from pytest_llmbench.records.results import RESULTS
 from pytest_llmbench.report import junit
-from pytest_llmbench.report.results import RESULTS
 
 if TYPE_CHECKING:
-    from pytest_llmbench.report.headline import SessionVerdict
+    from pytest_llmbench.records.verdict import SessionVerdict
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -73,7 +73,7 @@ class HeadlineSession:
         import os
         import sys
 
-        from pytest_llmbench.report.results import now
+        from pytest_llmbench.records.results import now
 
         sink.emit(self.config, {"record": "session_start", "pid": os.getpid(), "argv": sys.argv[1:], "time": now()})
 
@@ -92,8 +92,8 @@ class HeadlineSession:
         results = self.config.stash.get(RESULTS, None)
         if self.is_worker or results is None or not any(results.dir.glob("results*.jsonl")):
             return  # nothing of llmbench ran: pytest's own outcome stands
-        from pytest_llmbench.report.headline import session_verdict
-        from pytest_llmbench.report.results import iter_records
+        from pytest_llmbench.records.results import iter_records
+        from pytest_llmbench.records.verdict import session_verdict
 
         # this session's records only: a reused folder's earlier sessions and a concurrent one stay apart
         with warnings.catch_warnings(record=True) as seen:
@@ -140,7 +140,7 @@ class HeadlineSession:
         line and the exit status say it too."""
         if self.verdict is None:
             return
-        from pytest_llmbench.report.headline import Finding, SessionVerdict, State
+        from pytest_llmbench.records.verdict import Finding, SessionVerdict, State
 
         findings = (*self.verdict.findings, Finding(State.FAILED, problem))
         status = self.verdict.exit_status or 1
@@ -255,8 +255,8 @@ def bench_extras(item: pytest.Item, bench: Any) -> list[dict[str, Any]]:
     from pytest_html import extras
 
     from pytest_llmbench.gate.options import baselines_dir
+    from pytest_llmbench.records.folder import ResultsFolder
     from pytest_llmbench.report import plots as P
-    from pytest_llmbench.report.folder import ResultsFolder
 
     results = item.config.stash[RESULTS]
     records = []

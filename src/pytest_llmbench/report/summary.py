@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from pytest_llmbench.gate.files import write_atomic
+from pytest_llmbench.records.folder import ResultsFolder
 from pytest_llmbench.report import rows as R
-from pytest_llmbench.report.folder import ResultsFolder
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
@@ -35,7 +35,7 @@ def markdown_table(table: R.Table) -> str:
 
 
 def headline(folder: ResultsFolder) -> str:
-    """The first line: the session verdict (report/headline.py), the same words as the terminal's."""
+    """The first line: the session verdict (records/verdict.py), the same words as the terminal's."""
     verdict = folder.session_verdict()
     return f"## {verdict.mark} {verdict.line()}"
 
@@ -60,7 +60,7 @@ def render(folder: ResultsFolder) -> str:
     # --- bisect (issue 39): a bisect folder's steps and builds ---
     from pytest_llmbench.report.bisect import bisect_tables
 
-    # its finding is in the first line already (report/headline.py reads the bisect record)
+    # its finding is in the first line already (records/verdict.py reads the bisect record)
     parts += [p for table in bisect_tables(folder) for p in ("", markdown_table(table))]
     return "\n".join(parts) + "\n"
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_llmbench.report.results import iter_records, ok_of_planned
+from pytest_llmbench.records.results import iter_records, ok_of_planned
+from pytest_llmbench.tell import aligned
 
 COLUMNS = (
     ("config", "config", "{}"),
@@ -22,15 +23,6 @@ COLUMNS = (
     ("ITL p99 ms", "p99_itl_ms", "{:.2f}"),
     ("accept len", "accept_length", "{:.2f}"),
 )
-
-
-def render(rows: list[list[str]], header: list[str], right: set[int]) -> str:
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
-
-    def fmt(cells: list[str]) -> str:
-        return "  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
-
-    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)])
 
 
 def scenario_table(results_dir: Path, session: str | None = None) -> str:
@@ -53,4 +45,4 @@ def scenario_table(results_dir: Path, session: str | None = None) -> str:
         rows.append(cells)
     if not rows:
         return ""
-    return render(rows, [c[0] for c in COLUMNS], right=set(range(2, len(COLUMNS))))
+    return aligned(rows, [c[0] for c in COLUMNS], right=set(range(2, len(COLUMNS))))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_llmbench.report.folder import ResultsFolder
+from pytest_llmbench.records.folder import ResultsFolder
 from pytest_llmbench.report.plots import Plot, _figure, _slug, _svg
 from pytest_llmbench.report.what_changed import what_changed
 

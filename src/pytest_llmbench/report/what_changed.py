@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_llmbench.report.folder import ResultsFolder
+from pytest_llmbench.records.folder import ResultsFolder
 from pytest_llmbench.report.rows import Table
 from pytest_llmbench.telemetry import what_changed as W
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_llmbench.report.headline import READERS, Finding, State, bisect_so_far, comparisons, session_verdict
+from pytest_llmbench.records.verdict import READERS, Finding, State, bisect_so_far, comparisons, session_verdict
 
 
 def verdict(status: str, nodeid: str = "t.py::a", **extra) -> dict:
@@ -112,7 +112,7 @@ def test_a_new_reader_joins_through_the_list(monkeypatch: pytest.MonkeyPatch) ->
     def bisect(records):
         return [Finding(State.REGRESSED, "bisect: first bad build b11401") for r in records if r["record"] == "bisect"]
 
-    monkeypatch.setattr("pytest_llmbench.report.headline.READERS", [*READERS, bisect])
+    monkeypatch.setattr("pytest_llmbench.records.verdict.READERS", [*READERS, bisect])
     v = session_verdict([verdict("pass"), {"record": "bisect"}])
     assert v.state is State.REGRESSED and v.detail.startswith("bisect: first bad build")
 

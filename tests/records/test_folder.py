@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmbench.report.folder import ResultsFolderError, read_folder
+from pytest_llmbench.records.folder import ResultsFolderError, read_folder
 
-DATA = Path(__file__).parent / "data" / "cpu-run-a"
+DATA = Path(__file__).parents[1] / "report" / "data" / "cpu-run-a"
 
 
 def test_reads_every_kind_and_resources() -> None:

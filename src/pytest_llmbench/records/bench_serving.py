@@ -134,7 +134,7 @@ def is_bench_serving(path: Path) -> bool:
 
 
 def read_records(path: Path | str) -> list[dict[str, Any]]:
-    """A bench_serving JSONL file as one session's records (report/folder.py reads a file through this); a line that is not bench_serving's is an error
+    """A bench_serving JSONL file as one session's records (records/folder.py reads a file through this); a line that is not bench_serving's is an error
     naming file:line and the keys it lacks."""
     p = Path(path)
     records: list[dict[str, Any]] = []

@@ -1,4 +1,4 @@
-"""report/bench_serving.py and the bench-serving command: our scenarios out as sglang bench_serving JSONL, and
+"""records/bench_serving.py and the bench-serving command: our scenarios out as sglang bench_serving JSONL, and
 bench_serving files (data/bench_serving/: the shape its --output-file writes, two nights and one with
 --output-details) read by ``compare`` and ``history`` where they take a results folder."""
 
@@ -10,10 +10,10 @@ import pytest
 
 from pytest_llmbench.__main__ import main
 from pytest_llmbench.history.series import build_series, read_nights
-from pytest_llmbench.report.bench_serving import KEYS, export_line, is_bench_serving, read_records
-from pytest_llmbench.report.folder import ResultsFolderError, read_folder
+from pytest_llmbench.records.bench_serving import KEYS, export_line, is_bench_serving, read_records
+from pytest_llmbench.records.folder import ResultsFolderError, read_folder
 
-DATA = Path(__file__).parent / "data" / "bench_serving"
+DATA = Path(__file__).parents[1] / "report" / "data" / "bench_serving"
 SESSION = Path(__file__).parents[2] / "experiments" / "data" / "report" / "headline_session"
 
 

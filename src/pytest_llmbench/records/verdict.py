@@ -161,7 +161,6 @@ def comparisons(records: Sequence[Record]) -> list[dict[str, Any]]:
     """The ``comparison`` records with the suite step's ``q_value`` and ``suite_verdict`` on each: from the
     session's ``comparison_suite`` records (compare/suite.py), else the record's own, else the older
     ``comparison_budget`` records (session end)."""
-    from pytest_llmbench.compare.suite import joined  # pure, like this module
 
     q_by: dict[tuple[str, str], Any] = {}
     suite: set[tuple[str, str]] = set()
@@ -419,3 +418,28 @@ def _exit_status(state: State, findings: Sequence[Finding], records: Sequence[Re
     if state in (State.REGRESSED, State.FAILED) or any(f.fails for f in findings):
         return 1
     return 5 if sessions and all(s.get("pytest_exit_status") == 5 for s in sessions) else 0
+
+
+# --- the comparison records with the suite level's Holm step joined on (compare/suite.py writes it) ---
+
+
+def _key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (r.get("compare_session"), r.get("nodeid"), r.get("scenario"), r.get("metric"))
+
+
+def joined(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ``comparison`` records among ``records`` with ``q_value`` and ``suite_verdict`` from the latest
+    ``comparison_suite`` record of the same session, test, scenario and metric (a comparison without one:
+    the session ended before Holm ran, and it keeps what it had)."""
+    latest = {_key(r): r for r in records if r.get("record") == "comparison_suite"}
+    out = []
+    for r in records:
+        if r.get("record") != "comparison":
+            continue
+        extra = latest.get(_key(r))
+        row = dict(r)
+        if extra is not None:
+            row["q_value"] = extra.get("q_value")
+            row["suite_verdict"] = extra.get("suite_verdict")
+        out.append(row)
+    return out

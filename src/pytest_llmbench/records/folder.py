@@ -14,9 +14,9 @@ from typing import Any
 
 from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.gate.types import STATUSES
-from pytest_llmbench.report.bench_serving import BenchServingError, is_bench_serving, read_records
-from pytest_llmbench.report.headline import SessionVerdict, comparisons, session_verdict
-from pytest_llmbench.report.results import iter_records
+from pytest_llmbench.records.bench_serving import BenchServingError, is_bench_serving, read_records
+from pytest_llmbench.records.results import iter_records
+from pytest_llmbench.records.verdict import SessionVerdict, comparisons, session_verdict
 
 
 class ResultsFolderError(LlmbenchError):
@@ -51,11 +51,11 @@ class ResultsFolder:
         return sorted(self.kind("verdict"), key=lambda v: order.get(str(v.get("status")), len(order)))
 
     def comparisons(self) -> list[dict[str, Any]]:
-        """``comparison`` records with the suite step's q value and suite verdict on each (headline.py)."""
+        """``comparison`` records with the suite step's q value and suite verdict on each (verdict.py)."""
         return comparisons(self.records)
 
     def session_verdict(self) -> SessionVerdict:
-        """The run's one verdict (report/headline.py): what every headline of the report says."""
+        """The run's one verdict (records/verdict.py): what every headline of the report says."""
         return session_verdict(self.records)
 
     def server(self, config: str) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def read_folder(path: Path | str, session: str | None = None) -> ResultsFolder:
     """Read ``results*.jsonl`` and each ``<config>/resources.json`` under ``path`` (with ``session``, only
     that session's records, and its resources as its facts records give them)."""
     root = Path(path)
-    if is_bench_serving(root):  # a bench_serving JSONL file: one session (report/bench_serving.py)
+    if is_bench_serving(root):  # a bench_serving JSONL file: one session (records/bench_serving.py)
         try:
             return ResultsFolder(root, read_records(root))
         except BenchServingError as e:

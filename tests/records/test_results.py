@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_llmbench import load_results
-from pytest_llmbench.report.results import ResultsWriter, end_of_test_line, iter_records, scenario_line
+from pytest_llmbench.records.results import ResultsWriter, end_of_test_line, iter_records, scenario_line
 from pytest_llmbench.sink import plain
 from pytest_llmbench.workload.scenario import Scenario, ScenarioResult
 
