@@ -2,8 +2,9 @@
 on both arms of the capacity bench (experiments/capacity/bench/, one server pair, ``--llmbench-candidate-args
 "--threads 2"`` against the config's own ``-t 2``), so any "regressed" is a false alarm.
 
-    python experiments/capacity/capacity_aa_report.py experiments/data/capacity/capacity_aa_{1,2,3,4,5,6} \
-        > experiments/capacity/capacity_aa.out.md
+    python experiments/capacity/capacity_aa_report.py DIR... > experiments/capacity/capacity_aa.out.md
+
+with DIR the session folders (experiments/data/capacity/capacity_aa_1 to _6; the exact command heads the output).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pytest_llmbench.records.results import iter_records
 
 def row(folder: Path) -> str:
     log = (folder / "session.log").read_text(errors="replace") if (folder / "session.log").is_file() else ""
-    budget = re.search(r"--llmbench-compare-budget (\d+)", log) or re.search(r"(\d+) s for the session's scenarios", log)
+    budget = re.search(r"--llmbench-compare-budget (\d+)", log) or re.search(
+        r"(\d+) s for the session's scenarios", log
+    )
     wall = re.search(r"in ([\d.]+)s \(", log)
     comps = list(iter_records(folder, "comparison"))
     blocks = [b for b in iter_records(folder, "comparison_block") if not b.get("warmup")]
@@ -40,7 +43,9 @@ def main(argv: list[str]) -> int:
     folders = [Path(a) for a in argv]
     print("# Capacity A/A sessions on the CPU (issue 58)\n")
     print(f"Command: `python experiments/capacity/capacity_aa_report.py {' '.join(argv)}`\n")
-    print("| session | budget s | pytest s | rounds | verdict | capacity ratio [95% CI] | stop | blocks at capacity 0 |")
+    print(
+        "| session | budget s | pytest s | rounds | verdict | capacity ratio [95% CI] | stop | blocks at capacity 0 |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     rows = [row(f) for f in folders]
     for r in rows:
