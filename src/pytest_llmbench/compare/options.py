@@ -347,11 +347,7 @@ def read_settings(config: pytest.Config) -> CompareSettings:
             raise pytest.UsageError(f"ini llmbench_compare_detect/llmbench_compare_ignore: {e}") from None
     server_mode = config.getoption("llmbench_arm_servers", "auto") or "auto"
     sets, device_kind = parse_sets(config.getoption("llmbench_compare_sets", None), server_mode)
-    if (
-        sets is not None
-        and design.restart_rounds is not None
-        and design.restart_rounds % 4 + (design.restart_rounds == 0)
-    ):
+    if sets is not None and not design.halves_fit:
         raise pytest.UsageError(
             f"--llmbench-arm-servers {server_mode}: a unit is two halves of whole ABBA pairs, so its rounds "
             f"(ini llmbench_compare_restart_rounds = {design.restart_rounds}) must be a multiple of 4 (not 0), or auto"

@@ -97,6 +97,13 @@ class Design:
             raise ValueError(f"power must be in [0.5, 1), got {self.power}")
 
     @property
+    def halves_fit(self) -> bool:
+        """Can a unit be two halves of whole ABBA pairs, the arms swapping sets between them (the disjoint
+        placements)? Yes where the unit is chosen by cost, or is a multiple of 4 rounds (not 0: one pair)."""
+        rounds = self.restart_rounds
+        return rounds is None or (rounds > 0 and rounds % 4 == 0)
+
+    @property
     def planned_unit(self) -> bool:
         """Is the unit's length chosen by cost (compare/plan.py) once the first pair is timed?"""
         return self.restart_rounds is None

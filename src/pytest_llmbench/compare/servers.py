@@ -123,18 +123,17 @@ def auto_placer(config: pytest.Config, settings: Any, alphas: Callable[[], Mappi
 
         design = settings.design
         aim = target_for(settings.decide, alphas(), detect=settings.detect, ignore=settings.ignore, power=design.power)
-        slice_gpus = worker_slice(config)
-        if aim is None or len(slice_gpus) < 2 * len(candidate.gpu_ids):
+        if aim is None:
             return None
-        rounds = design.restart_rounds
         refused = (
             None
-            if rounds is None or (rounds > 0 and rounds % 4 == 0)
-            else f"ini llmbench_compare_restart_rounds = {rounds} is not two halves of whole ABBA pairs (4, 8, ... or auto)"
+            if design.halves_fit
+            else f"ini llmbench_compare_restart_rounds = {design.restart_rounds} is not two halves of whole ABBA "
+            "pairs (4, 8, ... or auto)"
         )
         return auto_placement(
             candidate.gpu_ids,
-            slice_gpus,
+            worker_slice(config),
             both_fit=both_fit(candidate),
             start_s=float(getattr(candidate, "startup_s", 0.0) or 0.0),
             noise=Noise(design.prior_sd_between, design.prior_sd_within),
