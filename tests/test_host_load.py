@@ -96,3 +96,81 @@ def test_a_real_busy_process_is_seen_as_another_process(monkeypatch):
         busy.wait()
     assert load is not None and load.others >= 0.5, load
     assert any(name.startswith("python") for name, _ in load.top), load.top
+
+
+def _cgroups(tmp_path, monkeypatch, files: dict[str, str], self_cgroup: str, others: dict[int, str]):
+    """A fake /proc and /sys/fs/cgroup: ``files`` under the cgroup mount, each pid's /proc/<pid>/cgroup."""
+    proc, cg = tmp_path / "proc", tmp_path / "cgroup"
+    for rel, text in files.items():
+        (cg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (cg / rel).write_text(text)
+    for pid, text in {"self": self_cgroup, **others}.items():
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "cgroup").write_text(text)
+    monkeypatch.setattr(host_load, "_PROC", proc)
+    monkeypatch.setattr(host_load, "_CGROUP", cg)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+
+
+def test_a_cgroup_v2_quota_is_read_and_the_tightest_above_binds(tmp_path, monkeypatch):
+    """A pod limited to 2 CPUs on a 64-core node: the pod's cpu.max binds, the container's looser one not."""
+    files = {
+        "cpu.max": "max 100000\n",
+        "kubepods/pod1/cpu.max": "200000 100000\n",
+        "kubepods/pod1/ctr/cpu.max": "400000 100000\n",
+    }
+    _cgroups(tmp_path, monkeypatch, files, "0::/kubepods/pod1/ctr\n", {})
+    limit = host_load.cpu_limit()
+    assert limit == host_load.CpuLimit(2.0, "/kubepods/pod1", "")
+    _cgroups(tmp_path / "free", monkeypatch, {"cpu.max": "max 100000\n"}, "0::/\n", {})
+    assert host_load.cpu_limit() is None  # no quota: the host's cores are the machine
+
+
+def test_a_cgroup_v1_quota_and_a_namespaced_view_are_read(tmp_path, monkeypatch):
+    files = {"cpu/throttle/cpu.cfs_quota_us": "120000\n", "cpu/throttle/cpu.cfs_period_us": "100000\n"}
+    _cgroups(tmp_path, monkeypatch, files, "4:memory:/x\n1:cpu:/throttle\n", {})
+    assert host_load.cpu_limit() == host_load.CpuLimit(1.2, "/throttle", "cpu")
+    # a container's own cgroup root mounted where the host path does not exist: the mount's root is its cgroup
+    files = {"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}
+    _cgroups(tmp_path / "ns", monkeypatch, files, "1:cpu:/docker/abc\n", {})
+    assert host_load.cpu_limit() == host_load.CpuLimit(0.5, "/", "cpu")
+    # a quota at or above the host's cores limits nothing
+    files = {"cpu/big/cpu.cfs_quota_us": "9000000\n", "cpu/big/cpu.cfs_period_us": "100000\n"}
+    _cgroups(tmp_path / "big", monkeypatch, files, "1:cpu:/big\n", {})
+    assert host_load.cpu_limit() is None
+
+
+def test_a_neighbour_inside_the_cpu_limit_is_contention_though_the_host_has_idle_cores(tmp_path, monkeypatch):
+    """Issue 54's throttled run: the suite in a cgroup held to 1.2 cores, a spinning neighbour beside the server in
+    the same cgroup, the 2-core host 0.8 of a core idle. The host rule saw no contention; the limit is the machine."""
+    files = {"cpu/throttle/cpu.cfs_quota_us": "120000\n", "cpu/throttle/cpu.cfs_period_us": "100000\n"}
+    cgroup = {10: "1:cpu:/throttle\n", 11: "1:cpu:/throttle\n", 20: "1:cpu:/throttle/sub\n", 30: "1:cpu:/\n"}
+    _cgroups(tmp_path, monkeypatch, files, "1:cpu:/throttle\n", cgroup)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(host_load, "_TICK", 100)
+    limit = host_load.cpu_limit()
+    assert limit is not None and limit.cores == 1.2
+    in_limit = frozenset(pid for pid in cgroup if host_load._under(pid, limit))
+    assert in_limit == {10, 11, 20}  # pid 30 is outside the limit's cgroup
+    procs0 = {10: (1, "pytest", 0, 5), 11: (10, "llama-server", 0, 6), 20: (1, "spin", 0, 7), 30: (1, "cron", 0, 8)}
+    procs1 = {10: (1, "pytest", 10, 5), 11: (10, "llama-server", 60, 6), 20: (1, "spin", 50, 7), 30: (1, "cron", 5, 8)}
+    start = Snapshot(0.0, 0, 0, procs0, limit, in_limit)
+    end = Snapshot(1.0, 125, 0, procs1, limit, in_limit)
+    load = between(start, end, [10], include_self=False)
+    assert load is not None and load.own == 0.7 and load.others == 0.55
+    assert not load.host_contended  # 0.75 of the host's 2 cores idle
+    assert load.limit == 1.2 and load.others_in_limit == 0.5 and load.contended
+    assert "other processes used 0.50 of this cgroup's CPU limit of 1.2 cores while this test's used 0.70" in (
+        load.describe()
+    )
+    assert load.as_dict()["limit"] == 1.2 and load.as_dict()["contended"] is True
+    quiet = Snapshot(1.0, 75, 0, {**procs1, 20: (1, "spin", 0, 7)}, limit, in_limit)
+    calm = between(start, quiet, [10], include_self=False)
+    assert calm is not None and calm.others_in_limit == 0 and not calm.contended  # the limit alone is no neighbour
+
+
+def test_the_real_cpu_limit_of_this_process_is_read_without_error():
+    """Whatever this machine has (none, v1 or v2), reading it does not fail and a limit found is a positive fraction
+    of the host's cores."""
+    limit = host_load.cpu_limit()
+    assert limit is None or 0 < limit.cores < (os.cpu_count() or 1)

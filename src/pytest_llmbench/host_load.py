@@ -9,6 +9,14 @@ contended when others used at least ``OTHERS_MIN`` cores *and* the host had no i
 (``own + others > cores − SLACK``): a busy process on an idle core of a 16-core GPU host is no contention,
 the same process on a 2-core runner is. Where ``/proc`` does not exist the load is unknown and judges
 nothing.
+
+**A CPU limit is the machine.** A runner with a cgroup CPU quota (a Kubernetes pod limited to 2 CPUs on a
+64-core node, ``docker run --cpus``) competes with the processes of its own cgroup for the quota, not with
+the host for its cores: a neighbour in the pod takes the server's time while the host has cores idle. So
+where this process's cgroup (or one above it) holds a quota below the host's cores, the processes in that
+cgroup are counted against it as well (``limit``, ``others_in_limit``), by the same rule: contended when they
+used at least ``OTHERS_MIN`` cores and left less than ``SLACK`` of the quota. cgroup v2 (``cpu.max``) and v1
+(``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``) are read; the tightest quota on the way to the root binds.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ SLACK = 0.25  # cores left idle below which the host counts as oversubscribed
 # neighbour. Unset for a user's run: then a parallel worker's server is contention, as it is.
 OWN_TREES_ENV = "LLMBENCH_OWN_PROCESS_TREES"
 _PROC = Path("/proc")
+_CGROUP = Path("/sys/fs/cgroup")
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -35,6 +44,17 @@ class Snapshot:
     busy: int  # host ticks not idle (user, nice, system, irq, softirq, steal)
     steal: int
     procs: dict[int, tuple[int, str, int, int]]  # pid → (ppid, command, its and reaped children's ticks, start)
+    limit: CpuLimit | None = None  # this process's cgroup CPU quota, where one binds
+    in_limit: frozenset[int] = frozenset()  # the pids under that quota's cgroup
+
+
+@dataclass(frozen=True)
+class CpuLimit:
+    """A cgroup CPU quota: ``cores`` of CPU time per second for the processes under ``group``."""
+
+    cores: float
+    group: str  # the cgroup path (as /proc/<pid>/cgroup names it) the quota is set on
+    controller: str  # "" for cgroup v2, else the v1 hierarchy's controllers ("cpu" or "cpu,cpuacct")
 
 
 @dataclass(frozen=True)
@@ -47,21 +67,38 @@ class HostLoad:
     own: float
     steal: float
     top: tuple[tuple[str, float], ...] = ()  # the busiest other processes, (command, cores)
+    limit: float | None = None  # the cgroup CPU quota in cores, where one binds below the host's cores
+    others_in_limit: float = 0.0  # cores other processes under that quota used
 
     @property
     def others(self) -> float:
         return max(0.0, self.busy - self.own)
 
     @property
-    def contended(self) -> bool:
+    def host_contended(self) -> bool:
         return self.others >= OTHERS_MIN and self.own + self.others > self.cores - SLACK
+
+    @property
+    def limit_contended(self) -> bool:
+        return (
+            self.limit is not None
+            and self.others_in_limit >= OTHERS_MIN
+            and self.own + self.others_in_limit > self.limit - SLACK
+        )
+
+    @property
+    def contended(self) -> bool:
+        return self.host_contended or self.limit_contended
 
     def describe(self) -> str:
         who = ", ".join(f"{name} {100 * c:.0f}%" for name, c in self.top[:3])
         steal = f", VM steal {self.steal:.2f}" if self.steal >= 0.05 else ""
-        return (
-            f"other processes used {self.others:.2f} of {self.cores} cores while this test's used "
-            f"{self.own:.2f}{steal}" + (f" ({who})" if who else "")
+        if self.limit_contended and not self.host_contended:
+            where = f"{self.others_in_limit:.2f} of this cgroup's CPU limit of {self.limit:g} cores"
+        else:
+            where = f"{self.others:.2f} of {self.cores} cores"
+        return f"other processes used {where} while this test's used {self.own:.2f}{steal}" + (
+            f" ({who})" if who else ""
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -73,6 +110,8 @@ class HostLoad:
             "others": round(self.others, 3),
             "steal": round(self.steal, 3),
             "contended": self.contended,
+            "limit": self.limit,
+            "others_in_limit": round(self.others_in_limit, 3),
             "top": [[n, round(c, 3)] for n, c in self.top],
         }
 
@@ -101,7 +140,68 @@ def snapshot() -> Snapshot | None:
             sum(int(x) for x in rest[11:15]),  # its own ticks and its reaped children's (utime … cstime)
             int(rest[19]),
         )
-    return Snapshot(time.monotonic(), busy, ticks[7], procs)
+    limit = cpu_limit()
+    in_limit = frozenset(pid for pid in procs if limit is not None and _under(pid, limit))
+    return Snapshot(time.monotonic(), busy, ticks[7], procs, limit, in_limit)
+
+
+def _cgroup_lines(pid: int | str) -> list[tuple[str, str]]:
+    """(controllers, path) per hierarchy of /proc/<pid>/cgroup ("" controllers: cgroup v2)."""
+    try:
+        text = (_PROC / str(pid) / "cgroup").read_text()
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            out.append((parts[1], parts[2]))
+    return out
+
+
+def _quota(folder: Path, controller: str) -> float | None:
+    """The quota set on one cgroup folder, in cores; None where there is none (or it cannot be read)."""
+    try:
+        if not controller:
+            quota, period = (folder / "cpu.max").read_text().split()[:2]
+            return None if quota == "max" else int(quota) / int(period)
+        quota_us = int((folder / "cpu.cfs_quota_us").read_text())
+        period_us = int((folder / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if quota_us <= 0 or period_us <= 0 else quota_us / period_us
+
+
+def cpu_limit(pid: int | str = "self") -> CpuLimit | None:
+    """The tightest cgroup CPU quota over ``pid`` (its cgroup and those above it), where it is below the
+    host's cores; None without one. Inside a container whose cgroup root is its own, the path in
+    /proc/<pid>/cgroup may not exist under the mount: the mount's root is then the container's cgroup."""
+    host = os.cpu_count() or 1
+    best: CpuLimit | None = None
+    for controllers, path in _cgroup_lines(pid):
+        names = controllers.split(",") if controllers else []
+        if controllers and "cpu" not in names:
+            continue
+        mount = _CGROUP if not controllers else _CGROUP / controllers
+        if controllers and not mount.is_dir():
+            mount = _CGROUP / "cpu"
+        parts = [p for p in path.split("/") if p]
+        if parts and not (mount / "/".join(parts)).is_dir():
+            parts = []  # a namespaced view: the mount's root is this process's own cgroup
+        for depth in range(len(parts), -1, -1):
+            cores = _quota(mount.joinpath(*parts[:depth]), controllers)
+            if cores is not None and cores < host and (best is None or cores < best.cores):
+                best = CpuLimit(cores, "/" + "/".join(parts[:depth]), controllers)
+    return best
+
+
+def _under(pid: int, limit: CpuLimit) -> bool:
+    """Whether ``pid`` is in ``limit``'s cgroup or one below it."""
+    group = limit.group.rstrip("/")
+    for controllers, path in _cgroup_lines(pid):
+        if controllers == limit.controller:
+            return path == group or path.startswith(group + "/") or group == ""
+    return False
 
 
 def _tree(procs: dict[int, tuple[int, str, int, int]], roots: Iterable[int]) -> set[int]:
@@ -146,6 +246,8 @@ def between(
     others = sorted(
         ((end.procs[pid][1], t / wall) for pid, t in used.items() if pid not in own and t > 0), key=lambda x: -x[1]
     )
+    limit = end.limit if end.limit is not None and start.limit == end.limit else None
+    in_limit = (start.in_limit | end.in_limit) - own if limit is not None else frozenset()
     return HostLoad(
         seconds=end.at - start.at,
         cores=os.cpu_count() or 1,
@@ -153,4 +255,6 @@ def between(
         own=own_ticks / wall,
         steal=(end.steal - start.steal) / wall,
         top=tuple((n, c) for n, c in others[:3] if c >= 0.05),
+        limit=limit.cores if limit is not None else None,
+        others_in_limit=sum(max(0, used.get(pid, 0)) for pid in in_limit) / wall,
     )
