@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from pytest_llmbench import stash
 from pytest_llmbench.compare import suite, table
+from pytest_llmbench.gate.budget import Budget
 
 
 def rec(
@@ -119,6 +123,37 @@ def test_a_fixed_per_comparison_alpha_binds_the_suite_level_too():
     # P stands for a family rate of P x the comparisons counted up front; without P, the gate's budget
     assert suite.family_alphas(0.001, {"timing": 4}, gate)["timing"] == pytest.approx(0.004)
     assert suite.family_alphas(None, {"timing": 4}, gate) == gate and suite.family_alphas(None, {}, None) is None
+
+
+def test_the_sessions_stored_checks_join_the_comparisons_holm_pass():
+    """Issue 54: a quality comparison at p=0.03 beside two stored quality checks (p 0.01, 0.03) was judged by
+    Holm over the comparisons alone (q 0.03: regressed at suite level) while the gate ran its own pass: the
+    family spent its alpha twice. In one pass over the three its q is 0.06."""
+    rows = [rec("accept_length", "inconclusive", 0.03, difference=-0.5, family="quality", ignore=0.1)]
+    alphas = {"timing": 0.05, "quality": 0.05, "decisions": 0.05}
+    assert suite.adjust(rows, alphas)[0]["suite_verdict"] == "regressed"  # the comparisons' pass alone
+    shared = Budget(alphas, counts={"quality": 2}, compared={"quality": 1})
+    shared.sources["gate"] = lambda: {"quality": [0.01, 0.03]}
+    (joint,) = suite.adjust(rows, alphas, shared)
+    assert joint["q_value"] == pytest.approx(0.06) and "suite_verdict" not in joint
+    # and the levels a test fails at: the family's alpha over the gates and comparisons counted up front
+    levels = suite.comparison_alphas(None, alphas, {"quality": 1}, shared)
+    assert levels["quality"] == pytest.approx(0.05 / 3) and levels["timing"] == pytest.approx(0.05)
+    assert suite.comparison_alphas(None, alphas, {"quality": 1}, None)["quality"] == pytest.approx(0.05)
+
+
+def test_a_comparison_session_joins_the_gates_budget_where_there_is_one():
+    counted_items: list[object] = []
+    shared = Budget({"timing": 0.02, "quality": 0.02, "decisions": 0.01})
+    gate = SimpleNamespace(budget=shared, count_gates=counted_items.append)
+    config = SimpleNamespace(stash={stash.GATE: gate})
+    joined = suite.join_gate_budget(config, {"timing": 3}, ["item"], lambda: {"timing": [0.5]})
+    assert joined is shared and counted_items == [["item"]]  # the gate counted first: the levels need it
+    assert shared.compared == {"timing": 3, "quality": 0, "decisions": 0}
+    assert shared.sources["comparisons"]() == {"timing": [0.5]}
+    assert suite.join_gate_budget(SimpleNamespace(stash={}), {"timing": 3}, [], dict) is None  # no gate
+    off = SimpleNamespace(stash={stash.GATE: SimpleNamespace(budget=None)})  # --gate-alpha off
+    assert suite.join_gate_budget(off, {"timing": 3}, [], dict) is None
 
 
 def test_arms_lines_compare_startup_and_memory():

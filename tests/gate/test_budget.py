@@ -60,3 +60,24 @@ def test_per_test_threshold_is_bonferroni_over_gates_counted_up_front():
     assert b.threshold("timing") == pytest.approx(0.005)
     assert b.threshold("quality") == pytest.approx(0.04)  # nothing counted: the whole alpha
     assert "timing α=0.04/8 gates" in b.describe()
+
+
+def test_comparisons_counted_in_the_session_share_the_per_test_level():
+    """Issue 54: a family with stored checks and comparisons spent its alpha twice (each counted apart). One
+    budget: the per-test level is alpha over the gates and the comparisons counted up front."""
+    b = Budget({"timing": 0.02, "quality": 0.02, "decisions": 0.01}, counts={"quality": 2}, compared={"quality": 2})
+    assert b.threshold("quality") == pytest.approx(0.005)
+    assert b.threshold("timing") == pytest.approx(0.02)  # nothing counted: one test's whole alpha
+    assert "quality α=0.02/2 gates + 2 comparisons" in b.describe()
+
+
+def test_holm_runs_once_over_every_source_of_a_family():
+    b = Budget({"timing": 0.05, "quality": 0.05, "decisions": 0.05})
+    b.sources["gate"] = lambda: {"quality": [0.01, 0.03]}
+    b.sources["comparisons"] = lambda: {"quality": [0.03], "timing": [0.001]}
+    # the comparison alone: q = 0.03 ≤ 0.05; in one pass with the family's two stored checks: q = 0.06
+    assert holm([0.03]) == [0.03]
+    assert b.joint_q("quality", "comparisons", [0.03]) == pytest.approx([0.06])
+    assert b.joint_q("quality", "gate", [0.01, 0.03]) == pytest.approx(holm([0.01, 0.03, 0.03])[:2])
+    assert b.joint_q("timing", "gate", []) == []
+    assert b.joint_q("timing", "comparisons", [0.001]) == pytest.approx([0.001])  # no stored timing check

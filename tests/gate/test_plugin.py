@@ -386,6 +386,50 @@ def test_b(bench):
     )
 
 
+def test_comparisons_of_the_session_share_the_gates_budget(gate, monkeypatch):
+    """Issue 54: stored checks and a session's comparisons of one family spend its alpha once. A conftest stands
+    in for compare/session.py's side of the seam (suite.join_gate_budget): 3 quality comparisons counted up front
+    and their p-values. The stored check at p ≈ 0.020 (z = 2.05) failed its test at α=0.05 over 1 gate; over the
+    4 counted its level is 0.0125 and it passes, and Holm's one pass gives it q = 3p ≈ 0.060 beside p-values
+    (0.001, 0.2, 0.3) and q = p beside (0.001, 0.002, 0.003): REGRESSED at suite level then."""
+    record(gate, STDERR.format(v=3.4))
+    bench_test(gate, STDERR.format(v=3.11))
+    run(gate, "--gate-alpha", "0.05").assert_outcomes(failed=1)  # alone in its family: p ≤ 0.05 fails the test
+    gate.makeconftest(
+        """
+import os
+import pytest
+from pytest_llmbench import stash
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    budget = session.config.stash[stash.GATE].budget
+    budget.compared["quality"] = 3
+    p = [float(x) for x in os.environ["COMPARISON_P"].split(",")]
+    budget.sources["comparisons"] = lambda: {"quality": p}
+"""
+    )
+
+    def records(folder: str, kind: str) -> list[dict]:
+        lines = (gate.path / folder / "results.jsonl").read_text().splitlines()
+        return [r for r in map(json.loads, lines) if r["record"] == kind]
+
+    monkeypatch.setenv("COMPARISON_P", "0.001,0.2,0.3")
+    r = run(gate, "--gate-alpha", "0.05", "--results-dir=res")
+    r.assert_outcomes(passed=1)
+    assert r.ret == 0, r.stdout.str()
+    r.stdout.fnmatch_lines(["error budget: quality α=0.05 over 1 gates + 3 comparisons*"])
+    ((budget,), (verdict,)) = records("res", "gate_budget"), records("res", "verdict")
+    assert budget["compared"]["quality"] == 3 and budget["counted"]["quality"] == 1
+    assert 0.0125 < verdict["p_value"] < 0.05
+    assert verdict["q_value"] == pytest.approx(3 * verdict["p_value"]) and verdict["status"] == "pass"
+    monkeypatch.setenv("COMPARISON_P", "0.001,0.002,0.003")
+    r = run(gate, "--gate-alpha", "0.05", "--results-dir=res2")
+    assert r.ret == pytest.ExitCode.TESTS_FAILED  # its test passed; the session fails at suite level
+    (verdict,) = records("res2", "verdict")
+    assert verdict["q_value"] == pytest.approx(verdict["p_value"]) and verdict["status"] == "REGRESSED"
+
+
 def test_budget_off_judges_each_gate_at_its_own_level(gate):
     record(gate, STDERR.format(v=3.4))
     bench_test(gate, STDERR.format(v=3.1))  # z = 2.12: beyond k=2 with p ≈ 0.018 (> α=0.01 of one gate)

@@ -47,7 +47,7 @@ from pytest_llmbench.compare.spend import (
 )
 from pytest_llmbench.compare.stats import not_judged
 from pytest_llmbench.config import CONFIGS, ConfigError
-from pytest_llmbench.gate.budget import FAMILIES, parse_alpha
+from pytest_llmbench.gate.budget import Budget, parse_alpha
 from pytest_llmbench.gate.verdict import fail_at_end
 from pytest_llmbench.records.results import RESULTS
 from pytest_llmbench.registry import REGISTRY
@@ -55,7 +55,6 @@ from pytest_llmbench.scheduling import server_config_name
 from pytest_llmbench.workload.scenario import WorkloadError
 
 COMPARE = pytest.StashKey["CompareSession"]()
-DEFAULT_ALPHA = 0.01  # one comparison, when the suite's budget is off
 SESSION_KEY = "llmbench_compare_session"  # xdist workerinput: the controller's session id
 
 
@@ -159,12 +158,15 @@ class CompareSession:
             self.counted += comparisons_by_family(
                 getattr(i, "function", None), family_of=cases_mod.compared_family, fallback=self.settings.decide
             )
+        shared = self._shared_budget(items)  # joined before the levels: they count the gate's checks too
+        return suite.comparison_alphas(self.settings.alpha, parse_alpha(self._gate_alpha_spec()), self.counted, shared)
+
+    def _shared_budget(self, items: list[pytest.Item] | None = None) -> Budget | None:
+        """The gate's error budget, joined by this session's comparisons (None: a fixed comparison alpha)."""
         if self.settings.alpha is not None:
-            return dict.fromkeys(FAMILIES, self.settings.alpha)
-        budget = parse_alpha(self._gate_alpha_spec())
-        if budget is None:
-            return dict.fromkeys(FAMILIES, DEFAULT_ALPHA)
-        return {fam: budget[fam] / max(self.counted[fam], 1) for fam in FAMILIES}
+            return None
+        p_values = lambda: suite.p_values_by_family(self._all_records("comparison"))  # noqa: E731
+        return suite.join_gate_budget(self.config, self.counted if items is not None else None, items, p_values)
 
     def _gate_alpha_spec(self) -> str | None:
         from pytest_llmbench.gate.options import alpha_spec
@@ -307,7 +309,7 @@ class CompareSession:
                 noise=noise,
                 direction=direction,
                 sizes=sizes,
-                alpha=self.alphas.get(fam, DEFAULT_ALPHA),
+                alpha=self.alphas.get(fam, suite.DEFAULT_ALPHA),
             )
         except ValueError as e:
             where = "" if str(e).startswith("bench.check(") else f"bench.check({metric!r}) as a comparison: "
@@ -419,7 +421,7 @@ class CompareSession:
         if self.is_worker:
             return
         budget = suite.family_alphas(self.settings.alpha, self.counted, parse_alpha(self._gate_alpha_spec()))
-        self.adjusted = suite.adjust(self._all_records("comparison"), budget)
+        self.adjusted = suite.adjust(self._all_records("comparison"), budget, self._shared_budget())
         for r in self.adjusted:  # what a report joins onto each comparison record (compare/suite.py: joined)
             sink.emit(self.config, suite.suite_record(r, self.session_id))
         if self.adjusted:

@@ -13,6 +13,15 @@ p-values exist):
   reaches ``alpha`` only with Holm's later, looser steps is REGRESSED at suite level too — its test
   had passed, so the session fails and the summary names it.
 
+**One budget for stored checks and comparisons.** A session that compares two builds can also judge checks
+against stored baselines (a BFCL score beside the comparisons of its timing; a per-case comparison beside a
+stored quality gate). Each used to take its family's whole alpha: counted apart, Bonferroni over each count,
+Holm over each set, so a family with both could spend 2·alpha. Now both draw on one :class:`Budget`: the
+comparisons counted up front are added to the gates counted (``compared``), every per-test level is alpha
+over the sum, and at session end Holm runs once per family over the p-values of both (each side registers
+its own in ``sources``; :meth:`Budget.joint_q` gives each its q from the one pass). A comparison whose alpha
+is fixed by the user (``--llmbench-compare-alpha``) stays outside: its level is what the user set.
+
 Holm rather than Benjamini–Hochberg: a clean run must stay clean (one false REGRESSED blocks a merge),
 which is family-wise error, and the simulation in experiments/stats/simulate_gates.out.md shows the two give
 the same power at the suites' sizes where real regressions are few.
@@ -20,7 +29,7 @@ the same power at the suites' sizes where real regressions are few.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,17 +79,37 @@ def holm(p_values: Iterable[float]) -> list[float]:
     return q.tolist()
 
 
+#: The raw p-values per family a judge made this session (read at session end, after every test).
+PValues = Callable[[], Mapping[str, Sequence[float]]]
+
+
 @dataclass
 class Budget:
-    """The alphas and, per family, how many gates with a p-value this run may judge (counted up front)."""
+    """The alphas and, per family, how many judgements with a p-value this run may make (counted up front):
+    stored-baseline gates (``counts``) and, in a comparison session, comparisons (``compared``)."""
 
     alphas: Mapping[str, float]
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAMILIES, 0))
+    compared: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAMILIES, 0))
+    #: Who judges against this budget ("gate", "comparisons") and how to read their p-values at the end.
+    sources: dict[str, PValues] = field(default_factory=dict)
+
+    def counted(self, family: str) -> int:
+        return self.counts.get(family, 0) + self.compared.get(family, 0)
 
     def threshold(self, family: str) -> float:
-        """The per-test level: Bonferroni over the gates counted before any test ran."""
-        return self.alphas[family] / max(self.counts.get(family, 0), 1)
+        """The per-test level: Bonferroni over everything counted in the family before any test ran."""
+        return self.alphas[family] / max(self.counted(family), 1)
+
+    def joint_q(self, family: str, source: str, p_values: Sequence[float]) -> list[float]:
+        """Holm's q for ``source``'s ``p_values`` (in order) from one pass over the family's p-values of
+        every source: a stored check and a comparison of one family share its alpha."""
+        others = [float(p) for name, read in self.sources.items() if name != source for p in read().get(family, ())]
+        return holm([*p_values, *others])[: len(p_values)]
 
     def describe(self) -> str:
-        parts = [f"{f} α={self.alphas[f]:g}/{self.counts.get(f, 0)} gates" for f in FAMILIES]
+        parts = []
+        for f in FAMILIES:
+            compared = f" + {self.compared[f]} comparisons" if self.compared.get(f) else ""
+            parts.append(f"{f} α={self.alphas[f]:g}/{self.counts.get(f, 0)} gates{compared}")
         return "error budget (Holm per family): " + ", ".join(parts)

@@ -31,7 +31,7 @@ import pytest
 from pytest_llmbench import stash
 from pytest_llmbench.gate import transport
 from pytest_llmbench.gate.baselines import BaselineFileError, Key
-from pytest_llmbench.gate.budget import FAMILIES, Budget, holm, parse_alpha
+from pytest_llmbench.gate.budget import FAMILIES, Budget, parse_alpha
 from pytest_llmbench.gate.cases import CasesFileError
 from pytest_llmbench.gate.judge import beyond_band, default_noise, direction_for, family_of, judge
 from pytest_llmbench.gate.machine import differences, fingerprint
@@ -74,6 +74,8 @@ class GateSession:
         except ValueError as e:
             raise pytest.UsageError(str(e)) from None
         self.budget = Budget(alphas) if alphas else None
+        if self.budget is not None:
+            self.budget.sources["gate"] = self._p_values
         self._runner: RunnerProfile | None = None
         self._machine: dict[str, Any] | None = None
         self.is_worker = hasattr(config, "workerinput")
@@ -312,8 +314,16 @@ class GateSession:
         """Count, per family, the gates with a p-value that the selected tests can check (the budget's m)."""
         if self.budget is None:
             return
+        self.count_gates(session.items)
+        if self.is_worker:
+            transport.send_counts(self.config, self.budget.counts)
+
+    def count_gates(self, items: list[pytest.Item]) -> None:
+        """The budget's gate counts for ``items`` (a comparison session asks first, to share the budget)."""
+        if self.budget is None:
+            return
         pairs = set()
-        for item in session.items:
+        for item in items:
             if "bench" not in getattr(item, "fixturenames", ()):
                 continue
             config_name = server_config_name(item)
@@ -332,8 +342,6 @@ class GateSession:
                 if cls is None or cls.gives_p:
                     counts[family_of(test_key, runner is not None)] += 1
         self.budget.counts = counts
-        if self.is_worker:
-            transport.send_counts(self.config, counts)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -377,7 +385,8 @@ class GateSession:
                 (i, v.p_value) for i, (_, v) in enumerate(self.checks) if v.family == fam and v.p_value is not None
             ]
             alpha = self.budget.alphas[fam]
-            for (i, _), q in zip(judged, holm(p for _, p in judged), strict=True):
+            # one pass with the session's comparisons of the family, if any (gate/budget.py)
+            for (i, _), q in zip(judged, self.budget.joint_q(fam, "gate", [p for _, p in judged]), strict=True):
                 nodeid, v = self.checks[i]
                 v = replace(v, q_value=q)
                 if q <= alpha and beyond_band(v) and v.status not in ("REGRESSED", "learning", "not comparable"):
@@ -388,6 +397,14 @@ class GateSession:
                     )
                     self.suite_regressed.append((nodeid, v))
                 self.checks[i] = (nodeid, v)
+
+    def _p_values(self) -> dict[str, list[float]]:
+        """This session's raw p-values per family (what a comparison's Holm pass joins)."""
+        out: dict[str, list[float]] = {}
+        for _, v in self.checks:
+            if v.p_value is not None:
+                out.setdefault(v.family, []).append(v.p_value)
+        return out
 
     def _write_verdicts(self) -> None:
         if not self.checks:
@@ -402,6 +419,7 @@ class GateSession:
                     "method": "holm",
                     "alphas": dict(self.budget.alphas),
                     "counted": dict(self.budget.counts),
+                    "compared": dict(self.budget.compared),  # the session's comparisons share the budget
                     "judged": {
                         f: sum(v.family == f and v.p_value is not None for v in self.verdicts) for f in FAMILIES
                     },

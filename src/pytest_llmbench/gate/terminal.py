@@ -77,7 +77,13 @@ def budget_line(gate: GateSession) -> str:
     if gate.budget is None:
         return "error budget off (each gate at its own level)"
     judged = {f: sum(v.family == f and v.p_value is not None for v in gate.verdicts) for f in FAMILIES}
-    parts = [f"{f} α={gate.budget.alphas[f]:g} over {judged[f]} gates" for f in FAMILIES if judged[f]]
+    compared = gate.budget.compared  # the session's comparisons share each family's alpha (gate/budget.py)
+    parts = [
+        f"{f} α={gate.budget.alphas[f]:g} over {judged[f]} gates"
+        + (f" + {compared[f]} comparisons" if compared[f] else "")
+        for f in FAMILIES
+        if judged[f]
+    ]
     return (
         "error budget: "
         + (", ".join(parts) if parts else "no gate with a p-value")
