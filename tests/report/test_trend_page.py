@@ -76,8 +76,24 @@ def test_comparison_verdicts_are_drawn_over_their_nights() -> None:
     points = [Point(f"n{i}", f"t{i}", 10.0 + (i % 3) * 0.1, "b", "", "pass") for i in range(8)]
     points[5] = Point("n5", "t5", 9.0, "b2", "", "REGRESSED", comparison="regressed", comparison_ratio=0.9)
     plot = trend_page.series_plot(Series(key, "higher", points), [], [], 0)
-    assert "triangles: that night's in-session comparison" in plot.caption
+    assert "triangles above the plot: that night's in-session comparison" in plot.caption
     assert plot.svg.startswith("<svg") and plot.id in plot.svg
+
+
+def test_comparison_triangles_sit_above_the_nights_and_are_in_the_legend(monkeypatch) -> None:
+    """Issue 54's screenshots: drawn at the series' maximum, a triangle hid the highest night's dot."""
+    drawn = []
+    monkeypatch.setattr(trend_page, "_svg", lambda fig, pid: drawn.append(fig) or "<svg/>")
+    key = SeriesKey("cpu-x", "c", "t.py::test[s]", "output_throughput")
+    points = [Point(f"n{i}", f"t{i}", 10.0, "b", "", "pass", comparison="equivalent") for i in range(6)]
+    points[3] = Point("n3", "t3", 12.0, "b2", "", "REGRESSED", comparison="regressed", comparison_ratio=0.9)
+    trend_page.series_plot(Series(key, "higher", points), [], [], 0)
+    (ax,) = drawn[0].axes
+    triangles = [line for line in ax.get_lines() if line.get_marker() == "v"]
+    assert sorted(line.get_label() for line in triangles) == ["comparison: equivalent", "comparison: regressed"]
+    for line in triangles:  # y in axes fraction, past the frame: above every night, whatever its value
+        assert line.get_transform() == ax.get_xaxis_transform() and min(line.get_ydata()) > 1.0
+    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"comparison: regressed", "comparison: equivalent"}
 
 
 def test_a_ratio_series_draws_its_intervals_and_the_re_pin() -> None:

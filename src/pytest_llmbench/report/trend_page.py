@@ -63,10 +63,12 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
         xe, ye = [x for x, _, _ in with_se], [v for _, v, _ in with_se]
         ax.errorbar(xe, ye, yerr=[lows, highs], fmt="none", ecolor="#bbb", elinewidth=0.8, capsize=1.5)
     compared = [(x, p) for x, p in zip(xs, s.points, strict=True) if p.comparison]
-    if compared:
-        top = max(s.values)
-        for x, p in compared:
-            ax.plot([x], [top], "v", color=COMPARISON_COLOR.get(str(p.comparison), "#7f7f7f"), markersize=6)
+    for verdict in dict.fromkeys(str(p.comparison) for _, p in compared):
+        # in a strip above the axes (x: the night, y: past the frame), never over a night's dot: drawn at the
+        # series' maximum they hid the highest nights (issue 54's screenshots)
+        xv = [x for x, p in compared if str(p.comparison) == verdict]
+        ax.plot(xv, [1.05] * len(xv), "v", color=COMPARISON_COLOR.get(verdict, "#7f7f7f"), markersize=6,
+                transform=ax.get_xaxis_transform(), clip_on=False, label=f"comparison: {verdict}")  # fmt: skip
     pins = repinned(s)
     for x in pins:
         ax.axvline(x - 0.5, color="#7f7f7f", ls=":", lw=1.2)
@@ -93,7 +95,11 @@ def series_plot(s: Series, findings: Sequence[Finding], new: Sequence[Finding], 
         "Dots: each night's value, coloured by its stored-gate verdict (not comparable: the host was busy, left "
         "out of the detection); black: the level between change points; "
         "dashed: a change point (red worse, green better), labelled with after/before"
-        + ("; triangles: that night's in-session comparison (red regressed, blue equivalent)" if compared else "")
+        + (
+            "; triangles above the plot: that night's in-session comparison (red regressed, blue equivalent, grey inconclusive)"
+            if compared
+            else ""
+        )
         + ("; bars: each night's 95% interval (its comparison's SE, or its starts' SD/√k)" if with_se else "")
         + ("; dotted: the reference was re-pinned (a new segment)" if pins else "")
         + "."
