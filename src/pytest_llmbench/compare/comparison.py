@@ -24,8 +24,8 @@ from typing import Any
 from scipy import stats
 
 from pytest_llmbench.compare.margins import RATIO, Sizes
+from pytest_llmbench.stats.verdicts import Verdict, from_bounds
 
-VERDICTS = ("regressed", "equivalent", "inconclusive", "improved")
 CONFIDENCE = 0.95  # every interval a user reads
 POWER = 0.95  # the power ``detectable`` and the round planner are stated at
 #: The fewest degrees of freedom a t-based verdict stands on (docs/COMPARE_STATS.md, "The floor").
@@ -56,7 +56,7 @@ class Comparison:
     detect: float
     higher_is_better: bool
     p_value: float  # one-sided p of "candidate not worse than reference by more than ``ignore``"
-    verdict: str
+    verdict: Verdict  # stats/verdicts.py: the one vocabulary
     n: int
     method: str
     alpha: float = float("nan")  # the decision's level (one-sided)
@@ -130,17 +130,16 @@ def not_judged(metric: str, sizes: Sizes, *, higher_is_better: bool, why: str, a
     )  # fmt: skip
 
 
-def verdict_of(low: float, high: float, *, sizes: Sizes, higher_is_better: bool) -> str:
+def verdict_of(low: float, high: float, *, sizes: Sizes, higher_is_better: bool) -> Verdict:
     """The verdict of one-sided bounds at the decision's alpha (``low``, ``high``, on the estimate's own
-    scale): beyond ± ignore as a whole → regressed/improved; inside ± detect → equivalent."""
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return "inconclusive"
-    lo_i, hi_i = _bounds(sizes.kind, sizes.ignore)
-    below, above = high < lo_i, low > hi_i
-    if below or above:
-        return "regressed" if below == higher_is_better else "improved"
-    lo_d, hi_d = _bounds(sizes.kind, sizes.detect)
-    return "equivalent" if lo_d < low and high < hi_d else "inconclusive"
+    scale): beyond ± ignore as a whole → regressed/improved; inside ± detect → equivalent (stats/verdicts.py)."""
+    return from_bounds(
+        low,
+        high,
+        band=_bounds(sizes.kind, sizes.ignore),
+        equivalent_within=_bounds(sizes.kind, sizes.detect),
+        higher_is_better=higher_is_better,
+    )
 
 
 def rules_out(low: float, high: float, *, kind: str, higher_is_better: bool) -> float:

@@ -28,7 +28,6 @@ from pytest_llmbench.compare.comparison import (
     MIN_DF,
     POWER,
     TOO_FEW,
-    VERDICTS,
     Comparison,
     Spread,
     detectable_change,
@@ -53,6 +52,7 @@ from pytest_llmbench.stats.ttest import (
     lag1_t,
     stein_t,
 )
+from pytest_llmbench.stats.verdicts import VERDICTS
 
 # The result type and the verdict rules live in compare/comparison.py; importers of this module keep them.
 __all__ = [

@@ -10,16 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_llmbench.gate.types import Direction, Status, fmt
+from pytest_llmbench.stats.verdicts import GATE_STATUS, from_bounds
 
 
 def judge(baseline: float, observed: float, tolerance: float, direction: Direction) -> Status:
-    """One-sided by direction: worse beyond the tolerance regresses, better beyond it improves."""
-    worse_by = baseline - observed if direction == "higher" else observed - baseline
-    if worse_by > tolerance:
-        return "REGRESSED"
-    if -worse_by > tolerance:
-        return "improved"
-    return "pass"
+    """One-sided by direction: worse beyond the tolerance regresses, better beyond it improves — the
+    comparisons' rule (stats/verdicts.py) with the change itself as both bounds and ± tolerance as the band."""
+    change = observed - baseline
+    verdict = from_bounds(change, change, band=(-tolerance, tolerance), higher_is_better=direction == "higher")
+    return GATE_STATUS[verdict]
 
 
 def threshold_rule(label: str, baseline: float, tolerance: float, direction: Direction, how: str) -> str:

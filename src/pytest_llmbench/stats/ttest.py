@@ -160,6 +160,11 @@ class Intersection:
     tests: Sequence[TTest]
 
     @property
+    def estimate(self) -> float:
+        """The point (stats/verdicts.py ``Estimate``)."""
+        return self.mean
+
+    @property
     def live(self) -> list[TTest]:
         return [t for t in self.tests if t.se > 0] or list(self.tests)
 

@@ -24,6 +24,7 @@ import numpy as np
 from pytest_llmbench.datasets.decision_schema import Decision
 from pytest_llmbench.evals.decisions.metrics import DIRECTIONS, decision_values
 from pytest_llmbench.stats.clustered import ClusterMean, TooFewClusters, cluster_mean
+from pytest_llmbench.stats.verdicts import DECISION_STATUS, from_bounds
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 20261030
@@ -47,12 +48,10 @@ class PairedGap:
 
     @property
     def status(self) -> str:
-        """``worse`` / ``better`` when the interval excludes zero on that side, else ``same``."""
-        if not np.isfinite(self.low) or not np.isfinite(self.high):
-            return "same"
-        bad_side = self.high < 0 if self.direction == "higher" else self.low > 0
-        good_side = self.low > 0 if self.direction == "higher" else self.high < 0
-        return "worse" if bad_side else "better" if good_side else "same"
+        """``worse`` / ``better`` when the interval excludes zero on that side, else ``same`` (the one rule of
+        stats/verdicts.py, with the interval as its bounds and no change as its band)."""
+        verdict = from_bounds(self.low, self.high, band=(0.0, 0.0), higher_is_better=self.direction == "higher")
+        return DECISION_STATUS[verdict]
 
     @property
     def worse(self) -> bool:

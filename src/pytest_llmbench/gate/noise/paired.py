@@ -28,6 +28,7 @@ from pytest_llmbench.gate.types import BaselineEntry, Direction, Observation, St
 from pytest_llmbench.stats.clustered import SKEW_SAFE_FROM, TooFewClusters, cluster_mean
 from pytest_llmbench.stats.mcnemar import discordant_p
 from pytest_llmbench.stats.ttest import iid_t
+from pytest_llmbench.stats.verdicts import GATE_STATUS, from_p
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -51,11 +52,8 @@ def common_cases(
 
 
 def _status(p_worse: float, p_better: float, alpha: float) -> Status:
-    if p_worse < alpha:
-        return "REGRESSED"
-    if p_better < alpha:
-        return "improved"
-    return "pass"
+    """The one rule (stats/verdicts.py) in the gate's words."""
+    return GATE_STATUS[from_p(p_worse, p_better, alpha)]
 
 
 def _worse_sign(direction: Direction) -> float:
