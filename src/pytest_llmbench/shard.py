@@ -108,12 +108,14 @@ def expected_costs(tests: Mapping[str, int], durations: Mapping[str, float] | No
 
 def durations_from_results(results_dir: Path | str) -> dict[str, float]:
     """Wall-clock seconds of each config in a results folder: startup plus first to last record."""
+    from pytest_llmbench.records.read import of_kind
     from pytest_llmbench.records.results import iter_records
 
     first: dict[str, datetime] = {}
     last: dict[str, datetime] = {}
     startup: dict[str, float] = {}
-    for rec in iter_records(results_dir):
+    records = list(iter_records(results_dir))
+    for rec in records:
         name, when = rec.get("config"), rec.get("time")
         if not isinstance(name, str) or not isinstance(when, str):
             continue
@@ -123,8 +125,10 @@ def durations_from_results(results_dir: Path | str) -> dict[str, float]:
             continue
         first[name] = min(first.get(name, t), t)
         last[name] = max(last.get(name, t), t)
-        if rec.get("record") == "server" and isinstance(rec.get("startup_s"), (int, float)):
-            startup[name] = startup.get(name, 0.0) + float(rec["startup_s"])
+    for server in of_kind(records, "server"):
+        name, up = server.get("config"), server.get("startup_s")
+        if isinstance(name, str) and isinstance(up, (int, float)):
+            startup[name] = startup.get(name, 0.0) + float(up)
     return {n: (last[n] - first[n]).total_seconds() + startup.get(n, 0.0) for n in first}
 
 

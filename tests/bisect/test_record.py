@@ -62,7 +62,8 @@ def test_steps_are_written_as_they_finish_and_the_result_last(tmp_path):
         "different",
     )
     assert first["ratio"] == 0.8 and first["ci_low"] == 0.78 and first["gpu_s"] == 12.0
-    assert {k: v for k, v in rows[-1].items() if k != "session_id"} == line  # the sink stamps the session
+    assert rows[-1]["record_version"] == 1 and rows[0]["record_version"] == 1  # the writer stamps the schema's
+    assert {k: v for k, v in rows[-1].items() if k not in ("session_id", "record_version")} == line  # and session
 
 
 def test_the_bisect_line_names_the_culprit_every_build_and_the_skipped_one(tmp_path):
@@ -78,6 +79,7 @@ def test_the_bisect_line_names_the_culprit_every_build_and_the_skipped_one(tmp_p
 
 def test_a_secret_in_the_command_is_scrubbed_from_the_line(tmp_path):
     redact.register(redact.secret_args(["--hf-token", "hf_supersecretvalue"]))  # as the CLI does
-    line = BisectLog(tmp_path).write({"record": "bisect", "command": "bisect -- --hf-token hf_supersecretvalue"})
+    _, whole, _ = run_bisect(tmp_path / "run")  # a whole bisect line: the writer checks its fields
+    line = BisectLog(tmp_path).write({**whole, "command": "bisect -- --hf-token hf_supersecretvalue"})
     assert line["command"] == "bisect -- --hf-token ***"
     assert "hf_supersecretvalue" not in (tmp_path / "results.jsonl").read_text()

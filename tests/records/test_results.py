@@ -29,7 +29,9 @@ def test_scenario_lines_land_in_results_jsonl_and_load_into_pandas(tmp_path):
 def test_the_writer_stamps_origin_and_is_unwritable_under_a_file(tmp_path):
     writer = ResultsWriter(tmp_path / "r", worker="gw1")
     writer.origin = {"profile": "cpu", "host": "h", "shard": None}
-    writer.pytest_llmbench_record({"record": "test", "measurements": {"x": 1}})
+    writer.pytest_llmbench_record(
+        {"config": None, "test": "t.py::t", "test_key": "t.py::t", **end_of_test_line({"x": 1})}
+    )
     [line] = (tmp_path / "r" / "results.gw1.jsonl").read_text().splitlines()
     assert json.loads(line)["origin"] == {"profile": "cpu", "host": "h", "shard": None}
     (tmp_path / "f").write_text("")

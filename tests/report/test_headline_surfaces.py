@@ -18,6 +18,7 @@ import pytest
 
 from pytest_llmbench.cli.report import main as report_main
 from pytest_llmbench.records.verdict import LABEL, State
+from tests.records.lines import whole
 
 from .headless import Chromium, require_chromium
 
@@ -49,11 +50,11 @@ def comparison(verdict: str, *, p: float, ratio: float, low: float, high: float,
         "candidate_arm": "installed build",
         **extra,
     }
-    return f"bench.emit({{**{record!r}, 'nodeid': bench.nodeid}})"
+    return f"bench.emit({{**{whole(record, bench=True)!r}, 'nodeid': bench.nodeid}})"
 
 
 BUDGET = (
-    "bench.emit({'record': 'comparison_budget', 'method': 'holm', "
+    f"bench.emit({{**{whole({'record': 'comparison_budget'}, bench=True)!r}, 'method': 'holm', "
     "'q_values': [{'nodeid': bench.nodeid, 'metric': 'output_throughput', 'q_value': 0.008}], "
     "'suite_regressed': [{'nodeid': bench.nodeid, 'metric': 'output_throughput'}]})"
 )

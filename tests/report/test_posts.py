@@ -6,6 +6,7 @@ import pytest
 
 from pytest_llmbench.records.results import ResultsWriter, iter_records
 from pytest_llmbench.report.posts import POST_TABLES, Cell, ratio_of, render_post, scenario_cells
+from tests.records.lines import whole
 
 
 def scenario(config, name, throughput, *, tpots=None, accept=None):
@@ -27,10 +28,12 @@ def spec_results(tmp_path):
     w = ResultsWriter(tmp_path)
     rows = {"chat-1u": (40.0, 100.0, 80.0), "prompt20k-4u": (60.0, 137.5, 120.0), "prompt120k-1u": (10.0, 11.6, 11.0)}
     for sc, (nospec, dflash8, mtp7) in rows.items():
-        w.write(scenario("stock-nvfp4-nospec", sc, nospec, tpots=[0.0165, 0.0160, 0.0170, 0.0163]))
-        w.write(scenario("stock-nvfp4-dflash8", sc, dflash8, tpots=[0.0060, 0.0065, 0.0058, 0.0062], accept=3.46))
-        w.write(scenario("stock-nvfp4-mtp7", sc, mtp7, accept=3.55))
-    w.write({"record": "test", "config": "stock-nvfp4-dflash8", "measurements": {}})  # other kinds are ignored
+        w.write(whole(scenario("stock-nvfp4-nospec", sc, nospec, tpots=[0.0165, 0.0160, 0.0170, 0.0163])))
+        w.write(
+            whole(scenario("stock-nvfp4-dflash8", sc, dflash8, tpots=[0.0060, 0.0065, 0.0058, 0.0062], accept=3.46))
+        )
+        w.write(whole(scenario("stock-nvfp4-mtp7", sc, mtp7, accept=3.55)))
+    w.write(whole({"record": "test", "config": "stock-nvfp4-dflash8", "measurements": {}}))  # other kinds are ignored
     return tmp_path
 
 
@@ -56,7 +59,7 @@ def test_one_run_of_a_per_request_metric_gets_a_bootstrap_interval(spec_results)
 def test_reruns_in_one_folder_show_their_range(tmp_path):
     w = ResultsWriter(tmp_path)
     for value in (137.5, 142.3, 138.7):  # the posts' three runs of DFlash2 8 at 20k, 4 users
-        w.write(scenario("stock-nvfp4-dflash8", "prompt20k-4u", value))
+        w.write(whole(scenario("stock-nvfp4-dflash8", "prompt20k-4u", value)))
     cell = scenario_cells(iter_records(tmp_path, "scenario"), "output_throughput")[
         ("stock-nvfp4-dflash8", "prompt20k-4u")
     ]
@@ -72,8 +75,8 @@ def test_fp8_post_reads_nvfp4_32_to_37_percent_faster(tmp_path):
         ("prompt20k-1u", 50.0, 66.5),
         ("prompt20k-4u", 100.0, 137.0),
     ]:
-        w.write(scenario("stock-fp8-dflash8", sc, fp8))
-        w.write(scenario("stock-nvfp4-dflash8", sc, nvfp4))
+        w.write(whole(scenario("stock-fp8-dflash8", sc, fp8)))
+        w.write(whole(scenario("stock-nvfp4-dflash8", sc, nvfp4)))
     text = render_post(tmp_path, "fp8")
     assert "NVFP4 vs FP8: 32–37% faster over 4 rows." in text
     assert "| chat, 1 user | 100.0 | **132.0** | +32% |" in text
@@ -98,20 +101,24 @@ def test_decisions_table_from_decision_records(tmp_path):
     w = ResultsWriter(tmp_path)
     for config, acc, kl in [("stock-nvfp4-nospec", 0.666, 0.542), ("swift-nvfp4-nospec", 0.683, 0.676)]:
         w.write(
-            {
-                "record": "decisions",
-                "config": config,
-                "dataset": "typed-decisions.pass1",
-                "metrics": {"all": {"accuracy": acc, "kl": kl, "brier": 0.4, "log_loss": 0.9}},
-            }
+            whole(
+                {
+                    "record": "decisions",
+                    "config": config,
+                    "dataset": "typed-decisions.pass1",
+                    "metrics": {"all": {"accuracy": acc, "kl": kl, "brier": 0.4, "log_loss": 0.9}},
+                }
+            )
         )
     w.write(
-        {
-            "record": "decisions",
-            "config": "stock-nvfp4-nospec",
-            "dataset": "typed-decisions.pass2",
-            "metrics": {"all": {"accuracy": 0.1}},
-        }
+        whole(
+            {
+                "record": "decisions",
+                "config": "stock-nvfp4-nospec",
+                "dataset": "typed-decisions.pass2",
+                "metrics": {"all": {"accuracy": 0.1}},
+            }
+        )
     )  # another pass: not in this table
     text = render_post(tmp_path, "decisions")
     # a tie is bold in both rows, as the Flash-Next post marks its 40k tie

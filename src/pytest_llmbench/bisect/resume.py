@@ -20,6 +20,7 @@ from typing import Any
 from pytest_llmbench.bisect.record import SHOWN
 from pytest_llmbench.bisect.search import OUTCOMES, Step, StepResult, reading_of
 from pytest_llmbench.jsonl import iter_jsonl
+from pytest_llmbench.records.read import read_line
 
 Key = tuple[str, str, str, int]  # kind, reference label, candidate label, attempt
 
@@ -43,10 +44,11 @@ def recorded_steps(folder: Path, labels: Sequence[str]) -> list[RecordedStep]:
     path = _results_file(folder)
     index = {label: i for i, label in enumerate(labels)}
     out: list[RecordedStep] = []
-    for n, rec in iter_jsonl(path):
-        if rec.get("record") != "bisect_step":
-            continue
+    for n, line in iter_jsonl(path):
         where = f"{path}:{n}"
+        if line.get("record") != "bisect_step":
+            continue
+        rec = read_line(line, where)
         try:
             kind, ref, cand = str(rec["kind"]), str(rec["reference"]), str(rec["candidate"])
             attempt, outcome = int(rec.get("attempt") or 0), str(rec["outcome"])

@@ -33,6 +33,7 @@ from pytest_llmbench.bisect.search import Step, StepResult, reading_of
 from pytest_llmbench.compare.options import DEFAULT_BUDGET_S, DEFAULT_MAX_ROUNDS
 from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.jsonl import iter_jsonl
+from pytest_llmbench.records.read import of_kind, read_line
 
 #: Options each step sets itself; given in the pytest arguments they would fight the bisect.
 RESERVED = (
@@ -129,7 +130,7 @@ class SessionSettings:
 def records(folder: Path) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for f in sorted(folder.glob("results*.jsonl")):
-        out.extend(row for _, row in iter_jsonl(f, RunnerError))
+        out.extend(read_line(row, f"{f}:{n}") for n, row in iter_jsonl(f, RunnerError))
     return out
 
 
@@ -168,11 +169,10 @@ def decide(
     recs: Sequence[Mapping[str, Any]], returncode: int, log_text: str, step: Step, metric: str
 ) -> tuple[str, int | None, str, dict[str, Any]]:
     """(outcome, skipped build, reason, details) of one finished session."""
-    comps = [r for r in recs if r.get("record") == "comparison"]
+    comps = of_kind(recs, "comparison")
     suite = {
         (x.get("nodeid"), x.get("metric"))
-        for b in recs
-        if b.get("record") == "comparison_budget"
+        for b in of_kind(recs, "comparison_budget")
         for x in b.get("suite_regressed") or []
     }
     details: dict[str, Any] = {
@@ -216,7 +216,7 @@ def decide(
         return "unknown", None, f"inconclusive: {', '.join(undecided)}", details
     if returncode == TIMED_OUT:
         return "unknown", None, "the session ran past its time limit (--step-timeout)", details
-    started = {str(r.get("role") or "candidate") for r in recs if r.get("record") == "server"}
+    started = {str(r.get("role") or "candidate") for r in of_kind(recs, "server")}
     why = "; ".join(failures) or f"pytest exited {returncode}"
     if "candidate" not in started:
         return "skip", step.candidate, f"did not start: {why}", details
@@ -355,9 +355,9 @@ def recorded_step_cost(folder: Path) -> StepCost | None:
     """A step's device seconds from an earlier run: a bisect folder (its steps' median) or a comparison
     session's results folder (planned rounds × seconds per round, plus every arm start)."""
     recs = records(folder)
-    bisects = [r for r in recs if r.get("record") == "bisect"]
+    bisects = of_kind(recs, "bisect")
     # the steps of its last result, or of one cut short (a lease that ended mid-step has only its step lines)
-    steps = (bisects[-1].get("steps") or []) if bisects else [r for r in recs if r.get("record") == "bisect_step"]
+    steps: Sequence[Mapping[str, Any]] = (bisects[-1].get("steps") or []) if bisects else of_kind(recs, "bisect_step")
     if steps:
         # a step's session, without the builds it waited for (cached for the next bisect over them)
         secs = [
@@ -365,11 +365,11 @@ def recorded_step_cost(folder: Path) -> StepCost | None:
         ]
         if secs:
             return StepCost(statistics.median(secs), f"median of {len(secs)} steps in {folder}")
-    plans = [r for r in recs if r.get("record") == "comparison_plan"]
+    plans = of_kind(recs, "comparison_plan")
     if not plans:
         return None
     rounds_s = sum(float(p.get("rounds") or 0) * float(p.get("seconds_per_round") or 0) for p in plans)
-    starts = [float(s["startup_s"]) for s in recs if s.get("record") == "arm_start" and s.get("startup_s")]
+    starts = [float(s["startup_s"]) for s in of_kind(recs, "arm_start") if s.get("startup_s")]
     return StepCost(
         rounds_s + sum(starts),
         f"{folder}: {len(plans)} scenario(s), {rounds_s:.0f} s of rounds + {len(starts)} server starts "

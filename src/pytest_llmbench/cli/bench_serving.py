@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pytest_llmbench.records.bench_serving import export_lines
 from pytest_llmbench.records.folder import ResultsFolderError, read_folder
+from pytest_llmbench.records.read import of_kind
 
 
 def main(argv: list[str]) -> int:
@@ -24,7 +25,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-details", action="store_true", help="leave out the per-request lists")
     args = parser.parse_args(argv)
     try:
-        scenarios = read_folder(args.results).kind("scenario")
+        scenarios = of_kind(read_folder(args.results).records, "scenario")
     except ResultsFolderError as e:
         print(f"bench-serving: {e}", file=sys.stderr)
         return 1

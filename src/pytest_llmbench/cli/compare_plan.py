@@ -18,6 +18,7 @@ from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.placement import Runner
 from pytest_llmbench.compare.plan import Target
 from pytest_llmbench.compare.spend import parse_seconds
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.records.results import iter_records
 
 
@@ -133,7 +134,7 @@ def main(argv: list[str]) -> int:
 
 def _last_session(records: list[dict[str, object]]) -> str | None:
     """The compare_session of the folder's last comparison_block (a reused folder holds several)."""
-    for r in reversed(records):
-        if r.get("record") == "comparison_block" and isinstance(r.get("compare_session"), str):
+    for r in reversed(of_kind(records, "comparison_block")):
+        if isinstance(r.get("compare_session"), str):
             return str(r["compare_session"])
     return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import glob
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,8 @@ from scipy import stats
 from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.records.bench_serving import is_bench_serving
 from pytest_llmbench.records.folder import ResultsFolder, read_folder
+from pytest_llmbench.records.kinds import CheckRecord, VerdictRecord
+from pytest_llmbench.records.read import of_kind
 
 #: server_info / resources.json keys that name the build, most specific first (a distinguishing id or
 #: digest where the engine adapter records one; llama.cpp's own build_info otherwise)
@@ -117,9 +119,9 @@ def _runner(folder: ResultsFolder) -> str:
         origin = r.get("origin")
         if isinstance(origin, dict) and origin.get("profile"):
             return str(origin["profile"])
-    for r in folder.kind("verdict") + folder.kind("check"):
-        if r.get("runner"):
-            return str(r["runner"])
+    for v in of_kind(folder.records, "verdict") + of_kind(folder.records, "check"):
+        if v.get("runner"):
+            return str(v["runner"])
     return "unknown"
 
 
@@ -130,7 +132,7 @@ def build_of(info: dict[str, Any]) -> str | None:
     return None
 
 
-def _launched(server: dict[str, Any]) -> str | None:
+def _launched(server: Mapping[str, Any]) -> str | None:
     """The launcher's identity of what ran (the "server" record's ``build``: package version, image digest
     or the binary's sha256), which tells two builds apart where llama.cpp's build_info says b0-unknown."""
     launched = server.get("build")
@@ -153,7 +155,7 @@ def _provenance(folder: ResultsFolder, config: str) -> tuple[str, str]:
     return build, " ".join(str(a) for a in server.get("server_args") or [])
 
 
-def _log_se(r: dict[str, Any]) -> float | None:
+def _log_se(r: Mapping[str, Any]) -> float | None:
     """A comparison's SE of its log ratio: its ``se``, else from its 95% interval (t with its df, else z)."""
     se = _number(r.get("se"))
     if se is not None and se > 0:
@@ -175,7 +177,7 @@ def _number(value: Any) -> float | None:
 NOT_COMPARABLE = "not comparable"
 
 
-def _mean_of_starts(night: Night, records: list[dict[str, Any]], build: str, setup: str) -> Point:
+def _mean_of_starts(night: Night, records: Sequence[Mapping[str, Any]], build: str, setup: str) -> Point:
     """One night's point from its server starts of one test (``--llmbench-record N`` starts a config N times:
     design (b) of docs/HISTORY.md): the geometric mean, with SD/√k as its SE; one start is its own value.
     Starts the gate called not comparable are left out while any other start is left."""
@@ -194,8 +196,8 @@ def night_points(night: Night) -> dict[SeriesKey, tuple[str, Point]]:
     folder, runner = night.folder, _runner(night.folder)
     out: dict[SeriesKey, tuple[str, Point]] = {}
     # the session-end verdicts; a crashed session left only its as-it-happens checks
-    gated = folder.kind("verdict") or folder.kind("check")
-    starts: dict[SeriesKey, list[dict[str, Any]]] = {}
+    gated = of_kind(folder.records, "verdict") or of_kind(folder.records, "check")
+    starts: dict[SeriesKey, list[VerdictRecord | CheckRecord]] = {}
     for r in gated:
         if _number(r.get("observed")) is None or not r.get("metric"):
             continue
@@ -206,14 +208,14 @@ def night_points(night: Night) -> dict[SeriesKey, tuple[str, Point]]:
     for key, records in starts.items():
         build, setup = _provenance(folder, key.config)
         out[key] = (str(records[-1].get("direction") or "higher"), _mean_of_starts(night, records, build, setup))
-    for r in folder.kind("comparison"):
-        value = _number(r.get("candidate"))
-        if value is None or not r.get("metric"):
+    for c in of_kind(folder.records, "comparison"):
+        value = _number(c.get("candidate"))
+        if value is None or not c.get("metric"):
             continue
-        config = str(r.get("config") or "")
-        key = SeriesKey(runner, config, str(r.get("test_key")), str(r["metric"]))
+        config = str(c.get("config") or "")
+        key = SeriesKey(runner, config, str(c.get("test_key")), str(c["metric"]))
         build, setup = _provenance(folder, config)
-        kind = str(r.get("kind") or "ratio")
+        kind = str(c.get("kind") or "ratio")
         old = out.get(key)
         point = Point(
             night.name,
@@ -222,19 +224,19 @@ def night_points(night: Night) -> dict[SeriesKey, tuple[str, Point]]:
             build,
             setup,
             status=old[1].status if old else None,
-            comparison=str(r.get("verdict")),
-            comparison_ratio=_number(r.get(kind)) if kind == "ratio" else None,
+            comparison=str(c.get("verdict")),
+            comparison_ratio=_number(c.get(kind)) if kind == "ratio" else None,
         )
-        direction = "higher" if r.get("higher_is_better", True) else "lower"
+        direction = "higher" if c.get("higher_is_better", True) else "lower"
         out[key] = (direction, point)
-        ratio = _number(r.get("ratio"))
+        ratio = _number(c.get("ratio"))
         if kind == "ratio" and ratio is not None and ratio > 0:
             reference, _ = _provenance(folder, f"{config}.reference")
             if reference == "unknown":
-                reference = str(r.get("reference_arm") or "unknown")
+                reference = str(c.get("reference_arm") or "unknown")
             out[replace(key, kind=RATIO)] = (
                 direction,
-                replace(point, value=ratio, reference=reference, se=_log_se(r)),
+                replace(point, value=ratio, reference=reference, se=_log_se(c)),
             )
     return out
 

@@ -30,6 +30,7 @@ from pytest_llmbench import interrupts, redact
 from pytest_llmbench.nightly.candidates import Candidate, CandidateError, between, parse_spec, resolve_pin
 from pytest_llmbench.nightly.store import Store, StoredNight, new_id
 from pytest_llmbench.records.folder import read_folder
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.records.verdict import session_verdict
 
 #: what of a session's results folder the store keeps: the records and the summary (server logs and the
@@ -223,7 +224,7 @@ class NightlyJob:
         self.say(f"nightly: bisecting {len(builds)} builds {builds[0].label} … {builds[-1].label}")
         bisect_cli.main(argv, builds=[b.build() for b in builds])
         interrupts.reraise_received()  # bisect kept its steps and returned: the night stops here, unbisected
-        recs = [r for r in read_folder(folder).records if r.get("record") == "bisect"] if folder.is_dir() else []
+        recs = of_kind(read_folder(folder).records, "bisect") if folder.is_dir() else []
         return dict(recs[-1]) if recs else {"status": "unknown", "message": "the bisect wrote no result"}
 
     # --- the whole night --------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,7 @@ class BenchServingError(LlmbenchError):
 # --- export ------------------------------------------------------------------------------------------------
 
 
-def export_line(scenario: dict[str, Any], *, details: bool = True) -> dict[str, Any]:
+def export_line(scenario: Mapping[str, Any], *, details: bool = True) -> dict[str, Any]:
     """One ``scenario`` record of results.jsonl → one bench_serving line."""
     m = scenario.get("metrics") or {}
     params = scenario.get("scenario_params") or {}
@@ -113,7 +113,7 @@ def _itls(r: dict[str, Any]) -> list[float]:
     return [float(tpot)] * (int(n) - 1)
 
 
-def export_lines(scenarios: Iterable[dict[str, Any]], *, details: bool = True) -> str:
+def export_lines(scenarios: Iterable[Mapping[str, Any]], *, details: bool = True) -> str:
     """The file's text: one line per scenario record (``json.dumps``: ``inf`` as bench_serving writes it)."""
     return "".join(json.dumps(export_line(s, details=details)) + "\n" for s in scenarios)
 

@@ -15,6 +15,8 @@ from typing import Any
 from pytest_llmbench.errors import LlmbenchError
 from pytest_llmbench.gate.types import STATUSES
 from pytest_llmbench.records.bench_serving import BenchServingError, is_bench_serving, read_records
+from pytest_llmbench.records.kinds import FactsRecord, ServerRecord, VerdictRecord
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.records.results import iter_records
 from pytest_llmbench.records.verdict import SessionVerdict, comparisons, session_verdict
 
@@ -32,7 +34,9 @@ class ResultsFolder:
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)  # config → resources.json
 
     def kind(self, name: str) -> list[dict[str, Any]]:
-        return [r for r in self.records if r.get("record") == name]
+        """The records of any kind, untyped: an eval's own (``bfcl``, ``accept_length``) or a plugin's. A
+        declared kind reads typed through ``of_kind(folder.records, name)`` (records/read.py)."""
+        return of_kind(self.records, name)
 
     @property
     def configs(self) -> list[str]:
@@ -45,10 +49,10 @@ class ResultsFolder:
             seen.setdefault(name, None)
         return list(seen)
 
-    def verdicts(self) -> list[dict[str, Any]]:
+    def verdicts(self) -> list[VerdictRecord]:
         """Verdict records, regressions first, then improved, new, pass (run order within each)."""
         order: dict[str, int] = {s: i for i, s in enumerate(STATUSES)}
-        return sorted(self.kind("verdict"), key=lambda v: order.get(str(v.get("status")), len(order)))
+        return sorted(of_kind(self.records, "verdict"), key=lambda v: order.get(str(v.get("status")), len(order)))
 
     def comparisons(self) -> list[dict[str, Any]]:
         """``comparison`` records with the suite step's q value and suite verdict on each (verdict.py)."""
@@ -58,16 +62,16 @@ class ResultsFolder:
         """The run's one verdict (records/verdict.py): what every headline of the report says."""
         return session_verdict(self.records)
 
-    def server(self, config: str) -> dict[str, Any]:
-        """The last server record of ``config`` (a restarted server writes a new one)."""
-        found = [r for r in self.kind("server") if r.get("config") == config]
+    def server(self, config: str) -> ServerRecord | dict[str, Any]:
+        """The last server record of ``config`` (a restarted server writes a new one); {} when none."""
+        found = [r for r in of_kind(self.records, "server") if r.get("config") == config]
         return found[-1] if found else {}
 
     def facts(self, config: str) -> dict[str, Any]:
         """resources.json of ``config``; else the facts record in results.jsonl."""
         if config in self.resources:
             return self.resources[config]
-        found = [r for r in self.kind("facts") if r.get("config") == config]
+        found: list[FactsRecord] = [r for r in of_kind(self.records, "facts") if r.get("config") == config]
         return (found[-1].get("facts") or {}) if found else {}
 
 

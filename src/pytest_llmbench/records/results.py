@@ -33,6 +33,8 @@ import pytest
 from pytest_llmbench import redact
 from pytest_llmbench.gate.files import write_atomic
 from pytest_llmbench.jsonl import iter_jsonl
+from pytest_llmbench.records.kinds import stamped
+from pytest_llmbench.records.read import read_line
 from pytest_llmbench.sink import clean
 
 if TYPE_CHECKING:
@@ -128,11 +130,14 @@ class ResultsWriter:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-    def write(self, record: dict[str, Any]) -> None:
-        """Append one JSON line and flush it to disk now."""
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append one JSON line and flush it to disk now: every line of the package goes through here (the
+        sink's hook below, the bisect's log), so here a declared kind is checked against its schema and
+        stamped with its ``record_version`` (records/kinds.py; a required field missing warns,
+        ``RecordSchemaWarning``, and the line is written all the same)."""
         if self.origin is not None:
             record = {**record, "origin": self.origin}
-        record = {**record, "session_id": record.get("session_id") or self.session_id}
+        record = stamped({**record, "session_id": record.get("session_id") or self.session_id})
         line = redact.scrub(json.dumps(clean(record), sort_keys=True))
         self.dir.mkdir(parents=True, exist_ok=True)
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
@@ -282,18 +287,20 @@ def iter_records(
     """Every JSON object in a results folder's results*.jsonl, optionally of one record kind; ``after``
     (from :func:`record_counts`) skips each file's first lines: what an earlier session in the same
     folder wrote; ``session`` keeps one session's lines (its ``session_id``). A line cut short by a crash
-    is skipped with a warning (jsonl.TornLineWarning)."""
+    is skipped with a warning (jsonl.TornLineWarning). Each line is read by its schema version
+    (records/read.py ``read_line``: none is 1, a newer one is read as is with a warning naming it)."""
     root = Path(results_dir)
     files = sorted(root.glob("results*.jsonl"))
     if not files:
         raise FileNotFoundError(f"no results*.jsonl in {root}")
+    warned: set[str] = set()
     for f in files:
         skip = (after or {}).get(f.name, 0)
-        for n, (_, obj) in enumerate(iter_jsonl(f, torn="warn")):
+        for n, (line, obj) in enumerate(iter_jsonl(f, torn="warn")):
             if n < skip or (kind is not None and obj.get("record") != kind):
                 continue
             if session is None or obj.get("session_id") == session:
-                yield obj
+                yield read_line(obj, f"{f}:{line}", warned)
 
 
 def record_counts(results_dir: Path | str) -> dict[str, int]:

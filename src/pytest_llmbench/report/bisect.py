@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_llmbench.records.folder import ResultsFolder
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.records.verdict import BisectSoFar, bisect_so_far
 from pytest_llmbench.report.rows import Table
 from pytest_llmbench.tell import aligned
@@ -27,7 +28,7 @@ BUILD_HEADER = ["#", "build", "state", "identity"]
 
 
 def latest(folder: ResultsFolder) -> Mapping[str, Any] | None:
-    found = folder.kind("bisect")
+    found = of_kind(folder.records, "bisect")
     return found[-1] if found else None
 
 

@@ -15,7 +15,7 @@ fair unit across sessions. A metric that is one number per run (throughput) gets
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,8 @@ from pytest_llmbench.compare.margins import sizes_for
 from pytest_llmbench.compare.stats import CONFIDENCE, compare_paired, compare_pass_fail
 from pytest_llmbench.gate.types import fmt
 from pytest_llmbench.records.folder import ResultsFolder
+from pytest_llmbench.records.kinds import ScenarioRecord
+from pytest_llmbench.records.read import of_kind
 
 ALPHA = (1 - CONFIDENCE) / 2  # each side of the 95% interval: the verdict reads the interval shown
 MIN_ITEMS = 3  # fewer paired items than this give no interval
@@ -83,7 +85,7 @@ def _ratio(a: Any, b: Any) -> float | None:
     return float(b) / float(a)
 
 
-def _per_request(scenario: dict[str, Any], field: str, scale: float) -> dict[int, tuple[Any, float]]:
+def _per_request(scenario: Mapping[str, Any], field: str, scale: float) -> dict[int, tuple[Any, float]]:
     """index → (prompt_tokens, value) of the successful requests that have the field."""
     out = {}
     for r in scenario.get("requests") or []:
@@ -127,8 +129,8 @@ def descriptive(metric: str) -> bool:
     return metric not in ("accept_length", "passed") and family_of(metric) == "timing"
 
 
-def _scenarios(folder: ResultsFolder) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(str(s.get("config")), str(s.get("scenario"))): s for s in folder.kind("scenario")}
+def _scenarios(folder: ResultsFolder) -> dict[tuple[str, str], ScenarioRecord]:
+    return {(str(s.get("config")), str(s.get("scenario"))): s for s in of_kind(folder.records, "scenario")}
 
 
 def _evals(folder: ResultsFolder) -> dict[tuple[str, str, str], dict[str, Any]]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pytest_llmbench.records.folder import ResultsFolder
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.report.plots import Plot, _figure, _svg
 
 #: the latency on the y axis, then the one used when a probe lacks it
@@ -41,11 +42,11 @@ def _curve_points(curve: Sequence[dict[str, Any]]) -> list[tuple[float, float, b
 def arm_points(folder: ResultsFolder) -> dict[str, list[tuple[float, float, bool]]]:
     """Arm label → its probes (throughput req/s, latency ms, passed), from scenarios and comparison blocks."""
     arms: dict[str, list[tuple[float, float, bool]]] = {}
-    for s in folder.kind("scenario"):
+    for s in of_kind(folder.records, "scenario"):
         curve = ((s.get("metrics") or {}).get("capacity") or {}).get("curve")
         if curve:
             arms.setdefault(f"{s.get('config')} · {s.get('scenario')}", []).extend(_curve_points(curve))
-    for b in folder.kind("comparison_block"):
+    for b in of_kind(folder.records, "comparison_block"):
         curve = (b.get("capacity") or {}).get("curve")
         if curve and not b.get("warmup"):
             label = f"{b.get('config')} · {b.get('scenario')} · {b.get('role')}"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_llmbench.records.folder import ResultsFolder
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.report.rows import mean_prompt_tokens
 
 STATUS_COLOR = {
@@ -74,7 +75,7 @@ def _hex(rgba: tuple[float, ...]) -> str:
 def throughput_vs_prompt(folder: ResultsFolder) -> list[Plot]:
     """Output tok/s and median TPOT against mean prompt length, one line per config and concurrency."""
     series: dict[tuple[Any, Any], list[tuple[float, float | None, float | None]]] = defaultdict(list)
-    for s in folder.kind("scenario"):
+    for s in of_kind(folder.records, "scenario"):
         m, x = s.get("metrics") or {}, mean_prompt_tokens(s)
         if x is None:
             continue
@@ -128,7 +129,7 @@ def throughput_vs_prompt(folder: ResultsFolder) -> list[Plot]:
 def ttft_vs_decode(folder: ResultsFolder) -> list[Plot]:
     """Mean time to first token and mean decode time (E2E − TTFT) per scenario, stacked."""
     bars: list[tuple[str, Any, float, float]] = []  # (label, config, TTFT ms, decode ms)
-    for s in folder.kind("scenario"):
+    for s in of_kind(folder.records, "scenario"):
         ok = [
             r
             for r in s.get("requests") or []
@@ -178,7 +179,7 @@ def accept_length(folder: ResultsFolder) -> list[Plot]:
         a = r.get("accept_length") or {}
         if a.get("mean") is not None:
             values[str(r.get("set"))][str(r.get("config"))] = (a["mean"], a.get("se") or 0.0)
-    for s in folder.kind("scenario"):
+    for s in of_kind(folder.records, "scenario"):
         m = s.get("metrics") or {}
         if m.get("accept_length") is not None and m.get("accept_length_se") is not None:
             values[f"serving {s.get('scenario')}"][str(s.get("config"))] = (m["accept_length"], m["accept_length_se"])
@@ -264,7 +265,7 @@ def calibration_curves(folder: ResultsFolder) -> list[tuple[str, str, list[tuple
     from pytest_llmbench.evals.decisions.results import read_answers
 
     panels = []
-    for rec in folder.kind("decisions"):
+    for rec in of_kind(folder.records, "decisions"):
         if rec.get("pass") or "calibrated" not in (rec.get("metrics") or {}):
             continue  # determinism passes are not calibrated
         config, dataset = str(rec.get("config")), str(rec.get("dataset"))
@@ -341,9 +342,9 @@ def history(folder: ResultsFolder, baselines_dir: Path | None) -> list[Plot]:
     from pytest_llmbench.gate.baselines import BaselineFileError, config_filename, load
 
     by_config: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for v in folder.kind("verdict"):
-        if v.get("baseline") is not None:
-            by_config[str(v.get("config"))].append(v)
+    for verdict in of_kind(folder.records, "verdict"):
+        if verdict.get("baseline") is not None:
+            by_config[str(verdict.get("config"))].append(dict(verdict))
     plots = []
     for config, verdicts in by_config.items():
         bf = None

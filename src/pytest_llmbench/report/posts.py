@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.records.results import iter_records
 
 SCENARIOS = ("chat-1u", "chat-4u", "prompt20k-1u", "prompt20k-4u", "prompt40k-1u", "prompt80k-1u", "prompt120k-1u")
@@ -296,8 +297,8 @@ def render_decisions(records: Iterable[Mapping[str, Any]], dataset: str = "typed
     (the last record of a config wins when a folder holds several)."""
     latest: dict[str | None, dict[str, Any]] = {
         r.get("config"): (r.get("metrics") or {}).get("all") or {}
-        for r in records
-        if r.get("record") == "decisions" and r.get("dataset") == dataset
+        for r in of_kind(records, "decisions")
+        if r.get("dataset") == dataset
     }
     rows: list[tuple[str | None, str | None]] = [(c, label) for c, label in DECISION_CONFIGS if c in latest]
     rows += [(c, c) for c in latest if c not in dict(DECISION_CONFIGS)]

@@ -7,11 +7,13 @@ records) are read with ``.get`` and their columns appear only when some row has 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_llmbench.gate.types import fmt
 from pytest_llmbench.records.folder import ResultsFolder
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.records.results import ok_of_planned
 
 STATUS_LABEL = {
@@ -98,7 +100,7 @@ def verdict_table(folder: ResultsFolder) -> Table:
     return Table("Verdicts", header, rows, kinds, note=counts(verdicts))
 
 
-def counts(verdicts: list[dict[str, Any]]) -> str:
+def counts(verdicts: Sequence[Mapping[str, Any]]) -> str:
     """``1 REGRESSED, 3 new, 40 pass`` in table order."""
     parts = []
     for s in STATUS_LABEL:
@@ -194,7 +196,7 @@ SCENARIO_COLUMNS = (
 
 
 def scenario_table(folder: ResultsFolder) -> Table | None:
-    scenarios = folder.kind("scenario")
+    scenarios = of_kind(folder.records, "scenario")
     if not scenarios:
         return None
     header = ["config", "scenario", "ok/n", "prompt tok", *(c[0] for c in SCENARIO_COLUMNS), "accept len"]
@@ -221,7 +223,7 @@ def scenario_table(folder: ResultsFolder) -> Table | None:
     return Table("Serving scenarios", header, rows)
 
 
-def mean_prompt_tokens(scenario: dict[str, Any]) -> float | None:
+def mean_prompt_tokens(scenario: Mapping[str, Any]) -> float | None:
     """Mean prompt length of a scenario's successful requests (what the x axis of the plots shows)."""
     got = [
         r["prompt_tokens"]
@@ -251,8 +253,8 @@ def eval_table(folder: ResultsFolder) -> Table | None:
         rows.append(
             [str(r.get("config")), "BFCL", str(r.get("mode") or "-"), f"{r.get('passed')}/{r.get('total')} ({cats})"]
         )
-    for r in folder.kind("decisions"):
-        m = r.get("metrics") or {}
+    for d in of_kind(folder.records, "decisions"):
+        m = d.get("metrics") or {}
         parts = []
         for stage in ("raw", "calibrated", "priors"):
             a = (m.get(stage) or {}).get("all") or {}
@@ -292,7 +294,7 @@ def facts_table(folder: ResultsFolder) -> Table | None:
     if not folder.configs:
         return None
     runners: dict[str | None, Any] = {}  # config → its runner (the first verdict naming one)
-    for v in folder.kind("verdict"):
+    for v in of_kind(folder.records, "verdict"):
         if v.get("runner"):
             runners.setdefault(v.get("config"), v["runner"])
     rows = []
@@ -318,7 +320,7 @@ def facts_table(folder: ResultsFolder) -> Table | None:
     return Table("Servers", ["config", "engine", "image / build", "model", "runner", *(k for k, _ in FACT_KEYS)], rows)
 
 
-def build_text(server: dict[str, Any], facts: dict[str, Any] | None = None) -> str:
+def build_text(server: Mapping[str, Any], facts: Mapping[str, Any] | None = None) -> str:
     """``<binary folder or image> · <build>``: the launcher's identity of the build (package version, image
     digest or program hash: launchers/identity.py), then the engine's own word when it adds something."""
     facts = facts or {}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import html as html_escape
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ import pytest
 from pytest_llmbench import interrupts, sink
 from pytest_llmbench.gate.types import fmt
 from pytest_llmbench.jsonl import TornLineWarning, iter_jsonl
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.records.results import RESULTS
 from pytest_llmbench.report import junit
 
@@ -264,7 +266,7 @@ def bench_extras(item: pytest.Item, bench: Any) -> list[dict[str, Any]]:
         records = [
             r for _, r in iter_jsonl(results.path, torn="warn") if item.nodeid in (r.get("test"), r.get("nodeid"))
         ]
-    out = [extras.html(metrics_table(bench.measurements, [r for r in records if r.get("record") == "verdict"]))]
+    out = [extras.html(metrics_table(bench.measurements, of_kind(records, "verdict")))]
     folder = ResultsFolder(Path(results.dir), records)
     figures = [
         *P.ttft_vs_decode(folder),
@@ -277,7 +279,7 @@ def bench_extras(item: pytest.Item, bench: Any) -> list[dict[str, Any]]:
     return out
 
 
-def metrics_table(measurements: dict[str, Any], verdicts: list[dict[str, Any]]) -> str:
+def metrics_table(measurements: dict[str, Any], verdicts: Sequence[Mapping[str, Any]]) -> str:
     """The bench's recorded numbers and its verdicts as a small HTML table."""
     esc = html_escape.escape
     cells = []

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_llmbench.records.folder import ResultsFolder
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.report.plots import Plot, _figure, _slug, _svg
 from pytest_llmbench.report.what_changed import what_changed
 
@@ -42,7 +43,9 @@ def session_series(blocks: Sequence[Mapping[str, Any]], name: str) -> dict[str, 
 
 def timeline_plots(folder: ResultsFolder) -> list[Plot]:
     """The timelines of both arms for each compared scenario that has samples; empty when none has."""
-    blocks = [b for b in folder.kind("comparison_block") if not b.get("warmup")]  # as the table: measured only
+    blocks = [
+        b for b in of_kind(folder.records, "comparison_block") if not b.get("warmup")
+    ]  # as the table: measured only
     plots = []
     for w in what_changed(folder)[:MAX_SCENARIOS]:
         mine = [

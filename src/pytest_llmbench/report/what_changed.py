@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_llmbench.records.folder import ResultsFolder
+from pytest_llmbench.records.read import of_kind
 from pytest_llmbench.report.rows import Table
 from pytest_llmbench.telemetry import what_changed as W
 
 
 def what_changed(folder: ResultsFolder) -> list[W.WhatChanged]:
     """Each compared scenario's ranked changes, regressed first (suite verdicts joined)."""
-    return W.from_records([*folder.comparisons(), *folder.kind("comparison_block")])
+    return W.from_records([*folder.comparisons(), *of_kind(folder.records, "comparison_block")])
 
 
 def what_changed_tables(folder: ResultsFolder, top: int | None = W.TOP) -> list[Table]:
