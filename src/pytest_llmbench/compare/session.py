@@ -139,14 +139,14 @@ class CompareSession:
                 self.pairs = {k: v for k, v in chosen.items() if k in selected}
         except (ArmError, ConfigError) as e:
             raise pytest.UsageError(str(e)) from None
-        self.alphas = self._alphas(items)
+        self.alphas = self._alphas(items, session.items)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """xdist controller: the workers' records carry the controller's session id."""
         node.workerinput[SESSION_KEY] = self.session_id
 
-    def _alphas(self, items: list[pytest.Item]) -> dict[str, float]:
+    def _alphas(self, items: list[pytest.Item], every: list[pytest.Item]) -> dict[str, float]:
         """Per-comparison alpha by family: given, or the family's budget over the comparisons counted up
         front: every serving ``bench.check`` of each compared test (compare/count.py)."""
         self.counted = Counter()
@@ -158,7 +158,7 @@ class CompareSession:
             self.counted += comparisons_by_family(
                 getattr(i, "function", None), family_of=cases_mod.compared_family, fallback=self.settings.decide
             )
-        shared = self._shared_budget(items)  # joined before the levels: they count the gate's checks too
+        shared = self._shared_budget(every)  # the gate counts all the session's tests, server-less ones too
         return suite.comparison_alphas(self.settings.alpha, parse_alpha(self._gate_alpha_spec()), self.counted, shared)
 
     def _shared_budget(self, items: list[pytest.Item] | None = None) -> Budget | None:

@@ -74,6 +74,7 @@ class GateSession:
         except ValueError as e:
             raise pytest.UsageError(str(e)) from None
         self.budget = Budget(alphas) if alphas else None
+        self._counted: list[pytest.Item] | None = None  # the items the budget's gate counts are of
         if self.budget is not None:
             self.budget.sources["gate"] = self._p_values
         self._runner: RunnerProfile | None = None
@@ -319,9 +320,11 @@ class GateSession:
             transport.send_counts(self.config, self.budget.counts)
 
     def count_gates(self, items: list[pytest.Item]) -> None:
-        """The budget's gate counts for ``items`` (a comparison session asks first, to share the budget)."""
-        if self.budget is None:
+        """The budget's gate counts for ``items`` (a comparison session asks first, to share the budget; the
+        gate's own count of the same items then reads no baseline file again)."""
+        if self.budget is None or items is self._counted:
             return
+        self._counted = items
         pairs = set()
         for item in items:
             if "bench" not in getattr(item, "fixturenames", ()):
